@@ -1,0 +1,212 @@
+"""Django settings, all read from the environment in this one place.
+
+The embedded default (``make run``, the test suite) works with no variable set: SQLite and
+a local data directory. Production sets DATABASE_URL, REDIS_URL, DJANGO_SECRET_KEY and
+PROVENANCE_KEK (see ``.env.example``). Helpers fail loudly on malformed values.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"{name} must be a boolean (1/0/true/false), got {raw!r}")
+
+
+def env_int(name: str, default: int, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def data_dir() -> Path:
+    # Same rule as detector.paths.data_dir(), repeated so settings import nothing heavy.
+    root = os.environ.get("PROVENANCE_DATA_DIR")
+    return Path(root) if root else BASE_DIR / "var"
+
+
+DATA_DIR = data_dir()
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+# The embedded default has no secret configured: a fixed development value is only
+# acceptable when DEBUG or the embedded runner asks for it; production must set one.
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if env_bool("PROVENANCE_EMBEDDED", True):
+        SECRET_KEY = "embedded-development-only-not-secret"
+    else:
+        raise ValueError("DJANGO_SECRET_KEY must be set when PROVENANCE_EMBEDDED=0")
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "provenance.accounts",
+    "provenance.keys",
+    "provenance.checks",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "provenance.urls"
+WSGI_APPLICATION = "provenance.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'provenance.sqlite3'}"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web and worker write the same file: wait for the lock instead of failing at once.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "provenance" / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Serve from the finders too, so the embedded default needs no collectstatic.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- Provenance -------------------------------------------------------------------------
+# Key-encryption key (urlsafe base64, 32 bytes, as from Fernet.generate_key()). Unset: the
+# embedded default generates one into DATA_DIR on first use (provenance.keys.crypto).
+PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
+PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
+PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
+PROVENANCE_THRESHOLD = float(env_str("PROVENANCE_THRESHOLD", "0.01"))
+if not 0.0 < PROVENANCE_THRESHOLD < 1.0:
+    raise ValueError("PROVENANCE_THRESHOLD must lie in (0, 1)")
+# Texts per Celery task of an audit: amortizes task overhead against parallelism.
+PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 250, minimum=1)
+# An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024)
+
+# --- Celery -----------------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None  # results live in the database rows the tasks own
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 150, minimum=1)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- DRF --------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": env_str("PROVENANCE_USER_THROTTLE", "600/min")},
+    "EXCEPTION_HANDLER": "provenance.api_errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Provenance API",
+    "DESCRIPTION": "Detect vLLM's keyed Gumbel-max watermark in texts.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("PROVENANCE_LOG_LEVEL", "INFO")},
+}
