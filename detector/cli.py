@@ -1,0 +1,131 @@
+"""``python -m detector detect --key K [--tokenizer PATH|default] [FILE|-]``: JSON on stdout.
+
+Bad input (no text, undecodable bytes, unknown tokenizer, key out of range) prints one line on
+stderr and exits with status 2; the key's value never appears in any output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from detector.config import ALGORITHMS, KeyConfig
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user error: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print usage; keep it to one line
+        raise CliError(message)
+
+
+def _key(value: str) -> int:
+    try:
+        key = int(value, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError("the key must be an integer (decimal or 0x hex)") from None
+    if not 0 <= key < 2**64:
+        raise argparse.ArgumentTypeError("the key must lie in [0, 2**64)")
+    return key
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m detector", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    det = sub.add_parser("detect", help="test a text for the watermark")
+    keys = det.add_mutually_exclusive_group(required=True)
+    keys.add_argument("--key", type=_key, help="the 64-bit watermark key")
+    keys.add_argument("--key-file", help="read the key from this file (keeps it out of `ps`)")
+    det.add_argument("--tokenizer", default="default", help="HF directory, .gguf, or default")
+    det.add_argument("--algorithm", choices=ALGORITHMS, default="gumbel")
+    det.add_argument("--alpha", type=float, default=0.1)
+    det.add_argument("--context-width", type=int, default=4)
+    det.add_argument("--no-dedup", action="store_true", help="score repeated contexts too")
+    det.add_argument("--threshold", type=float, default=0.01)
+    det.add_argument("--tokens", action="store_true", help="add per-token rows")
+    det.add_argument("file", nargs="?", default="-", help="text file, or - for stdin")
+    return parser
+
+
+def _read_text(path: str) -> str:
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"the input is not valid UTF-8 (byte {exc.start})") from None
+    if not text.strip():
+        raise CliError("no text to check")
+    return text
+
+
+def _read_key(args: argparse.Namespace) -> int:
+    if args.key is not None:
+        return int(args.key)
+    try:
+        raw = open(args.key_file, encoding="utf-8").read().strip()
+    except (OSError, UnicodeDecodeError):
+        raise CliError(f"cannot read the key file {args.key_file}") from None
+    try:
+        return _key(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise CliError(str(exc)) from None
+
+
+def run_detect(args: argparse.Namespace) -> dict[str, Any]:
+    from detector.detect import detect_text
+    from detector.tokenizers import load_tokenizer
+
+    if not 0.0 < args.threshold < 1.0:
+        raise CliError("--threshold must lie in (0, 1)")
+    try:
+        config = KeyConfig(
+            key=_read_key(args),
+            algorithm=args.algorithm,
+            context_width=args.context_width,
+            alpha=args.alpha,
+            deduplicate=not args.no_dedup,
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    text = _read_text(args.file)
+    tokenizer = load_tokenizer(args.tokenizer)
+    result = detect_text(text, tokenizer, [config], threshold=args.threshold)
+    det = result.hypotheses[0].detection
+    out: dict[str, Any] = det.summary()
+    out.update(tokenizer=tokenizer.name, tokenizer_hash=tokenizer.content_hash,
+               algorithm=config.algorithm, context_width=config.context_width,
+               threshold=args.threshold)
+    if args.tokens:
+        out["tokens"] = [
+            {"index": i, "token_id": int(t), "text": text[s:e], "start": int(s), "end": int(e),
+             "scored": bool(m), "score": float(sc)}
+            for i, (t, (s, e), m, sc) in enumerate(
+                zip(result.token_ids, result.offsets, det.scored_mask, det.token_scores, strict=True)
+            )
+        ]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from detector.tokenizers import TokenizerError
+
+    try:
+        args = build_parser().parse_args(argv)
+        out = run_detect(args)
+    except (CliError, TokenizerError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    json.dump(out, sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+    return 0

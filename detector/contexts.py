@@ -1,0 +1,77 @@
+"""Contexts of a token sequence and the detection-time de-duplication mask.
+
+The context of position i is the ``width`` tokens before it, left-padded with -1, exactly as
+at generation (spec section 3.2). A context that already occurred earlier reuses the same keyed
+random vector, so its score is not fresh evidence: only first occurrences are scored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+PAD = -1
+
+
+def as_token_array(token_ids: ArrayLike) -> NDArray[np.int64]:
+    """Validate token ids: a 1-D sequence of integers in [0, 2**32)."""
+    ids = np.asarray(token_ids)
+    if ids.size == 0:
+        return np.zeros(0, np.int64)
+    if ids.ndim != 1:
+        raise ValueError("token ids must be a 1-D sequence")
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError("token ids must be integers")
+    ids = ids.astype(np.int64, copy=False)
+    if ids.min() < 0 or ids.max() >= 2**32:
+        raise ValueError("token ids must lie in [0, 2**32)")
+    return ids
+
+
+def build_contexts(token_ids: ArrayLike, width: int) -> NDArray[np.int64]:
+    """Contexts ``[n, width]`` of every position of ``token_ids`` (-1 left padding)."""
+    if width < 1:
+        raise ValueError("context width must be at least 1")
+    ids = as_token_array(token_ids)
+    padded = np.concatenate([np.full(width, PAD, np.int64), ids])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, width)[: ids.shape[0]]
+    return np.ascontiguousarray(windows)
+
+
+def _row_groups(contexts: NDArray[np.int64]) -> NDArray[np.intp]:
+    """An id per distinct row of ``contexts`` (equal rows, equal ids)."""
+    rows = np.ascontiguousarray(contexts.astype(np.uint32))  # ids < 2**32; -1 -> 0xFFFFFFFF
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, inverse = np.unique(keys, return_inverse=True)
+    return inverse.ravel()
+
+
+def previous_occurrence(contexts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """For each position, the index of the previous position with the same context, or -1."""
+    n = contexts.shape[0]
+    prev = np.full(n, -1, np.int64)
+    if n < 2:
+        return prev
+    groups = _row_groups(contexts)
+    order = np.argsort(groups, kind="stable")  # positions grouped, ascending within a group
+    same = groups[order[1:]] == groups[order[:-1]]
+    prev[order[1:][same]] = order[:-1][same]
+    return prev
+
+
+def dedup_mask(contexts: ArrayLike, max_history: int | None = None) -> NDArray[np.bool_]:
+    """True where a position is scored: its context did not occur earlier.
+
+    With ``max_history``, only the previous ``max_history`` positions are searched, as with
+    vLLM's bounded generation-time history.
+    """
+    ctx = np.asarray(contexts, dtype=np.int64)
+    if ctx.ndim != 2:
+        raise ValueError("contexts must be [n, w]")
+    if max_history is not None and max_history < 1:
+        raise ValueError("max_history must be a positive number of positions or None")
+    prev = previous_occurrence(ctx)
+    if max_history is None:
+        return prev < 0
+    gap = np.arange(ctx.shape[0]) - prev
+    return (prev < 0) | (gap > max_history)

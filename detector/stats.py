@@ -1,0 +1,76 @@
+"""P-values for the Gumbel-max score and corrections for testing several hypotheses.
+
+Everything is reported as a pair ``(p_value, log10_p)``: texts of a few thousand watermarked
+tokens reach p-values far below 1e-300, where a float64 p-value is 0 but its log is exact.
+scipy gives the upper regularized incomplete gamma; where it underflows, mpmath evaluates the
+same function at arbitrary precision (about 0.2 ms).
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special
+
+_UNDERFLOW = 1e-280  # below this, take the log from mpmath rather than from a float64
+
+
+def gamma_upper_log10(shape: float, x: float) -> float:
+    """log10 of Q(shape, x) = P[Gamma(shape, 1) >= x]; 0.0 when shape <= 0 or x <= 0."""
+    if shape <= 0 or x <= 0:
+        return 0.0
+    q = float(special.gammaincc(shape, x))
+    if q > _UNDERFLOW:
+        return math.log10(q)
+    return float(mpmath.log10(mpmath.gammainc(shape, x, mpmath.inf, regularized=True)))
+
+
+def _pair(log10_p: float) -> tuple[float, float]:
+    log10_p = min(0.0, log10_p)
+    return 10.0**log10_p, log10_p
+
+
+def gamma_sf(score: float, n: int) -> tuple[float, float]:
+    """One-sided p-value of a sum of ``n`` Exp(1) scores: ``(P[Gamma(n,1) >= score], log10)``."""
+    if n < 0:
+        raise ValueError("the number of scored tokens cannot be negative")
+    return _pair(gamma_upper_log10(float(n), float(score)))
+
+
+def dual_key_sf(score: float, n: int, alpha: float) -> tuple[float, float]:
+    """P-value of the dual-key score ``sum((1-a) s_A + a s_B)`` by moment matching: Q(n/v, S/v)."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError("alpha must lie in [0, 1]")
+    v = (1.0 - alpha) ** 2 + alpha**2
+    return _pair(gamma_upper_log10(n / v, score / v))
+
+
+def bonferroni(log10_ps: ArrayLike, m: int | None = None) -> NDArray[np.float64]:
+    """Bonferroni-adjusted log10 p-values for ``m`` hypotheses (default: as many as given)."""
+    lp = np.asarray(log10_ps, dtype=np.float64)
+    m = lp.size if m is None else m
+    if m < lp.size:
+        raise ValueError("m cannot be smaller than the number of p-values")
+    if m == 0:
+        return lp.copy()
+    return np.minimum(0.0, lp + math.log10(m))
+
+
+def holm(log10_ps: ArrayLike) -> NDArray[np.float64]:
+    """Holm step-down adjusted log10 p-values (uniformly more powerful than Bonferroni)."""
+    lp = np.asarray(log10_ps, dtype=np.float64)
+    m = lp.size
+    if m == 0:
+        return lp.copy()
+    order = np.argsort(lp, kind="stable")
+    factors = np.log10(np.arange(m, 0, -1, dtype=np.float64))  # m, m-1, ..., 1
+    stepped = np.maximum.accumulate(np.minimum(0.0, lp[order] + factors))
+    adjusted = np.empty(m, np.float64)
+    adjusted[order] = stepped
+    return adjusted
+
+
+CORRECTIONS = {"holm": holm, "bonferroni": bonferroni}

@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from detector import prf
+from detector.config import KeyConfig
+from detector.detect import combine, detect_config, detect_ids
+from tests.detector.toy import keyed_sample, toy_logits
+
+KEY = 0xC0FFEE_1234_5678
+
+
+@pytest.fixture(scope="module")
+def watermarked():
+    rng = np.random.default_rng(5)
+    return keyed_sample(KEY, toy_logits(rng, vocab=500, steps=200))
+
+
+def test_a_keyed_sample_is_detected_with_its_key(watermarked):
+    det = detect_ids(watermarked, KEY)
+    assert det.is_watermarked
+    assert det.p_value < 1e-10 and det.log10_p < -10
+    assert det.num_tokens == 200 and det.num_scored_tokens == int(det.scored_mask.sum())
+
+
+def test_a_keyed_sample_is_not_detected_with_another_key(watermarked):
+    det = detect_ids(watermarked, KEY + 1)
+    assert not det.is_watermarked
+    assert det.p_value > 1e-3
+
+
+def test_scores_of_random_keys_on_random_text_are_exponential():
+    rng = np.random.default_rng(8)
+    tokens = rng.integers(0, 49152, size=4000)
+    scores = np.concatenate([
+        detect_ids(tokens, int(k)).token_scores for k in rng.integers(0, 2**63, size=5)
+    ])
+    assert stats.kstest(scores, "expon").pvalue > 1e-3
+
+
+def test_p_values_of_random_keys_are_uniform():
+    rng = np.random.default_rng(9)
+    tokens = rng.integers(0, 49152, size=60)
+    ps = [detect_ids(tokens, int(k)).p_value for k in rng.integers(0, 2**63, size=1500)]
+    assert stats.kstest(ps, "uniform").pvalue > 1e-3
+
+
+def test_repeated_contexts_are_skipped_and_not_scored():
+    tokens = list(range(10, 40)) * 4
+    det = detect_ids(tokens, KEY)
+    assert det.num_scored_tokens == 34
+    assert (det.token_scores[~det.scored_mask] == 0).all()
+    assert det.score == pytest.approx(det.token_scores.sum())
+    plain = detect_ids(tokens, KEY, deduplicate=False)
+    assert plain.num_scored_tokens == 120
+
+
+def test_token_scores_are_minus_log_one_minus_u_of_the_prf():
+    tokens = np.array([5, 9, 2, 7, 1])
+    det = detect_ids(tokens, 42, context_width=2)
+    contexts = np.array([[-1, -1], [-1, 5], [5, 9], [9, 2], [2, 7]])
+    u = prf.uniform(prf.uint32(42, contexts, tokens)).astype(np.float64)
+    assert np.array_equal(det.token_scores, -np.log1p(-u))
+
+
+def test_dual_key_detection_finds_text_sampled_under_either_derived_key():
+    rng = np.random.default_rng(6)
+    logits = toy_logits(rng, vocab=400, steps=240)
+    key_a = prf.derive_key(KEY, b"key_a")
+    key_b = prf.derive_key(KEY, b"key_b")
+    route_b = rng.random(240) < 0.1  # upstream routes each token to key B with probability alpha
+    tokens = _route(logits, route_b, key_a, key_b)
+    det = detect_ids(tokens, KEY, algorithm="dual_key_gumbel", alpha=0.1)
+    assert det.is_watermarked and det.log10_p < -10
+    assert not detect_ids(tokens, KEY + 7, algorithm="dual_key_gumbel").is_watermarked
+
+
+def _route(logits, route_b, key_a, key_b):
+    """Sample token by token, each under the key its route picks (contexts follow the text)."""
+    out: list[int] = []
+    for step in range(logits.shape[0]):
+        key = key_b if route_b[step] else key_a
+        ctx = np.array(([-1] * 4 + out)[-4:])
+        u = prf.uniform(prf.uint32(key, np.tile(ctx, (logits.shape[1], 1)), np.arange(logits.shape[1])))
+        out.append(int(np.argmax(logits[step] - np.log(-np.log(u.astype(np.float32))))))
+    return np.array(out)
+
+
+def test_empty_input_gives_p_one_and_no_verdict():
+    det = detect_ids([], KEY)
+    assert (det.p_value, det.num_scored_tokens, det.is_watermarked) == (1.0, 0, False)
+
+
+def test_family_verdict_is_corrected_for_the_number_of_hypotheses(watermarked):
+    good = detect_ids(watermarked[:40], KEY, threshold=0.05)
+    others = [detect_ids(watermarked[:40], KEY + i) for i in range(1, 8)]
+    adjusted, best, verdict = combine([good, *others], threshold=0.05)
+    assert best == 0
+    assert adjusted[0] == pytest.approx(min(0.0, good.log10_p + math.log10(8)))
+    assert verdict == (adjusted[0] <= math.log10(0.05))
+
+
+@pytest.mark.parametrize("bad", [
+    dict(algorithm="kgw"), dict(context_width=0), dict(alpha=2.0), dict(threshold=0.0),
+])
+def test_it_rejects_bad_configurations(bad):
+    with pytest.raises(ValueError):
+        detect_ids([1, 2, 3], KEY, **bad)
+
+
+def test_key_configs_never_show_their_key():
+    config = KeyConfig(key=KEY, name="team-a")
+    assert str(KEY) not in repr(config) and hex(KEY)[2:] not in repr(config).lower()
+    assert detect_config([1, 2, 3], config).num_tokens == 3
+
+
+def test_vllm_shaped_configurations_are_accepted():
+    config = KeyConfig.from_vllm({"algorithm": "dual_key_gumbel", "key": 42, "context_width": 3,
+                                  "alpha": 0.2, "deduplicate_contexts": "none"})
+    assert (config.algorithm, config.context_width, config.alpha, config.deduplicate) == (
+        "dual_key_gumbel", 3, 0.2, False)
