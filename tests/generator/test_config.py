@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.config import KeyFileError, KeyStore, WatermarkSettings
+
+SECRET = 0xDEADBEEFCAFEF00D
+
+
+def test_it_reads_vllms_json_shape_with_upstream_defaults():
+    s = WatermarkSettings.from_vllm({"algorithm": "gumbel", "key": 42})
+    assert (s.key, s.context_width, s.alpha, s.deduplicate_contexts) == (42, 4, 0.1, "single_turn")
+    assert s.deduplicate_contexts_max_history == 8192
+
+
+def test_its_repr_never_shows_the_key():
+    s = WatermarkSettings(key=SECRET, name="team-a")
+    assert str(SECRET) not in repr(s) and hex(SECRET) not in repr(s)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"key": -1},
+        {"key": 2**64},
+        {"key": 1, "algorithm": "kgw"},
+        {"key": 1, "context_width": 0},
+        {"key": 1, "alpha": 1.5},
+        {"key": 1, "deduplicate_contexts": "sometimes"},
+        {"key": 1, "deduplicate_contexts_max_history": 0},
+        {"key": 1, "colour": "red"},
+        {"algorithm": "gumbel"},
+    ],
+)
+def test_it_rejects_a_malformed_configuration(config):
+    with pytest.raises(KeyFileError):
+        WatermarkSettings.from_vllm(config)
+
+
+def test_a_key_file_maps_names_to_settings(tmp_path):
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps({"team-a": {"key": SECRET}, "team-b": {"key": 7, "algorithm": "dual_key_gumbel"}}))
+    store = KeyStore.from_file(path)
+    assert sorted(store) == ["team-a", "team-b"]
+    assert store["team-b"].algorithm == "dual_key_gumbel"
+    assert store["team-a"].key_config().key == SECRET
+    assert str(SECRET) not in repr(store)
+
+
+def test_an_unknown_key_name_is_a_clear_error(tmp_path):
+    store = KeyStore.from_mapping({"team-a": {"key": SECRET}})
+    with pytest.raises(KeyError, match="team-b"):
+        store["team-b"]
+
+
+def test_errors_about_a_key_file_never_quote_its_secrets(tmp_path):
+    path = tmp_path / "keys.json"
+    path.write_text('{"team-a": {"key": %d, "colour": 1}}' % SECRET)
+    with pytest.raises(KeyFileError) as err:
+        KeyStore.from_file(path)
+    assert str(SECRET) not in str(err.value)
+    path.write_text('{"team-a": {"key": %d,, }}' % SECRET)
+    with pytest.raises(KeyFileError) as err:
+        KeyStore.from_file(path)
+    assert str(SECRET) not in str(err.value)
+    path.write_text('{"team-a": {"key": %d}}' % (2**64 + SECRET))
+    with pytest.raises(KeyFileError) as err:
+        KeyStore.from_file(path)
+    assert str(2**64 + SECRET) not in str(err.value)
+
+
+def test_a_missing_key_file_is_a_clear_error(tmp_path):
+    with pytest.raises(KeyFileError, match="cannot read"):
+        KeyStore.from_file(tmp_path / "nope.json")
