@@ -1,0 +1,29 @@
+"""Teams: the unit that owns keys, checks and audits. A user belongs to at most one team."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    # One team per user keeps "the submitter's team" unambiguous for every check.
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership"
+    )
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team}"

@@ -1,0 +1,26 @@
+"""Writes about teams and users."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser
+from django.db import transaction
+
+from provenance.accounts.models import Membership, Team
+
+
+def team_create(*, name: str) -> Team:
+    return Team.objects.create(name=name)
+
+
+@transaction.atomic
+def user_create(*, username: str, password: str, team: Team | None = None, **extra) -> AbstractUser:
+    user = get_user_model().objects.create_user(username=username, password=password, **extra)
+    if team is not None:
+        Membership.objects.create(user=user, team=team)
+    return user
+
+
+def membership_set(*, user: AbstractUser, team: Team) -> Membership:
+    membership, _ = Membership.objects.update_or_create(user=user, defaults={"team": team})
+    return membership

@@ -1,0 +1,16 @@
+"""DRF exception handler: service errors become clear 4xx answers, never stack traces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from provenance.errors import ProblemError
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ProblemError):
+        return Response({"detail": exc.message}, status=exc.status_code)
+    return drf_exception_handler(exc, context)

@@ -1,0 +1,285 @@
+"""REST API for checks, audits and the vLLM-compatible /detect route.
+
+One APIView per use case, nested Input/Output serializers; views parse, call one service,
+render. Every read goes through a team-scoped selector.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from provenance.checks import selectors, services
+from provenance.checks.models import Audit, Check, Hypothesis
+from provenance.errors import PayloadTooLarge
+
+
+class HypothesisOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Hypothesis
+        fields = [
+            "index",
+            "key_id",
+            "key_name",
+            "tokenizer_id",
+            "tokenizer_name",
+            "algorithm",
+            "score",
+            "num_tokens",
+            "num_scored_tokens",
+            "p_value",
+            "log10_p",
+            "adjusted_log10_p",
+        ]
+
+
+class CheckSummaryOutput(serializers.ModelSerializer):
+    best_key = serializers.CharField(source="best_key.name", default=None, read_only=True)
+
+    class Meta:
+        model = Check
+        fields = [
+            "id",
+            "client_id",
+            "status",
+            "failure_reason",
+            "is_watermarked",
+            "p_value",
+            "log10_p",
+            "num_hypotheses",
+            "num_tokens",
+            "num_scored_tokens",
+            "best_key",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "scoring_ms",
+        ]
+
+
+class CheckDetailOutput(CheckSummaryOutput):
+    hypotheses = HypothesisOutput(many=True, read_only=True)
+    heatmap = serializers.JSONField(source="token_data", read_only=True)
+
+    class Meta(CheckSummaryOutput.Meta):
+        fields = [*CheckSummaryOutput.Meta.fields, "audit_id", "text", "hypotheses", "heatmap"]
+
+
+def _body_size_guard(request: Request) -> None:
+    # DRF parses the stream itself, bypassing Django's upload limit: enforce it here.
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        raise PayloadTooLarge(
+            f"request body is {length} bytes; the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE}"
+        )
+
+
+class CheckListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        text = serializers.CharField(allow_blank=True, trim_whitespace=False)
+        key_ids = serializers.ListField(
+            child=serializers.IntegerField(), required=False, allow_empty=False
+        )
+
+    @extend_schema(request=InputSerializer, responses={202: CheckDetailOutput})
+    def post(self, request: Request) -> Response:
+        _body_size_guard(request)
+        data = self._input(request)
+        check = services.check_create(
+            user=request.user, text=data["text"], key_ids=data.get("key_ids")
+        )
+        location = reverse("api-check-detail", args=[check.id])
+        body = CheckDetailOutput(selectors.check_get(request.user, check.id)).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+    def _input(self, request: Request) -> dict[str, Any]:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    @extend_schema(responses=CheckSummaryOutput(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(selectors.checks_for_user(request.user), request, self)
+        return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
+
+
+class CheckDetailApi(APIView):
+    @extend_schema(responses=CheckDetailOutput)
+    def get(self, request: Request, check_id: int) -> Response:
+        return Response(CheckDetailOutput(selectors.check_get(request.user, check_id)).data)
+
+
+class AuditOutput(serializers.ModelSerializer):
+    counts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Audit
+        fields = [
+            "id",
+            "status",
+            "num_texts",
+            "key_ids",
+            "threshold",
+            "idempotency_key",
+            "created_at",
+            "finished_at",
+            "counts",
+        ]
+
+    def get_counts(self, audit: Audit) -> dict[str, int]:
+        return selectors.audit_counts(audit)
+
+
+class AuditListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        # Items are checked by the service (one clear message naming the bad index).
+        texts = serializers.ListField(
+            child=serializers.DictField(),
+            allow_empty=False,
+            help_text='[{"client_id": "doc-1", "text": "..."}, ...], at most 10,000',
+        )
+        key_ids = serializers.ListField(
+            child=serializers.IntegerField(), required=False, allow_empty=False
+        )
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={202: AuditOutput, 200: AuditOutput},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+    )
+    def post(self, request: Request) -> Response:
+        _body_size_guard(request)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        audit, created = services.audit_submit(
+            user=request.user,
+            texts=serializer.validated_data["texts"],
+            key_ids=serializer.validated_data.get("key_ids"),
+            idempotency_key=request.headers.get("Idempotency-Key", "").strip(),
+        )
+        code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
+        location = reverse("api-audit-detail", args=[audit.id])
+        return Response(AuditOutput(audit).data, status=code, headers={"Location": location})
+
+    @extend_schema(responses=AuditOutput(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(selectors.audits_for_user(request.user), request, self)
+        return paginator.get_paginated_response(AuditOutput(page, many=True).data)
+
+
+class AuditDetailApi(APIView):
+    @extend_schema(responses=AuditOutput)
+    def get(self, request: Request, audit_id: int) -> Response:
+        return Response(AuditOutput(selectors.audit_get(request.user, audit_id)).data)
+
+
+class AuditItemsApi(APIView):
+    @extend_schema(responses=CheckSummaryOutput(many=True))
+    def get(self, request: Request, audit_id: int) -> Response:
+        audit = selectors.audit_get(request.user, audit_id)
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(selectors.audit_items(audit), request, self)
+        return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    writer = csv.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
+    yield writer.writeheader()
+    for row in rows:
+        yield writer.writerow(row)
+
+
+def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    yield json.dumps({"audit": audit.id, "status": audit.status})[:-1] + ', "results": ['
+    for i, row in enumerate(rows):
+        yield ("," if i else "") + json.dumps(row)
+    yield "]}"
+
+
+class AuditExportApi(APIView):
+    @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
+    def get(self, request: Request, audit_id: int, fmt: str) -> StreamingHttpResponse:
+        audit = selectors.audit_get(request.user, audit_id)
+        rows = selectors.audit_export_rows(audit)
+        if fmt == "csv":
+            response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv")
+        else:
+            response = StreamingHttpResponse(
+                _json_chunks(audit, rows), content_type="application/json"
+            )
+        response["Content-Disposition"] = f'attachment; filename="audit-{audit.id}.{fmt}"'
+        return response
+
+
+class DetectApi(APIView):
+    """Drop-in for vLLM's example detection server: same request, same fields, plus ours."""
+
+    class InputSerializer(serializers.Serializer):
+        text = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+    class OutputSerializer(serializers.Serializer):
+        score = serializers.FloatField()
+        p_value = serializers.FloatField()
+        num_scored_tokens = serializers.IntegerField()
+        is_watermarked = serializers.BooleanField()
+        log10_p = serializers.FloatField()
+        num_tokens = serializers.IntegerField()
+        num_hypotheses = serializers.IntegerField()
+        key = serializers.CharField(allow_null=True)
+        tokenizer = serializers.CharField(allow_null=True)
+        hypotheses = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer)
+    def post(self, request: Request) -> Response:
+        _body_size_guard(request)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = services.detect_now(user=request.user, text=serializer.validated_data["text"])
+        return Response(self.OutputSerializer(_detect_body(result)).data)
+
+
+def _detect_body(result: Any) -> dict[str, Any]:
+    best = result.hypotheses[result.best] if result.best is not None else None
+    return {
+        "score": best.detection.score if best else 0.0,
+        "p_value": result.p_value,
+        "num_scored_tokens": best.detection.num_scored_tokens if best else 0,
+        "is_watermarked": result.is_watermarked,
+        "log10_p": result.log10_p,
+        "num_tokens": best.detection.num_tokens if best else 0,
+        "num_hypotheses": len(result.hypotheses),
+        "key": best.key.name if best else None,
+        "tokenizer": best.tokenizer.name if best else None,
+        "hypotheses": [
+            {
+                "key_id": h.key.id,
+                "key_name": h.key.name,
+                "tokenizer": h.tokenizer.name,
+                "score": h.detection.score,
+                "num_scored_tokens": h.detection.num_scored_tokens,
+                "p_value": h.detection.p_value,
+                "log10_p": h.detection.log10_p,
+                "adjusted_log10_p": h.adjusted_log10_p,
+            }
+            for h in result.hypotheses
+        ],
+    }

@@ -1,0 +1,114 @@
+"""Checks (one text), audits (a batch of checks) and per-hypothesis results."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from provenance.accounts.models import Team
+from provenance.keys.models import Tokenizer, WatermarkKey
+
+
+class Status(models.TextChoices):
+    PENDING = "pending", "pending"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+
+
+class Audit(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audits")
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="audits"
+    )
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    # sha256 of the canonical request: a replay with the same Idempotency-Key must match.
+    request_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    num_texts = models.PositiveIntegerField()
+    key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
+    threshold = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="unique_audit_idempotency_key_per_team",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"audit {self.pk} ({self.num_texts} texts, {self.status})"
+
+
+class Check(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="checks")
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="checks"
+    )
+    audit = models.ForeignKey(
+        Audit, null=True, blank=True, on_delete=models.CASCADE, related_name="checks"
+    )
+    client_id = models.CharField(max_length=200, blank=True)
+    text = models.TextField()
+    key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
+    threshold = models.FloatField()
+    status = models.CharField(
+        max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    failure_reason = models.TextField(blank=True)
+    # Family-wise verdict over num_hypotheses (Holm-corrected).
+    num_hypotheses = models.PositiveIntegerField(null=True, blank=True)
+    is_watermarked = models.BooleanField(null=True, blank=True)
+    p_value = models.FloatField(null=True, blank=True)
+    log10_p = models.FloatField(null=True, blank=True)
+    num_tokens = models.PositiveIntegerField(null=True, blank=True)
+    num_scored_tokens = models.PositiveIntegerField(null=True, blank=True)
+    best_key = models.ForeignKey(
+        WatermarkKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Heatmap of the best hypothesis: offsets, scores, scored mask, cumulative evidence.
+    token_data = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    scoring_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["audit", "status"])]
+
+    def __str__(self) -> str:
+        return f"check {self.pk} ({self.status})"
+
+
+class Hypothesis(models.Model):
+    """One (key x tokenizer) test of a check's text."""
+
+    check_run = models.ForeignKey(Check, on_delete=models.CASCADE, related_name="hypotheses")
+    index = models.PositiveIntegerField()
+    key = models.ForeignKey(WatermarkKey, null=True, on_delete=models.SET_NULL, related_name="+")
+    key_name = models.CharField(max_length=100)
+    tokenizer = models.ForeignKey(Tokenizer, null=True, on_delete=models.SET_NULL, related_name="+")
+    tokenizer_name = models.CharField(max_length=100)
+    algorithm = models.CharField(max_length=20)
+    score = models.FloatField()
+    num_tokens = models.PositiveIntegerField()
+    num_scored_tokens = models.PositiveIntegerField()
+    p_value = models.FloatField()
+    log10_p = models.FloatField()
+    adjusted_log10_p = models.FloatField()
+
+    class Meta:
+        ordering = ["check_run", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["check_run", "index"], name="unique_hypothesis_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key_name} x {self.tokenizer_name}"

@@ -1,0 +1,388 @@
+"""Writes for checks and audits: create (validate everything first, store, enqueue) and
+score (called by the Celery tasks with ids; idempotent)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from provenance.accounts.models import Team
+from provenance.accounts.selectors import team_for_user
+from provenance.checks.models import Audit, Check, Hypothesis, Status
+from provenance.checks.scoring import (
+    KeyGroup,
+    ScoringError,
+    TextResult,
+    prepare_keys,
+    score_text,
+)
+from provenance.errors import Conflict, PayloadTooLarge, ProblemError
+from provenance.keys.models import WatermarkKey
+from provenance.keys.selectors import keys_for_check
+
+logger = logging.getLogger(__name__)
+
+
+def text_validate(text: Any, label: str = "text") -> str:
+    """Reject what cannot be checked, with a message naming the problem."""
+    if not isinstance(text, str):
+        raise ProblemError(f"{label} must be a string")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ProblemError(f"{label} is not valid UTF-8 (lone surrogate)") from None
+    if "\x00" in text:
+        raise ProblemError(f"{label} contains a NUL character")
+    if not text.strip():
+        raise ProblemError(f"{label} is empty")
+    limit = settings.PROVENANCE_MAX_TEXT_BYTES
+    if size > limit:
+        raise PayloadTooLarge(f"{label} is {size} bytes; the limit is {limit} bytes")
+    return text
+
+
+def _team_required(user: AbstractBaseUser) -> Team:
+    team = team_for_user(user)
+    if team is None:
+        raise ProblemError("your account belongs to no team", status_code=403)
+    return team
+
+
+def _enqueue(task: Any, *args: Any) -> None:
+    # Runs after commit; a broker outage must not leave rows pending forever unnoticed.
+    try:
+        task.delay(*args)
+    except Exception:
+        logger.exception("could not enqueue %s%r", task.name, args)
+        raise
+
+
+def check_create(
+    *, user: AbstractBaseUser, text: Any, key_ids: Sequence[int] | None = None
+) -> Check:
+    """Store a check and queue its scoring; invalid input stores nothing."""
+    team = _team_required(user)
+    text = text_validate(text)
+    keys = keys_for_check(team, key_ids)
+    with transaction.atomic():
+        check = Check.objects.create(
+            team=team,
+            submitted_by=user,
+            text=text,
+            key_ids=[key.id for key in keys],
+            threshold=settings.PROVENANCE_THRESHOLD,
+        )
+        transaction.on_commit(lambda: _enqueue_check(check.id))
+    return check
+
+
+def _enqueue_check(check_id: int) -> None:
+    from provenance.checks.tasks import check_score_task
+
+    try:
+        _enqueue(check_score_task, check_id)
+    except Exception:
+        check_fail(check_id, "the scoring queue is unavailable; submit the text again")
+
+
+def check_fail(check_id: int, reason: str) -> None:
+    Check.objects.filter(id=check_id).exclude(status=Status.DONE).update(
+        status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
+    )
+
+
+def _ordered_keys(key_ids: list[int]) -> list[WatermarkKey]:
+    found = WatermarkKey.objects.select_related("tokenizer").in_bulk(key_ids)
+    missing = [key_id for key_id in key_ids if key_id not in found]
+    if missing:
+        raise ScoringError(f"key(s) {missing} were deleted before scoring")
+    return [found[key_id] for key_id in key_ids]
+
+
+def check_score(check_id: int) -> None:
+    """Score one check (the task body). Done or failed checks are left as they are."""
+    check = Check.objects.filter(id=check_id).first()
+    if check is None or check.status in (Status.DONE, Status.FAILED):
+        return
+    Check.objects.filter(id=check_id).update(status=Status.RUNNING, started_at=timezone.now())
+    try:
+        groups = prepare_keys(_ordered_keys(check.key_ids))
+        result = score_text(check.text, groups, threshold=check.threshold)
+    except ScoringError as exc:
+        check_fail(check_id, str(exc))
+        return
+    with transaction.atomic():
+        _store_results([(check, result)])
+
+
+def _store_results(pairs: list[tuple[Check, TextResult]]) -> None:
+    """Write results of scored checks; replaces earlier partial rows (idempotent retries)."""
+    now = timezone.now()
+    Hypothesis.objects.filter(check_run__in=[check for check, _ in pairs]).delete()
+    rows = []
+    for check, result in pairs:
+        _apply_result(check, result, now)
+        rows.extend(_hypothesis_rows(check, result))
+    Hypothesis.objects.bulk_create(rows, batch_size=1000)
+    Check.objects.bulk_update(
+        [check for check, _ in pairs],
+        [
+            "status",
+            "failure_reason",
+            "num_hypotheses",
+            "is_watermarked",
+            "p_value",
+            "log10_p",
+            "num_tokens",
+            "num_scored_tokens",
+            "best_key",
+            "token_data",
+            "finished_at",
+            "scoring_ms",
+            "started_at",
+        ],
+        batch_size=500,
+    )
+
+
+def _apply_result(check: Check, result: TextResult, now: Any) -> None:
+    best = result.hypotheses[result.best] if result.best is not None else None
+    check.status = Status.DONE
+    check.failure_reason = ""
+    check.num_hypotheses = len(result.hypotheses)
+    check.is_watermarked = result.is_watermarked
+    check.p_value = result.p_value
+    check.log10_p = result.log10_p
+    check.num_tokens = best.detection.num_tokens if best else 0
+    check.num_scored_tokens = best.detection.num_scored_tokens if best else 0
+    check.best_key = best.key if best else None
+    check.token_data = result.token_data
+    check.started_at = check.started_at or now
+    check.finished_at = now
+    check.scoring_ms = result.elapsed_ms
+
+
+def _hypothesis_rows(check: Check, result: TextResult) -> list[Hypothesis]:
+    return [
+        Hypothesis(
+            check_run=check,
+            index=h.index,
+            key=h.key,
+            key_name=h.key.name,
+            tokenizer=h.tokenizer,
+            tokenizer_name=h.tokenizer.name,
+            algorithm=h.key.algorithm,
+            score=h.detection.score,
+            num_tokens=h.detection.num_tokens,
+            num_scored_tokens=h.detection.num_scored_tokens,
+            p_value=h.detection.p_value,
+            log10_p=h.detection.log10_p,
+            adjusted_log10_p=h.adjusted_log10_p,
+        )
+        for h in result.hypotheses
+    ]
+
+
+def detect_now(*, user: AbstractBaseUser, text: Any) -> TextResult:
+    """Synchronous detection for the vLLM-compatible /detect route (nothing stored)."""
+    team = _team_required(user)
+    text = text_validate(text)
+    keys = keys_for_check(team, None)
+    try:
+        groups = prepare_keys(keys)
+    except ScoringError as exc:
+        raise ProblemError(str(exc), status_code=503) from None
+    return score_text(text, groups, threshold=settings.PROVENANCE_THRESHOLD)
+
+
+# --- audits -----------------------------------------------------------------------------
+
+
+def _audit_items(items: Any) -> list[tuple[str, str]]:
+    if not isinstance(items, list) or not items:
+        raise ProblemError("texts must be a non-empty list")
+    limit = settings.PROVENANCE_MAX_AUDIT_TEXTS
+    if len(items) > limit:
+        raise PayloadTooLarge(f"an audit holds at most {limit} texts; got {len(items)}")
+    cleaned = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "text" not in item:
+            raise ProblemError(f"texts[{i}] must be an object with a 'text' field")
+        client_id = item.get("client_id", "")
+        if not isinstance(client_id, str) or len(client_id) > 200:
+            raise ProblemError(f"texts[{i}].client_id must be a string of at most 200 chars")
+        cleaned.append((client_id, text_validate(item["text"], f"texts[{i}].text")))
+    return cleaned
+
+
+def _request_hash(items: list[tuple[str, str]], key_ids: Sequence[int] | None) -> str:
+    canonical = json.dumps({"texts": items, "key_ids": key_ids}, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def audit_submit(
+    *,
+    user: AbstractBaseUser,
+    texts: Any,
+    key_ids: Sequence[int] | None = None,
+    idempotency_key: str = "",
+) -> tuple[Audit, bool]:
+    """Store an audit and queue it; returns (audit, created). A replayed Idempotency-Key
+    with the same body returns the first audit; with another body it is a conflict."""
+    team = _team_required(user)
+    if len(idempotency_key) > 200:
+        raise ProblemError("Idempotency-Key is longer than 200 characters")
+    items = _audit_items(texts)
+    keys = keys_for_check(team, key_ids)
+    digest = _request_hash(items, None if key_ids is None else list(key_ids))
+    if idempotency_key:
+        existing = _audit_replay(team, idempotency_key, digest)
+        if existing is not None:
+            return existing, False
+    try:
+        return _audit_store(user, team, items, keys, idempotency_key, digest), True
+    except IntegrityError:
+        # A concurrent request with the same Idempotency-Key won the race.
+        existing = _audit_replay(team, idempotency_key, digest)
+        if existing is None:
+            raise
+        return existing, False
+
+
+def _audit_replay(team: Team, idempotency_key: str, digest: str) -> Audit | None:
+    existing = Audit.objects.filter(team=team, idempotency_key=idempotency_key).first()
+    if existing is not None and existing.request_hash != digest:
+        raise Conflict("this Idempotency-Key was already used with a different request")
+    return existing
+
+
+@transaction.atomic
+def _audit_store(
+    user: AbstractBaseUser,
+    team: Team,
+    items: list[tuple[str, str]],
+    keys: list[WatermarkKey],
+    idempotency_key: str,
+    digest: str,
+) -> Audit:
+    key_ids = [key.id for key in keys]
+    audit = Audit.objects.create(
+        team=team,
+        submitted_by=user,
+        idempotency_key=idempotency_key,
+        request_hash=digest,
+        num_texts=len(items),
+        key_ids=key_ids,
+        threshold=settings.PROVENANCE_THRESHOLD,
+    )
+    Check.objects.bulk_create(
+        [
+            Check(
+                team=team,
+                submitted_by=user,
+                audit=audit,
+                client_id=client_id,
+                text=text,
+                key_ids=key_ids,
+                threshold=audit.threshold,
+            )
+            for client_id, text in items
+        ],
+        batch_size=500,
+    )
+    check_ids = list(audit.checks.order_by("id").values_list("id", flat=True))
+    transaction.on_commit(lambda: _enqueue_audit(audit.id, check_ids))
+    return audit
+
+
+def _enqueue_audit(audit_id: int, check_ids: list[int]) -> None:
+    from provenance.checks.tasks import audit_score_chunk_task
+
+    size = settings.PROVENANCE_AUDIT_CHUNK
+    try:
+        for start in range(0, len(check_ids), size):
+            _enqueue(audit_score_chunk_task, audit_id, check_ids[start : start + size])
+    except Exception:
+        audit_fail(audit_id, "the scoring queue is unavailable; submit the audit again")
+
+
+def audit_fail(audit_id: int, reason: str) -> None:
+    Check.objects.filter(audit_id=audit_id, status__in=[Status.PENDING, Status.RUNNING]).update(
+        status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
+    )
+    audit_refresh(audit_id)
+
+
+def audit_score_chunk(audit_id: int, check_ids: list[int]) -> None:
+    """Score a slice of an audit (the task body): keys decrypted once, rows written in bulk."""
+    audit = Audit.objects.filter(id=audit_id).first()
+    if audit is None:
+        return
+    todo = Check.objects.filter(
+        audit=audit, id__in=check_ids, status__in=[Status.PENDING, Status.RUNNING]
+    )
+    checks = list(todo.order_by("id"))
+    if not checks:
+        audit_refresh(audit_id)
+        return
+    todo.update(status=Status.RUNNING, started_at=timezone.now())
+    try:
+        groups = prepare_keys(_ordered_keys(audit.key_ids))
+    except ScoringError as exc:
+        for check in checks:
+            check_fail(check.id, str(exc))
+        audit_refresh(audit_id)
+        return
+    _score_many(checks, groups)
+    audit_refresh(audit_id)
+
+
+def _score_many(checks: list[Check], groups: list[KeyGroup]) -> None:
+    pairs = []
+    for check in checks:
+        try:
+            result = score_text(check.text, groups, threshold=check.threshold, with_tokens=False)
+        except ScoringError as exc:
+            check_fail(check.id, str(exc))
+            continue
+        pairs.append((check, result))
+    with transaction.atomic():
+        _store_results(pairs)
+
+
+def audit_refresh(audit_id: int) -> None:
+    """Mark the audit done once none of its checks is pending or running."""
+    with transaction.atomic():
+        open_checks = Check.objects.filter(
+            audit_id=audit_id, status__in=[Status.PENDING, Status.RUNNING]
+        )
+        if open_checks.exists():
+            Audit.objects.filter(id=audit_id, status=Status.PENDING).update(status=Status.RUNNING)
+            return
+        Audit.objects.filter(id=audit_id).exclude(status=Status.DONE).update(
+            status=Status.DONE, finished_at=timezone.now()
+        )
+
+
+def tokenizers_warm() -> int:
+    """Load every registered tokenizer into this process's cache; returns how many."""
+    from provenance.checks.scoring import tokenizer_load
+    from provenance.keys.models import Tokenizer
+
+    count = 0
+    for tokenizer in Tokenizer.objects.all():
+        try:
+            tokenizer_load(tokenizer)
+            count += 1
+        except ScoringError as exc:
+            logger.warning("%s", exc)
+    logger.info("warmed %d tokenizer(s)", count)
+    return count

@@ -1,0 +1,81 @@
+"""Celery tasks: thin adapters that take ids and call the services.
+
+Keys are loaded and decrypted inside the worker; messages carry only ids (JSON).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Task, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init, worker_ready
+from django.db import InterfaceError, OperationalError
+
+from provenance.checks import services
+
+logger = logging.getLogger(__name__)
+
+# Database hiccups (a locked SQLite file, a dropped PostgreSQL connection) are worth a retry.
+TRANSIENT = (OperationalError, InterfaceError)
+COMMON: dict[str, Any] = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "max_retries": 5,
+    "serializer": "json",
+}
+
+
+class CheckTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):  # noqa: ANN001 (Celery's API)
+        # Retries exhausted or a bug: the row must not stay "running" forever.
+        services.check_fail(args[0], f"scoring failed ({type(exc).__name__})")
+
+
+class AuditChunkTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):  # noqa: ANN001
+        for check_id in args[1]:
+            services.check_fail(check_id, f"scoring failed ({type(exc).__name__})")
+        services.audit_refresh(args[0])
+
+
+@shared_task(
+    name="provenance.checks.score_check",
+    base=CheckTask,
+    soft_time_limit=60,
+    time_limit=90,
+    **COMMON,
+)
+def check_score_task(check_id: int) -> None:
+    try:
+        services.check_score(check_id)
+    except SoftTimeLimitExceeded:
+        services.check_fail(check_id, "scoring exceeded its time limit")
+
+
+@shared_task(
+    name="provenance.checks.score_audit_chunk",
+    base=AuditChunkTask,
+    soft_time_limit=600,
+    time_limit=660,
+    **COMMON,
+)
+def audit_score_chunk_task(audit_id: int, check_ids: list[int]) -> None:
+    try:
+        services.audit_score_chunk(audit_id, check_ids)
+    except SoftTimeLimitExceeded:
+        services.audit_fail(audit_id, "scoring exceeded its time limit")
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def _warm_tokenizers(**_: Any) -> None:
+    """Load every registered tokenizer once, before the first task needs it."""
+    try:
+        services.tokenizers_warm()
+    except Exception:  # a cold cache is slower, not wrong: log and carry on
+        logger.exception("tokenizer warm-up failed")

@@ -1,0 +1,63 @@
+"""Pages: paste a text, see the verdict and heatmap; history; audits. Thin: parse, call one
+service or selector, render."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from provenance.accounts.selectors import team_for_user
+from provenance.checks import heatmap, selectors, services
+from provenance.checks.models import Status
+from provenance.errors import ProblemError
+from provenance.keys.selectors import keys_visible_to
+
+
+@login_required
+def check_new(request: HttpRequest) -> HttpResponse:
+    context = {"keys": keys_visible_to(team_for_user(request.user)), "text": ""}
+    if request.method == "POST":
+        text = request.POST.get("text", "")
+        try:
+            check = services.check_create(user=request.user, text=text)
+        except ProblemError as exc:
+            context.update(error=exc.message, text=text[:10_000])
+            return render(request, "checks/check_new.html", context, status=exc.status_code)
+        return redirect("check-detail", check_id=check.id)
+    return render(request, "checks/check_new.html", context)
+
+
+@login_required
+def check_detail(request: HttpRequest, check_id: int) -> HttpResponse:
+    check = selectors.check_get(request.user, check_id)
+    finished = check.status in (Status.DONE, Status.FAILED)
+    context = {
+        "check": check,
+        "finished": finished,
+        "hypotheses": list(check.hypotheses.all()),
+        "segments": heatmap.segments(check.text, check.token_data) if finished else [],
+        "chart": heatmap.chart(check.token_data, check.threshold, check.num_hypotheses or 1),
+    }
+    return render(request, "checks/check_detail.html", context)
+
+
+@login_required
+def check_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors.checks_for_user(request.user), 50).get_page(request.GET.get("page"))
+    return render(request, "checks/check_list.html", {"page": page})
+
+
+@login_required
+def audit_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors.audits_for_user(request.user), 50).get_page(request.GET.get("page"))
+    return render(request, "checks/audit_list.html", {"page": page})
+
+
+@login_required
+def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
+    audit = selectors.audit_get(request.user, audit_id)
+    page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
+    context = {"audit": audit, "counts": selectors.audit_counts(audit), "page": page}
+    return render(request, "checks/audit_detail.html", context)

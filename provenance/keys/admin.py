@@ -1,0 +1,191 @@
+"""Admin for the registry. Key values: typed (or generated) in the add form, shown once on
+the page that answers it, never in lists or change forms. Django's model permissions decide
+who sees or changes keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from provenance.keys import services
+from provenance.keys.models import Tokenizer, WatermarkKey
+
+
+class TokenizerForm(forms.ModelForm):
+    class Meta:
+        model = Tokenizer
+        fields = ["name", "source_kind", "source_path"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.instance.pk is None and not self.errors:
+            try:  # load it once here so a bad path is a form error, not a 500
+                self.registered = services.tokenizer_register(
+                    name=data["name"],
+                    source_kind=data["source_kind"],
+                    source_path=data.get("source_path", ""),
+                )
+            except services.RegistryError as exc:
+                raise forms.ValidationError(exc.message) from None
+        return data
+
+
+@admin.register(Tokenizer)
+class TokenizerAdmin(admin.ModelAdmin):
+    form = TokenizerForm
+    list_display = ["name", "source_kind", "vocab_size", "short_hash", "created_at"]
+    list_filter = ["source_kind"]
+    search_fields = ["name", "source_path", "content_hash"]
+    readonly_fields = ["content_hash", "vocab_size", "created_at"]
+
+    @admin.display(description="content hash")
+    def short_hash(self, obj: Tokenizer) -> str:
+        return obj.content_hash[:12]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Tokenizer | None = None) -> list:
+        # The hash pins what keys were tested with: a registered source cannot change.
+        if obj is not None:
+            return [*self.readonly_fields, "source_kind", "source_path"]
+        return self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: Tokenizer, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+        else:
+            form.instance = form.registered
+            obj.pk = form.registered.pk
+
+
+class KeyAddForm(forms.ModelForm):
+    value = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Decimal or 0x-hex, 0 <= key < 2^64. Leave empty to generate a random key.",
+    )
+
+    class Meta:
+        model = WatermarkKey
+        fields = [
+            "name",
+            "team",
+            "shared",
+            "tokenizer",
+            "algorithm",
+            "alpha",
+            "context_width",
+            "deduplicate",
+        ]
+
+    def clean_value(self) -> int:
+        try:
+            return services.parse_key_value(self.cleaned_data.get("value"))
+        except services.RegistryError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
+@admin.register(WatermarkKey)
+class WatermarkKeyAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "team",
+        "shared",
+        "algorithm",
+        "context_width",
+        "tokenizer",
+        "status",
+        "created_at",
+    ]
+    list_filter = ["status", "algorithm", "shared", "team", "tokenizer"]
+    search_fields = ["name", "team__name", "tokenizer__name"]
+    readonly_fields = ["status", "rotated_from", "created_by", "created_at", "retired_at"]
+    fields = [
+        "name",
+        "team",
+        "shared",
+        "tokenizer",
+        "algorithm",
+        "alpha",
+        "context_width",
+        "deduplicate",
+        *readonly_fields,
+    ]
+    actions = ["rotate_keys", "retire_keys"]
+
+    def get_form(self, request: HttpRequest, obj: WatermarkKey | None = None, **kwargs: Any):
+        if obj is None:
+            kwargs["form"] = KeyAddForm
+            kwargs["fields"] = [*KeyAddForm.Meta.fields, "value"]
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request: HttpRequest, obj: WatermarkKey | None = None) -> list:
+        return [*KeyAddForm.Meta.fields, "value"] if obj is None else self.fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: WatermarkKey | None = None) -> list:
+        if obj is None:
+            return []
+        # What a key detects is fixed at creation: rotate instead of editing.
+        return [
+            *self.readonly_fields,
+            "team",
+            "tokenizer",
+            "algorithm",
+            "alpha",
+            "context_width",
+            "deduplicate",
+        ]
+
+    def save_model(self, request: HttpRequest, obj: WatermarkKey, form: Any, change: bool):
+        if change:
+            return super().save_model(request, obj, form, change)
+        data = form.cleaned_data
+        key, value = services.key_create(
+            name=data["name"],
+            team=data["team"],
+            tokenizer=data["tokenizer"],
+            value=data["value"],
+            algorithm=data["algorithm"],
+            alpha=data["alpha"],
+            context_width=data["context_width"],
+            deduplicate=data["deduplicate"],
+            shared=data["shared"],
+            created_by=request.user,
+        )
+        obj.pk = key.pk
+        request._provenance_created = (key, value)  # read once by response_add
+
+    def response_add(self, request: HttpRequest, obj: WatermarkKey, post_url_continue=None):
+        key, value = request.__dict__.pop("_provenance_created")
+        return self._shown_once(request, key, value)
+
+    def _shown_once(self, request: HttpRequest, key: WatermarkKey, value: int) -> HttpResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "key": key,
+            "value": value,
+            "title": "Key registered",
+            "opts": self.model._meta,
+        }
+        response = TemplateResponse(request, "admin/keys/key_created.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @admin.action(description="Rotate: retire and register a fresh value", permissions=["add"])
+    def rotate_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]):
+        active = list(queryset.filter(status=WatermarkKey.Status.ACTIVE))
+        if len(active) != 1:
+            self.message_user(request, "Rotate one active key at a time.", messages.ERROR)
+            return None
+        key, value = services.key_rotate(key=active[0], created_by=request.user)
+        return self._shown_once(request, key, value)
+
+    @admin.action(description="Retire (keeps detecting old text)", permissions=["change"])
+    def retire_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]) -> None:
+        for key in queryset:
+            services.key_retire(key=key)
+        self.message_user(request, f"Retired {queryset.count()} key(s).", messages.SUCCESS)

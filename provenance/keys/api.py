@@ -1,0 +1,126 @@
+"""REST API for the key registry: plain CRUD, so a viewset. Values are write-once: the
+create and rotate answers carry the new value a single time; nothing else ever does."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, permissions, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from provenance.accounts.selectors import team_for_user
+from provenance.errors import ProblemError
+from provenance.keys import selectors, services
+from provenance.keys.models import Tokenizer, WatermarkKey
+
+
+class KeyOutput(serializers.ModelSerializer):
+    tokenizer = serializers.CharField(source="tokenizer.name")
+    team = serializers.CharField(source="team.name")
+
+    class Meta:
+        model = WatermarkKey
+        # encrypted_value is deliberately absent.
+        fields = [
+            "id",
+            "name",
+            "team",
+            "shared",
+            "algorithm",
+            "alpha",
+            "context_width",
+            "deduplicate",
+            "tokenizer",
+            "status",
+            "rotated_from",
+            "created_at",
+            "retired_at",
+        ]
+
+
+class KeyCreatedOutput(KeyOutput):
+    value = serializers.CharField(help_text="The key value, shown this once only.")
+
+    class Meta(KeyOutput.Meta):
+        fields = [*KeyOutput.Meta.fields, "value"]
+
+
+class KeyInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    tokenizer_id = serializers.IntegerField(required=False)
+    value = serializers.CharField(
+        required=False, allow_blank=True, help_text="decimal or 0x-hex; omit to generate"
+    )
+    algorithm = serializers.ChoiceField(WatermarkKey.Algorithm.values, default="gumbel")
+    alpha = serializers.FloatField(default=0.1, min_value=0.0, max_value=1.0)
+    context_width = serializers.IntegerField(default=4, min_value=1, max_value=64)
+    deduplicate = serializers.BooleanField(default=True)
+    shared = serializers.BooleanField(default=False)
+
+
+class ManageKeys(permissions.DjangoModelPermissions):
+    """Reading needs only a team; writing needs the model permission (admins grant it)."""
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return bool(request.user and request.user.is_authenticated)
+        return super().has_permission(request, view)
+
+
+def _created(key: WatermarkKey, value: int) -> dict:
+    data = dict(KeyOutput(key).data)
+    data["value"] = str(value)
+    return data
+
+
+class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = KeyOutput
+    permission_classes = [ManageKeys]
+    queryset = WatermarkKey.objects.none()  # for the permission class's model lookup
+
+    def get_queryset(self) -> QuerySet[WatermarkKey]:
+        return selectors.keys_visible_to(team_for_user(self.request.user)).order_by("id")
+
+    @extend_schema(request=KeyInput, responses={201: KeyCreatedOutput})
+    def create(self, request: Request) -> Response:
+        team = team_for_user(request.user)
+        if team is None:
+            raise ProblemError("your account belongs to no team", status_code=403)
+        data = self._valid(request)
+        tokenizer = self._tokenizer(data.pop("tokenizer_id", None))
+        key, value = services.key_create(
+            team=team, tokenizer=tokenizer, created_by=request.user, **data
+        )
+        return Response(_created(key, value), status=status.HTTP_201_CREATED)
+
+    def _valid(self, request: Request) -> dict:
+        serializer = KeyInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def _tokenizer(self, tokenizer_id: int | None) -> Tokenizer:
+        if tokenizer_id is None:
+            return services.tokenizer_default()
+        tokenizer = Tokenizer.objects.filter(id=tokenizer_id).first()
+        if tokenizer is None:
+            raise ProblemError(f"unknown tokenizer id {tokenizer_id}")
+        return tokenizer
+
+    def _own_key(self) -> WatermarkKey:
+        key = self.get_object()
+        if key.team_id != getattr(team_for_user(self.request.user), "id", None):
+            raise ProblemError("only the owning team can change this key", status_code=403)
+        return key
+
+    @extend_schema(request=None, responses={201: KeyCreatedOutput})
+    @action(detail=True, methods=["post"])
+    def rotate(self, request: Request, pk: str | None = None) -> Response:
+        new_key, value = services.key_rotate(key=self._own_key(), created_by=request.user)
+        return Response(_created(new_key, value), status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=KeyOutput)
+    @action(detail=True, methods=["post"])
+    def retire(self, request: Request, pk: str | None = None) -> Response:
+        return Response(KeyOutput(services.key_retire(key=self._own_key())).data)

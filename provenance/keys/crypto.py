@@ -1,0 +1,61 @@
+"""Encryption at rest of key values with a key-encryption key (KEK).
+
+PROVENANCE_KEK holds one or more comma-separated Fernet keys: the first encrypts, all
+decrypt (so a KEK can be rotated by prepending a new one). Unset, the embedded default
+creates one in the data directory on first use, readable by the owner only.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+
+
+class KeyDecryptionError(Exception):
+    """The stored ciphertext does not open with the configured KEK(s)."""
+
+
+def _kek_file() -> Path:
+    return Path(settings.DATA_DIR) / "kek.key"
+
+
+def _load_or_create_kek_file() -> str:
+    path = _kek_file()
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kek = Fernet.generate_key().decode()
+    # O_EXCL: two processes starting at once must not write two different KEKs.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(kek + "\n")
+    return kek
+
+
+@lru_cache(maxsize=4)
+def _fernet(kek_setting: str) -> MultiFernet:
+    raw = kek_setting or _load_or_create_kek_file()
+    try:
+        return MultiFernet([Fernet(part.strip()) for part in raw.split(",") if part.strip()])
+    except ValueError:
+        raise ValueError("PROVENANCE_KEK must be comma-separated Fernet keys") from None
+
+
+def encrypt_value(value: int) -> bytes:
+    return _fernet(settings.PROVENANCE_KEK).encrypt(str(value).encode())
+
+
+def decrypt_value(token: bytes | memoryview) -> int:
+    try:
+        plain = _fernet(settings.PROVENANCE_KEK).decrypt(bytes(token))
+    except InvalidToken:
+        # No detail: the message must not help anyone and must not carry the value.
+        raise KeyDecryptionError("stored key does not decrypt with the configured KEK") from None
+    return int(plain.decode())

@@ -1,0 +1,82 @@
+"""The registry: tokenizers and watermark keys. Key values are stored encrypted only."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from provenance.accounts.models import Team
+
+
+class Tokenizer(models.Model):
+    class Source(models.TextChoices):
+        DEFAULT = "default", "Embedded SmolLM2 (default)"
+        HF_DIR = "hf_dir", "Local Hugging Face directory"
+        GGUF = "gguf", "GGUF file"
+
+    name = models.CharField(max_length=100, unique=True)
+    source_kind = models.CharField(max_length=16, choices=Source.choices, default=Source.DEFAULT)
+    # Empty for the embedded default; a local directory or .gguf path otherwise.
+    source_path = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64, editable=False)
+    vocab_size = models.PositiveIntegerField(editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def source(self) -> str:
+        """The argument that detector.tokenizers.load_tokenizer expects."""
+        return "default" if self.source_kind == self.Source.DEFAULT else self.source_path
+
+
+class WatermarkKey(models.Model):
+    class Algorithm(models.TextChoices):
+        GUMBEL = "gumbel", "gumbel"
+        DUAL_KEY_GUMBEL = "dual_key_gumbel", "dual_key_gumbel"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        # Retired keys no longer mark new text but still detect old text.
+        RETIRED = "retired", "retired"
+
+    name = models.CharField(max_length=100)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="keys")
+    shared = models.BooleanField(default=False, help_text="Usable by checks of every team.")
+    algorithm = models.CharField(max_length=20, choices=Algorithm.choices, default="gumbel")
+    alpha = models.FloatField(
+        default=0.1, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    context_width = models.PositiveSmallIntegerField(
+        default=4, validators=[MinValueValidator(1), MaxValueValidator(64)]
+    )
+    deduplicate = models.BooleanField(default=True)
+    tokenizer = models.ForeignKey(Tokenizer, on_delete=models.PROTECT, related_name="keys")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    # Fernet token of the decimal key value; never rendered, never serialized.
+    encrypted_value = models.BinaryField(editable=False)
+    rotated_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="rotations"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["team__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="unique_key_name_per_team")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.algorithm}, {self.status})"
+
+    def __repr__(self) -> str:
+        return f"<WatermarkKey id={self.pk} name={self.name!r}>"

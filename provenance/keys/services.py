@@ -1,0 +1,144 @@
+"""Writes to the registry. Key values leave these functions only as the one-time return
+value of key_create / key_rotate; callers show it once and drop it."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from detector.prf import check_key
+from detector.tokenizers import load_tokenizer
+from provenance.accounts.models import Team
+from provenance.errors import ProblemError
+from provenance.keys.crypto import encrypt_value
+from provenance.keys.models import Tokenizer, WatermarkKey
+
+
+class RegistryError(ProblemError):
+    """A registry write was refused; the message is safe to show."""
+
+
+def parse_key_value(raw: str | int | None) -> int:
+    """A key value typed by an administrator: decimal or 0x-hex; None/empty = generate one."""
+    if raw is None or (isinstance(raw, str) and raw.strip() == ""):
+        return secrets.randbits(64)
+    if isinstance(raw, int):
+        value = raw
+    else:
+        text = raw.strip().lower()
+        try:
+            value = int(text, 16) if text.startswith("0x") else int(text, 10)
+        except ValueError:
+            raise RegistryError("the key value must be a decimal or 0x-hex integer") from None
+    try:
+        return check_key(value)
+    except ValueError:
+        raise RegistryError("the key value must lie in [0, 2**64)") from None
+
+
+def tokenizer_register(*, name: str, source_kind: str, source_path: str = "") -> Tokenizer:
+    """Load the tokenizer once to record its content hash and vocabulary size."""
+    if source_kind not in Tokenizer.Source.values:
+        raise RegistryError(f"unknown tokenizer source {source_kind!r}")
+    source = "default" if source_kind == Tokenizer.Source.DEFAULT else source_path
+    if source_kind != Tokenizer.Source.DEFAULT and not source_path:
+        raise RegistryError("a local tokenizer needs a path")
+    try:
+        loaded = load_tokenizer(source)
+    except (OSError, ValueError) as exc:
+        raise RegistryError(f"cannot load tokenizer from {source!r}: {exc}") from None
+    return Tokenizer.objects.create(
+        name=name,
+        source_kind=source_kind,
+        source_path="" if source_kind == Tokenizer.Source.DEFAULT else source_path,
+        content_hash=loaded.content_hash,
+        vocab_size=loaded.vocab_size,
+    )
+
+
+def tokenizer_default() -> Tokenizer:
+    """The embedded SmolLM2 tokenizer's row, registered on first use."""
+    existing = Tokenizer.objects.filter(source_kind=Tokenizer.Source.DEFAULT).first()
+    if existing is not None:
+        return existing
+    return tokenizer_register(name="SmolLM2-135M", source_kind=Tokenizer.Source.DEFAULT)
+
+
+@transaction.atomic
+def key_create(
+    *,
+    name: str,
+    team: Team,
+    tokenizer: Tokenizer,
+    value: str | int | None = None,
+    algorithm: str = "gumbel",
+    alpha: float = 0.1,
+    context_width: int = 4,
+    deduplicate: bool = True,
+    shared: bool = False,
+    created_by: AbstractBaseUser | None = None,
+    rotated_from: WatermarkKey | None = None,
+) -> tuple[WatermarkKey, int]:
+    """Register a key; returns the row and the value, which is never readable again."""
+    secret = parse_key_value(value)
+    _validate_config(algorithm, alpha, context_width)
+    if WatermarkKey.objects.filter(team=team, name=name).exists():
+        raise RegistryError(f"team {team.name!r} already has a key named {name!r}")
+    key = WatermarkKey.objects.create(
+        name=name,
+        team=team,
+        tokenizer=tokenizer,
+        algorithm=algorithm,
+        alpha=alpha,
+        context_width=context_width,
+        deduplicate=deduplicate,
+        shared=shared,
+        encrypted_value=encrypt_value(secret),
+        created_by=created_by,
+        rotated_from=rotated_from,
+    )
+    return key, secret
+
+
+def _validate_config(algorithm: str, alpha: float, context_width: int) -> None:
+    if algorithm not in WatermarkKey.Algorithm.values:
+        raise RegistryError(f"unknown algorithm {algorithm!r}")
+    if not 0.0 <= alpha <= 1.0:
+        raise RegistryError("alpha must lie in [0, 1]")
+    if not 1 <= context_width <= 64:
+        raise RegistryError("context_width must lie in [1, 64]")
+
+
+@transaction.atomic
+def key_retire(*, key: WatermarkKey) -> WatermarkKey:
+    """Stop using a key for new text; it keeps detecting old text."""
+    key.status = WatermarkKey.Status.RETIRED
+    key.retired_at = key.retired_at or timezone.now()
+    key.save(update_fields=["status", "retired_at"])
+    return key
+
+
+@transaction.atomic
+def key_rotate(
+    *, key: WatermarkKey, created_by: AbstractBaseUser | None = None
+) -> tuple[WatermarkKey, int]:
+    """Retire ``key`` and register a fresh random value with the same configuration."""
+    if key.status != WatermarkKey.Status.ACTIVE:
+        raise RegistryError("only an active key can be rotated")
+    key_retire(key=key)
+    stamp = timezone.now().strftime("%Y%m%d%H%M%S")
+    return key_create(
+        name=f"{key.name[:80]}-rotated-{stamp}",
+        team=key.team,
+        tokenizer=key.tokenizer,
+        algorithm=key.algorithm,
+        alpha=key.alpha,
+        context_width=key.context_width,
+        deduplicate=key.deduplicate,
+        shared=key.shared,
+        created_by=created_by,
+        rotated_from=key,
+    )

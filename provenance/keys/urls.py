@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from provenance.keys import views
+from provenance.keys.api import KeyViewSet
+
+router = SimpleRouter(trailing_slash=False)
+router.register("api/v1/keys", KeyViewSet, basename="api-key")
+
+urlpatterns = [
+    path("keys/", views.key_list, name="key-list"),
+    *router.urls,
+]
