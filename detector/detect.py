@@ -6,6 +6,7 @@ context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -129,8 +130,15 @@ class TextDetection:
     p_value: float
     log10_p: float
     token_ids: NDArray[np.int64] = field(repr=False)
-    offsets: NDArray[np.int64] = field(repr=False)  # [n, 2] character offsets
     tokenizer_hash: str | None = None
+    _encoding: Any = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def offsets(self) -> NDArray[np.int64]:
+        """``[n, 2]`` character offsets of every token (computed on first use)."""
+        from detector.tokenizers import offsets_of
+
+        return offsets_of(self._encoding)
 
 
 def correct(log10_ps: Sequence[float], correction: str = "holm") -> NDArray[np.float64]:
@@ -175,7 +183,7 @@ def detect_text(
     if not configs:
         raise ValueError("at least one key is needed")
     tok = as_tokenizer(tokenizer)
-    ids, offsets = tok.encode_with_offsets(text)
+    ids, encoding = tok.encode_lazy(text)
     detections = [detect_config(ids, c, threshold) for c in configs]
     adjusted, best, verdict = combine(detections, threshold=threshold, correction=correction)
     hypotheses = tuple(
@@ -193,6 +201,6 @@ def detect_text(
         p_value=10.0**best_lp,
         log10_p=best_lp,
         token_ids=ids,
-        offsets=offsets,
         tokenizer_hash=tok.content_hash,
+        _encoding=encoding,
     )
