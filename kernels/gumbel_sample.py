@@ -1,0 +1,302 @@
+"""Keyed Gumbel-max sampling: ``argmax_v(logits_v - log(-log u_v))`` with the watermark PRF.
+
+One launcher for a batch that mixes watermarked and plain rows (``watermark_mask``).
+
+Semantics, identical on every backend:
+- Watermarked rows draw with ``u_v = PRF(key, context, v)`` exactly as upstream vLLM's CPU
+  watermarker (float32 uniforms, ``clamp_min(tiny)``, float32 ``-log(-log u)``, float32
+  ``logits + noise``), so the token equals upstream's for the same logits.
+- Plain rows (mask False) use ordinary randomness: ``argmax(logits + fallback_noise)`` when
+  ``fallback_noise`` ``[B, V]`` (Gumbel noise) is given; otherwise the same keyed draw under a
+  fresh random 64-bit key per row drawn from ``generator``. A PRF under a fresh uniformly random
+  key is an ordinary Gumbel-max sample, and it shares the kernel and the exact CPU pruning.
+- NaN logits count as -inf; ties go to the lowest token id; a row whose logits are all -inf
+  (or NaN) returns token 0 (every score ties at -inf, so the lowest id wins, as torch.argmax).
+
+CPU path: instead of the PRF for all V tokens, candidates are visited in descending logit
+order and the scan stops once ``logit + NOISE_HI < best`` (float32), where NOISE_HI bounds
+the largest Gumbel noise a 24-bit uniform can produce (16.64). Float32 addition rounds
+monotonically, so every skipped token's score is strictly below the best one: the pruned
+draw is exactly the full scan's (tests prove it on adversarial rows).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels import philox
+from kernels.philox import (
+    philox_candidates,
+    philox_context_state,
+    split_key,
+    words_to_uniform,
+)
+from kernels.utils import (
+    Backend,
+    check_keys,
+    sample_block,
+    tl,
+    triton,
+    use_kernel,
+    vocab_splits,
+)
+
+_TINY = torch.finfo(torch.float32).tiny
+_FIRST_CANDIDATES = 16  # round 1 of the pruned draw: the top-16 logits set the bar
+_NOISE_MARGIN = 1e-3  # far above float32 rounding of log at 16.6 (~2e-6): guards libm quirks
+
+
+def gumbel_noise(u: torch.Tensor) -> torch.Tensor:
+    """Upstream's float32 transform of PRF uniforms into Gumbel noise."""
+    # In place after the first op: the same float32 kernels as upstream, fewer buffers.
+    return u.clamp_min(_TINY).log_().neg_().log_().neg_()
+
+
+def _noise_hi() -> float:
+    """Largest noise any PRF word can give (word 0xFFFFFFFF: u = 1 - 2**-24), plus a margin."""
+    u_max = philox.uniform(torch.tensor([0xFFFFFFFF], dtype=torch.int64))
+    return float(gumbel_noise(u_max)[0]) + _NOISE_MARGIN
+
+
+NOISE_HI = _noise_hi()  # 16.636 + margin
+
+
+def _check_inputs(
+    logits: torch.Tensor,
+    keys: torch.Tensor,
+    contexts: torch.Tensor,
+    watermark_mask: torch.Tensor,
+    fallback_noise: torch.Tensor | None,
+) -> None:
+    if logits.ndim != 2 or not logits.is_floating_point():
+        raise ValueError(f"logits must be a float [B, V] tensor, got {tuple(logits.shape)}")
+    b, v = logits.shape
+    if v < 1:
+        raise ValueError("logits must have at least one vocabulary entry")
+    check_keys(keys, b)
+    if contexts.ndim != 2 or contexts.shape[0] != b or contexts.shape[1] < 1:
+        raise ValueError(f"contexts must be [{b}, w] with w >= 1, got {tuple(contexts.shape)}")
+    if contexts.dtype.is_floating_point or contexts.dtype == torch.bool:
+        raise ValueError("contexts must hold integer token ids")
+    if watermark_mask.shape != (b,) or watermark_mask.dtype != torch.bool:
+        raise ValueError(f"watermark_mask must be a bool [{b}] tensor")
+    if fallback_noise is not None and fallback_noise.shape != logits.shape:
+        raise ValueError("fallback_noise must have the shape of logits")
+    for name, t in (("keys", keys), ("contexts", contexts), ("watermark_mask", watermark_mask)):
+        if t.device != logits.device:
+            raise ValueError(f"{name} must be on the device of logits ({logits.device})")
+
+
+def random_keys(rows: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
+    """Fresh uniformly random 64-bit keys ``[rows]`` (two 32-bit halves from ``generator``)."""
+    halves = torch.randint(0, 2**32, (rows, 2), generator=generator, device=device, dtype=torch.int64)
+    return (halves[:, 1] << 32) | halves[:, 0]
+
+
+def row_keys(
+    keys: torch.Tensor, mask: torch.Tensor, plain_keyed: bool, generator: torch.Generator | None
+) -> torch.Tensor:
+    """Key of each row's keyed draw: its own key, or a fresh random one for plain rows."""
+    if not plain_keyed:
+        return keys
+    return torch.where(mask, keys, random_keys(keys.shape[0], generator, keys.device))
+
+
+def _clean(logits: torch.Tensor) -> torch.Tensor:
+    """float32 logits with NaN as -inf."""
+    x = logits.to(torch.float32)
+    return torch.where(torch.isnan(x), float("-inf"), x)
+
+
+def _full_scan(x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+    """Upstream's computation on every token: [n, V] words, uniforms, noise, argmax."""
+    state = philox.context_state(keys, contexts)
+    u = philox.uniform(philox.vocab_words(keys, state, x.shape[1]))  # [n, V]
+    return torch.argmax(x + gumbel_noise(u), dim=-1)
+
+
+def _best_of(scores: torch.Tensor, ids: torch.Tensor, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Max score per row and the lowest id among the candidates reaching it."""
+    best = scores.max(dim=-1).values
+    tie_ids = torch.where(scores == best[:, None], ids, vocab)
+    return best, tie_ids.min(dim=-1).values
+
+
+def _pruned(x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+    """Exact keyed draw on rows ``x`` [n, V] float32, visiting only tokens that can still win.
+
+    Round 1 scores the top-``_FIRST_CANDIDATES`` logits: their best score is a lower bound on
+    the row's final best. Round 2 scores every token with ``logit + NOISE_HI >= that bound``
+    (all others lose strictly) and takes the exact argmax over them. Rows whose round-2 set
+    exceeds a quarter of the vocabulary fall back to the grouped full scan (4 ids per Philox
+    call), so the pruned path is never much slower than the full one.
+    """
+    n, vocab = x.shape
+    k = min(_FIRST_CANDIDATES, vocab)
+    state = philox.context_state(keys, contexts)
+    vals, ids = torch.topk(x, k, dim=-1)  # [n, k], descending
+    best, _ = _best_of(_scores(vals, keys, state, ids), ids, vocab)
+    out = torch.zeros(n, dtype=torch.int64, device=x.device)
+    live = vals[:, 0] > float("-inf")  # all -inf rows keep token 0
+    keep = (x + NOISE_HI >= best[:, None]) & live[:, None]  # [n, V] may still win
+    counts = keep.sum(dim=-1)
+    full = counts > vocab // 4
+    if bool(full.any()):
+        rows = full.nonzero()[:, 0]
+        out[rows] = _full_scan(x[rows], keys[rows], contexts[rows])
+    sparse = (~full & live).nonzero()[:, 0]
+    if sparse.numel() > 0:
+        width = int(counts[sparse].max())
+        # Candidates of each row packed left, padded with token 0 at score -inf.
+        cvals, cids = torch.topk(torch.where(keep[sparse], x[sparse], float("-inf")), width, dim=-1)
+        sub_state = tuple(s[sparse] for s in state)
+        scores = _scores(cvals, keys[sparse], sub_state, cids)  # type: ignore[arg-type]
+        _, out[sparse] = _best_of(scores, cids, vocab)
+    return out
+
+
+def _scores(
+    vals: torch.Tensor, keys: torch.Tensor, state: philox.Words, ids: torch.Tensor
+) -> torch.Tensor:
+    """Keyed scores ``logit + noise`` of candidate ids [n, m] (their logits in ``vals``)."""
+    return vals + gumbel_noise(philox.uniform(philox.token_words(keys, state, ids)))
+
+
+def _keyed_reference(
+    x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor, prune: bool
+) -> torch.Tensor:
+    """Keyed draw per row, in row chunks so the full scan's [n, V] buffers stay bounded."""
+    chunk = max(1, (1 << 21) // x.shape[1])  # ~2 M entries (~16 MB of int64 words) per pass
+    parts = []
+    for s in range(0, x.shape[0], chunk):
+        fn = _pruned if prune else _full_scan
+        parts.append(fn(x[s : s + chunk], keys[s : s + chunk], contexts[s : s + chunk]))
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64, device=x.device)
+
+
+def gumbel_sample_reference(
+    logits: torch.Tensor,
+    keys: torch.Tensor,
+    contexts: torch.Tensor,
+    watermark_mask: torch.Tensor,
+    fallback_noise: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    *,
+    prune: bool = True,
+) -> torch.Tensor:
+    """Pure-torch sampler (see the module docstring); ``prune=False`` scans every token."""
+    _check_inputs(logits, keys, contexts, watermark_mask, fallback_noise)
+    x = _clean(logits)  # [B, V] float32
+    keyed_keys = row_keys(keys, watermark_mask, fallback_noise is None, generator)
+    out = _keyed_reference(x, keyed_keys, contexts.to(torch.int64), prune)
+    if fallback_noise is not None:
+        plain = _clean(x + fallback_noise.to(torch.float32)).argmax(dim=-1)
+        out = torch.where(watermark_mask, out, plain)
+    return out
+
+
+def gumbel_sample(
+    logits: torch.Tensor,
+    keys: torch.Tensor,
+    contexts: torch.Tensor,
+    watermark_mask: torch.Tensor,
+    fallback_noise: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    *,
+    backend: Backend = "auto",
+) -> torch.Tensor:
+    """Sample one token per row; returns int64 ``[B]``.
+
+    ``logits`` ``[B, V]`` fp32/bf16/fp16 (already temperature-scaled and masked with -inf);
+    ``keys`` ``[B]`` int64 64-bit key patterns (``kernels.utils.keys_tensor`` builds them);
+    ``contexts`` ``[B, w]`` int token ids, -1 padded; ``watermark_mask`` ``[B]`` bool;
+    ``fallback_noise`` optional ``[B, V]`` Gumbel noise for plain rows; ``generator`` the
+    source of plain rows' fresh keys (on the logits' device). ``backend``: see ``kernels.utils``.
+    """
+    _check_inputs(logits, keys, contexts, watermark_mask, fallback_noise)
+    if not use_kernel(logits, backend):
+        return gumbel_sample_reference(
+            logits, keys, contexts, watermark_mask, fallback_noise, generator
+        )
+    keyed_keys = row_keys(keys, watermark_mask, fallback_noise is None, generator)
+    return _launch(logits, keyed_keys, contexts, watermark_mask, fallback_noise)
+
+
+def _launch(
+    logits: torch.Tensor,
+    keys: torch.Tensor,
+    contexts: torch.Tensor,
+    mask: torch.Tensor,
+    noise: torch.Tensor | None,
+) -> torch.Tensor:
+    b, v = logits.shape
+    if b == 0:
+        return torch.zeros(0, dtype=torch.int64, device=logits.device)
+    logits = logits if logits.stride(-1) == 1 else logits.contiguous()
+    contexts = contexts.to(torch.int64).contiguous()
+    block = sample_block(v)
+    tiles = triton.cdiv(v, block)
+    splits = vocab_splits(b, v, block, logits.device)
+    per_split = triton.cdiv(tiles, splits)
+    part_val = torch.empty(b, splits, dtype=torch.float32, device=logits.device)  # [B, S]
+    part_idx = torch.empty(b, splits, dtype=torch.int32, device=logits.device)
+    if noise is not None:
+        noise = noise if noise.stride(-1) == 1 else noise.contiguous()
+    use_noise = (~mask).to(torch.int8) if noise is not None else mask
+    _gumbel_sample_kernel[(b, splits)](
+        logits, logits.stride(0), keys.contiguous(), contexts, contexts.stride(0),
+        use_noise, noise if noise is not None else logits, noise.stride(0) if noise is not None else 0,
+        part_val, part_idx, v, tiles, per_split, splits,
+        W=contexts.shape[1], BLOCK=block, HAS_NOISE=noise is not None,
+    )  # fmt: skip
+    # torch.argmax returns the first maximum: the lowest split, hence the lowest token id.
+    best = part_val.argmax(dim=-1, keepdim=True)
+    return part_idx.gather(1, best)[:, 0].to(torch.int64)
+
+
+@triton.jit
+def _gumbel_sample_kernel(
+    logits_ptr, logits_stride, keys_ptr, ctx_ptr, ctx_stride,
+    use_noise_ptr, noise_ptr, noise_stride,
+    part_val_ptr, part_idx_ptr, V, n_tiles, tiles_per_split, n_splits,
+    W: tl.constexpr, BLOCK: tl.constexpr, HAS_NOISE: tl.constexpr,
+):  # fmt: skip
+    """Program (row, split): running (max, argmax) over its contiguous range of vocab tiles."""
+    row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    k0, k1 = split_key(tl.load(keys_ptr + row))
+    # The context state is computed once per program, then every tile reuses it.
+    s0, s1, s2, s3 = philox_context_state(ctx_ptr + row * ctx_stride, 0, k0, k1, W)
+    plain = False
+    if HAS_NOISE:
+        plain = tl.load(use_noise_ptr + row) != 0
+    first = split * tiles_per_split
+    last = tl.minimum(first + tiles_per_split, n_tiles)
+    best_val = tl.full((), float("-inf"), tl.float32)
+    best_idx = first * BLOCK
+    lanes = tl.arange(0, BLOCK)
+    groups_in_tile = tl.arange(0, BLOCK // 4)
+    for t in range(first, last):
+        tok = t * BLOCK + lanes  # [BLOCK] token ids of this tile
+        valid = tok < V
+        x = tl.load(logits_ptr + row * logits_stride + tok, mask=valid, other=float("-inf"))
+        x = x.to(tl.float32)
+        x = tl.where(x != x, float("-inf"), x)
+        if plain:
+            g = tl.load(noise_ptr + row * noise_stride + tok, mask=valid, other=0.0)
+            g = g.to(tl.float32)
+        else:
+            groups = (t * (BLOCK // 4) + groups_in_tile).to(tl.uint32)
+            w0, w1, w2, w3 = philox_candidates(groups, s0, s1, s2, s3, k0, k1)
+            # Token order 4g, 4g+1, 4g+2, 4g+3: interleave (w0, w2) and (w1, w3), then both.
+            words = tl.interleave(tl.interleave(w0, w2), tl.interleave(w1, w3))
+            u = words_to_uniform(words)
+            g = -tl.log(-tl.log(u))
+        s = x + g
+        s = tl.where(valid & (s == s), s, float("-inf"))
+        tile_val, tile_arg = tl.max(s, axis=0, return_indices=True, return_indices_tie_break_left=True)
+        better = tile_val > best_val  # strict: an earlier tile keeps a tie (lower ids)
+        best_idx = tl.where(better, t * BLOCK + tile_arg, best_idx)
+        best_val = tl.where(better, tile_val, best_val)
+    tl.store(part_val_ptr + row * n_splits + split, best_val)
+    tl.store(part_idx_ptr + row * n_splits + split, best_idx)

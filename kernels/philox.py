@@ -1,0 +1,200 @@
+"""The watermark PRF (``philox4x32-10-v1``) in torch and as Triton device functions.
+
+Second copy of the PRF (the first is numpy, ``detector/prf.py``); tests pin both to each
+other and to upstream. Spec: ``../shared/spec/gumbel-watermark.md`` section 1.
+
+Torch side: uint32 words live in int64 tensors. A 32x32-bit product fits the 64-bit lane
+modulo 2**64 (int64 multiplication wraps in two's complement on CPU and CUDA), so
+``lo = p & 0xFFFFFFFF`` and ``hi = (p >> 32) & 0xFFFFFFFF`` need no 16-bit splitting.
+Triton side: ``tl.philox_impl`` is Random123's Philox4x32-10 on uint32 lanes.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.utils import UINT32_MASK, tl, triton
+
+PHILOX_M0 = 0xD2511F53
+PHILOX_M1 = 0xCD9E8D57
+PHILOX_W0 = 0x9E3779B9
+PHILOX_W1 = 0xBB67AE85
+CONTEXT_TAG = 0x574D4358  # "WMCX": first word of the context state
+TOKEN_TAG = 0x574D544B  # "WMTK": mixed into k1 for the candidate-token call
+Words = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def key_words(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split int64 key patterns ``[...]`` into (k0, k1) uint32 words held in int64."""
+    return keys & UINT32_MASK, (keys >> 32) & UINT32_MASK
+
+
+def philox4x32_10(c: Words, k0: torch.Tensor | int, k1: torch.Tensor | int) -> Words:
+    """Random123 Philox4x32-10; counters and keys broadcast together (uint32 values in int64).
+
+    In-place on six buffers (about 2x faster than fresh tensors per op on a [8, 12288] batch
+    here). The low product halves stay unmasked inside the rounds: they only meet XORs whose
+    result is masked before the next multiply, so their upper bits never matter.
+    """
+    shape = torch.broadcast_shapes(*(t.shape for t in c))
+    c0, c1, c2, c3 = (t.expand(shape).clone() for t in c)
+    p0, p1, tmp = torch.empty_like(c0), torch.empty_like(c0), torch.empty_like(c0)
+    for r in range(10):
+        torch.mul(c0, PHILOX_M0, out=p0)  # exact modulo 2**64
+        torch.mul(c2, PHILOX_M1, out=p1)
+        c1.bitwise_xor_(torch.bitwise_right_shift(p1, 32, out=tmp)).bitwise_xor_(k0)
+        c1.bitwise_and_(UINT32_MASK)  # new c0 = hi(M1*c2) ^ c1 ^ k0
+        c3.bitwise_xor_(torch.bitwise_right_shift(p0, 32, out=tmp)).bitwise_xor_(k1)
+        c3.bitwise_and_(UINT32_MASK)  # new c2 = hi(M0*c0) ^ c3 ^ k1
+        # new (c0, c1, c2, c3) = (c1, lo(M1*c2), c3, lo(M0*c0)); old c0, c2 become scratch.
+        c0, c1, c2, c3, p0, p1 = c1, p1, c3, p0, c0, c2
+        if r < 9:
+            k0 = (k0 + PHILOX_W0) & UINT32_MASK
+            k1 = (k1 + PHILOX_W1) & UINT32_MASK
+    return c0, c1.bitwise_and_(UINT32_MASK), c2, c3.bitwise_and_(UINT32_MASK)
+
+
+def context_state(keys: torch.Tensor, contexts: torch.Tensor) -> Words:
+    """Compress contexts ``[n, w]`` (-1 padded) under keys ``[n]`` into four words ``[n]``."""
+    n, w = contexts.shape
+    ctx = contexts.to(torch.int64) & UINT32_MASK  # -1 -> 0xFFFFFFFF, as upstream
+    k0, k1 = key_words(keys)
+    zeros = torch.zeros(n, dtype=torch.int64, device=contexts.device)
+    state: Words = (zeros + CONTEXT_TAG, zeros + w, zeros, zeros)
+    for o in range(0, w, 4):
+        block = [ctx[:, o + i] if o + i < w else zeros + (UINT32_MASK - i) for i in range(4)]
+        counter = tuple(s ^ b for s, b in zip(state, block, strict=True))
+        state = philox4x32_10(counter, k0 ^ o, k1)  # type: ignore[arg-type]
+    return state
+
+
+def candidate_words(keys: torch.Tensor, state: Words, groups: torch.Tensor) -> Words:
+    """All four PRF words of token groups ``groups`` ``[n, m]`` (tokens 4g..4g+3) per row ``[n]``."""
+    k0, k1 = key_words(keys)
+    s0, s1, s2, s3 = (s[:, None] for s in state)
+    counter = (groups, s0.expand_as(groups), s1.expand_as(groups), s2.expand_as(groups))
+    return philox4x32_10(counter, (k0[:, None] ^ s3), k1[:, None] ^ TOKEN_TAG)
+
+
+def token_words(keys: torch.Tensor, state: Words, tokens: torch.Tensor) -> torch.Tensor:
+    """PRF words of tokens ``[n, m]`` (ids taken mod 2**32) per row of ``state``: ``[n, m]``."""
+    t = tokens.to(torch.int64) & UINT32_MASK
+    out = candidate_words(keys, state, t >> 2)
+    lane = t & 3
+    word = out[0]
+    for i in range(1, 4):
+        word = torch.where(lane == i, out[i], word)
+    return word
+
+
+def vocab_words(keys: torch.Tensor, state: Words, vocab: int) -> torch.Tensor:
+    """Words of every token ``0..vocab-1`` per row: ``[n, vocab]``, one Philox call per 4 ids."""
+    n = keys.shape[0]
+    groups = torch.arange((vocab + 3) // 4, device=keys.device).expand(n, -1)
+    out = candidate_words(keys, state, groups)
+    return torch.stack(out, dim=-1).reshape(n, -1)[:, :vocab]
+
+
+def prf_words(keys: torch.Tensor, contexts: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+    """PRF words (uint32 values in int64) for (key, context, token) triples ``[n]``."""
+    state = context_state(keys, contexts)
+    return token_words(keys, state, token_ids[:, None])[:, 0]
+
+
+def uniform(words: torch.Tensor) -> torch.Tensor:
+    """Words to float32 uniforms ``float32((m + 1) / (2**24 + 1))``, m the top 24 bits.
+
+    Computed as one float32 step below ``(m + 1) * 2**-24`` (exact in float32), which is the
+    same value for every m (tests check all 2**24) and 5x faster than float64 division here.
+    """
+    m1 = ((words & UINT32_MASK) >> 8) + 1  # [1, 2**24]
+    scaled = m1.to(torch.float32) * 2.0**-24
+    return (scaled.view(torch.int32) - 1).view(torch.float32)
+
+
+def uniform_by_division(words: torch.Tensor) -> torch.Tensor:
+    """The spec's literal map (float64 division, rounded to float32), kept for the tests."""
+    m = (words & UINT32_MASK) >> 8
+    return ((m.to(torch.float64) + 1.0) / float(2**24 + 1)).to(torch.float32)
+
+
+@triton.jit
+def philox_context_state(ctx_ptr, pad, k0, k1, W: tl.constexpr):
+    """Context state of W-token contexts stored at ``ctx_ptr .. ctx_ptr + W - 1``.
+
+    Positions ``j < pad`` are the -1 padding and are not loaded. Scalars (one context) or
+    blocks (one context per lane, with ``ctx_ptr``, ``pad``, ``k0``, ``k1`` as blocks).
+    """
+    zero = (k0 * 0).to(tl.uint32)
+    s0 = zero + 0x574D4358
+    s1 = zero + W
+    s2 = zero
+    s3 = zero
+    for o in tl.static_range(0, W, 4):
+        b0 = tl.load(ctx_ptr + o, mask=o >= pad, other=-1).to(tl.uint32)
+        b1 = zero + 0xFFFFFFFE  # block filler 0xFFFFFFFF - i past the context's end
+        b2 = zero + 0xFFFFFFFD
+        b3 = zero + 0xFFFFFFFC
+        if o + 1 < W:
+            b1 = tl.load(ctx_ptr + o + 1, mask=o + 1 >= pad, other=-1).to(tl.uint32)
+        if o + 2 < W:
+            b2 = tl.load(ctx_ptr + o + 2, mask=o + 2 >= pad, other=-1).to(tl.uint32)
+        if o + 3 < W:
+            b3 = tl.load(ctx_ptr + o + 3, mask=o + 3 >= pad, other=-1).to(tl.uint32)
+        s0, s1, s2, s3 = tl.philox_impl(s0 ^ b0, s1 ^ b1, s2 ^ b2, s3 ^ b3, k0 ^ o, k1)
+    return s0, s1, s2, s3
+
+
+@triton.jit
+def split_key(key):
+    """(k0, k1) uint32 words of int64 key patterns."""
+    k = key.to(tl.uint64, bitcast=True)
+    return (k & 0xFFFFFFFF).to(tl.uint32), (k >> 32).to(tl.uint32)
+
+
+@triton.jit
+def philox_candidates(groups, s0, s1, s2, s3, k0, k1):
+    """The four words of token groups ``groups`` (uint32 block) under a context state."""
+    zero = groups * 0
+    return tl.philox_impl(
+        groups, s0 + zero, s1 + zero, s2 + zero, (k0 ^ s3) + zero, (k1 ^ 0x574D544B) + zero
+    )
+
+
+@triton.jit
+def words_to_uniform(word):
+    """float32((m + 1) / (2**24 + 1)) computed as one float32 step below (m + 1) * 2**-24.
+
+    Both are the same float32 for every 24-bit m (checked exhaustively by the tests), and
+    the second needs neither float64 nor a division.
+    """
+    m = word >> 8
+    scaled = (m + 1).to(tl.float32) * 5.9604644775390625e-08  # 2**-24, exact
+    return (scaled.to(tl.uint32, bitcast=True) - 1).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _prf_words_kernel(keys_ptr, ctx_ptr, tok_ptr, out_ptr, n, W: tl.constexpr, BLOCK: tl.constexpr):
+    """PRF word of (key, context, token) triples, one lane each (the tests' window on the
+    Triton PRF: exact words against ``detector.prf``)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    valid = offs < n
+    k0, k1 = split_key(tl.load(keys_ptr + offs, mask=valid, other=0))
+    s0, s1, s2, s3 = philox_context_state(ctx_ptr + offs.to(tl.int64) * W, 0, k0, k1, W)
+    t = tl.load(tok_ptr + offs, mask=valid, other=0).to(tl.uint32)
+    w0, w1, w2, w3 = philox_candidates(t >> 2, s0, s1, s2, s3, k0, k1)
+    lane = t & 3
+    word = tl.where(lane == 0, w0, tl.where(lane == 1, w1, tl.where(lane == 2, w2, w3)))
+    tl.store(out_ptr + offs, word.to(tl.int64), mask=valid)
+
+
+def prf_words_kernel(keys: torch.Tensor, contexts: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+    """Launch ``_prf_words_kernel`` (CUDA tensors, or CPU under TRITON_INTERPRET=1)."""
+    n, w = contexts.shape
+    out = torch.empty(n, dtype=torch.int64, device=contexts.device)
+    block = 128
+    _prf_words_kernel[(triton.cdiv(n, block),)](
+        keys.contiguous(), contexts.to(torch.int64).contiguous(),
+        token_ids.to(torch.int64).contiguous(), out, n, W=w, BLOCK=block,
+    )  # fmt: skip
+    return out
