@@ -67,7 +67,7 @@ class Tokenizer:
 
     def encode(self, text: str) -> NDArray[np.int64]:
         """Token ids of ``text`` without special tokens."""
-        return np.asarray(self._backend.encode(text, add_special_tokens=False).ids, np.int64)
+        return np.asarray(self._encode(text).ids, np.int64)
 
     def encode_with_offsets(self, text: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Token ids and their ``[start, end)`` character offsets in ``text``."""
@@ -80,8 +80,16 @@ class Tokenizer:
         Converting the offsets of 1 MB of text to an array costs ~70 ms, a sixth of the
         tokenization itself; a check that shows no heatmap need not pay for it.
         """
-        encoding = self._backend.encode(text, add_special_tokens=False)
+        encoding = self._encode(text)
         return np.asarray(encoding.ids, np.int64), encoding
+
+    def _encode(self, text: str) -> Any:
+        if not isinstance(text, str):
+            raise ValueError("text must be a str")
+        try:
+            return self._backend.encode(text, add_special_tokens=False)
+        except TypeError:  # the Rust side rejects strings that hold lone surrogates
+            raise ValueError("the text is not valid Unicode (it holds a lone surrogate)") from None
 
     def decode(self, ids: Any) -> str:
         return str(self._backend.decode([int(i) for i in ids], skip_special_tokens=False))

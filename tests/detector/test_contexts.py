@@ -8,13 +8,14 @@ from detector.contexts import build_contexts, dedup_mask
 
 def naive_first_occurrence(tokens, width, max_history=None):
     history: list[tuple[int, ...]] = []
+    seen: set[tuple[int, ...]] = set()
     mask = []
     prefix = [-1] * width
     for t in tokens:
         ctx = tuple(prefix[-width:])
-        window = history if max_history is None else history[-max_history:]
-        mask.append(ctx not in window)
+        mask.append(ctx not in (seen if max_history is None else history[-max_history:]))
         history.append(ctx)
+        seen.add(ctx)
         prefix.append(int(t))
     return np.array(mask)
 
@@ -76,3 +77,11 @@ def test_it_rejects_bad_token_ids_and_widths():
         build_contexts([1, 2], 0)
     with pytest.raises(ValueError):
         dedup_mask(build_contexts([1, 2], 2), 0)
+
+
+@pytest.mark.parametrize("high", [50, 2**20])  # packed-and-hashed keys; byte-string keys
+def test_long_texts_take_the_fast_paths_and_still_match_the_naive_scan(high):
+    rng = np.random.default_rng(high)
+    tokens = rng.integers(0, high, size=12000)
+    tokens[6000:6500] = tokens[100:600]  # a copied passage
+    assert np.array_equal(dedup_mask(build_contexts(tokens, 3)), naive_first_occurrence(tokens, 3))
