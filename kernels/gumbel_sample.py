@@ -89,7 +89,9 @@ def _check_inputs(
 
 def random_keys(rows: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
     """Fresh uniformly random 64-bit keys ``[rows]`` (two 32-bit halves from ``generator``)."""
-    halves = torch.randint(0, 2**32, (rows, 2), generator=generator, device=device, dtype=torch.int64)
+    halves = torch.randint(
+        0, 2**32, (rows, 2), generator=generator, device=device, dtype=torch.int64
+    )
     return (halves[:, 1] << 32) | halves[:, 0]
 
 
@@ -115,7 +117,9 @@ def _full_scan(x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor) -> t
     return torch.argmax(x + gumbel_noise(u), dim=-1)
 
 
-def _best_of(scores: torch.Tensor, ids: torch.Tensor, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _best_of(
+    scores: torch.Tensor, ids: torch.Tensor, vocab: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Max score per row and the lowest id among the candidates reaching it."""
     best = scores.max(dim=-1).values
     tie_ids = torch.where(scores == best[:, None], ids, vocab)
@@ -243,9 +247,11 @@ def _launch(
     if noise is not None:
         noise = noise if noise.stride(-1) == 1 else noise.contiguous()
     use_noise = (~mask).to(torch.int8) if noise is not None else mask
+    noise_arg = noise if noise is not None else logits  # unread when HAS_NOISE is False
+    noise_stride = noise.stride(0) if noise is not None else 0
     _gumbel_sample_kernel[(b, splits)](
         logits, logits.stride(0), keys.contiguous(), contexts, contexts.stride(0),
-        use_noise, noise if noise is not None else logits, noise.stride(0) if noise is not None else 0,
+        use_noise, noise_arg, noise_stride,
         part_val, part_idx, v, tiles, per_split, splits,
         W=contexts.shape[1], BLOCK=block, HAS_NOISE=noise is not None,
     )  # fmt: skip
@@ -294,7 +300,9 @@ def _gumbel_sample_kernel(
             g = -tl.log(-tl.log(u))
         s = x + g
         s = tl.where(valid & (s == s), s, float("-inf"))
-        tile_val, tile_arg = tl.max(s, axis=0, return_indices=True, return_indices_tie_break_left=True)
+        tile_val, tile_arg = tl.max(
+            s, axis=0, return_indices=True, return_indices_tie_break_left=True
+        )
         better = tile_val > best_val  # strict: an earlier tile keeps a tie (lower ids)
         best_idx = tl.where(better, t * BLOCK + tile_arg, best_idx)
         best_val = tl.where(better, tile_val, best_val)

@@ -69,7 +69,7 @@ def context_state(keys: torch.Tensor, contexts: torch.Tensor) -> Words:
 
 
 def candidate_words(keys: torch.Tensor, state: Words, groups: torch.Tensor) -> Words:
-    """All four PRF words of token groups ``groups`` ``[n, m]`` (tokens 4g..4g+3) per row ``[n]``."""
+    """The four PRF words of token groups ``groups`` ``[n, m]`` (tokens 4g..4g+3) per row."""
     k0, k1 = key_words(keys)
     s0, s1, s2, s3 = (s[:, None] for s in state)
     counter = (groups, s0.expand_as(groups), s1.expand_as(groups), s2.expand_as(groups))
@@ -188,7 +188,9 @@ def _prf_words_kernel(keys_ptr, ctx_ptr, tok_ptr, out_ptr, n, W: tl.constexpr, B
     tl.store(out_ptr + offs, word.to(tl.int64), mask=valid)
 
 
-def prf_words_kernel(keys: torch.Tensor, contexts: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+def prf_words_kernel(
+    keys: torch.Tensor, contexts: torch.Tensor, token_ids: torch.Tensor
+) -> torch.Tensor:
     """Launch ``_prf_words_kernel`` (CUDA tensors, or CPU under TRITON_INTERPRET=1)."""
     n, w = contexts.shape
     out = torch.empty(n, dtype=torch.int64, device=contexts.device)

@@ -18,7 +18,9 @@ from kernels.utils import Backend, tl, triton, use_kernel
 _BLOCK = 256  # history positions per kernel iteration
 
 
-def _check(history: torch.Tensor, lens: torch.Tensor, contexts: torch.Tensor, max_history: int | None) -> None:
+def _check(
+    history: torch.Tensor, lens: torch.Tensor, contexts: torch.Tensor, max_history: int | None
+) -> None:
     if history.ndim != 2 or history.dtype.is_floating_point:
         raise ValueError("history must be an integer [B, H] tensor")
     b, h = history.shape
@@ -69,9 +71,11 @@ def repeated_context(
     if b == 0:
         return out.bool()
     history = history.to(torch.int64).contiguous()
+    lens = history_lens.to(torch.int64).contiguous()
+    ctx = contexts.to(torch.int64).contiguous()
     _repeated_context_kernel[(b,)](
-        history, h, history_lens.to(torch.int64).contiguous(), contexts.to(torch.int64).contiguous(),
-        out, 0 if max_history is None else max_history, W=contexts.shape[1], BLOCK=_BLOCK,
+        history, h, lens, ctx, out, 0 if max_history is None else max_history,
+        W=contexts.shape[1], BLOCK=_BLOCK,
     )  # fmt: skip
     return out.bool()
 

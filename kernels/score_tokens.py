@@ -27,7 +27,7 @@ _BLOCK = 256  # kernel tokens per program
 
 
 def derive_keys(keys: torch.Tensor, domain: bytes) -> torch.Tensor:
-    """``derive(K, domain)`` of each int64 key pattern: first 8 bytes of SHA-256(domain || K_be8)."""
+    """``derive(K, domain)`` per key pattern: first 8 bytes of SHA-256(domain || K_be8)."""
     out = []
     for k in keys.tolist():
         digest = hashlib.sha256(domain + (k % 2**64).to_bytes(8, "big")).digest()
@@ -65,9 +65,13 @@ def _doc_index(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
     return torch.repeat_interleave(docs, cu_seqlens.diff(), output_size=total)
 
 
-def _contexts(token_ids: torch.Tensor, starts: torch.Tensor, lo: int, hi: int, w: int) -> torch.Tensor:
+def _contexts(
+    token_ids: torch.Tensor, starts: torch.Tensor, lo: int, hi: int, w: int
+) -> torch.Tensor:
     """Contexts ``[hi - lo, w]`` of positions lo..hi-1 (their documents start at ``starts``)."""
-    pos = torch.arange(lo, hi, device=token_ids.device)[:, None] + torch.arange(-w, 0, device=token_ids.device)
+    pos = torch.arange(lo, hi, device=token_ids.device)[:, None] + torch.arange(
+        -w, 0, device=token_ids.device
+    )
     inside = pos >= starts[:, None]
     return torch.where(inside, token_ids[pos.clamp_min(0)], -1)
 
@@ -91,7 +95,11 @@ def score_tokens_reference(
     total = token_ids.numel()
     doc = _doc_index(cu_seqlens, total)
     starts = cu_seqlens[doc]
-    key_sets = [keys] if algorithm == "gumbel" else [derive_keys(keys, b"key_a"), derive_keys(keys, b"key_b")]
+    key_sets = (
+        [keys]
+        if algorithm == "gumbel"
+        else [derive_keys(keys, b"key_a"), derive_keys(keys, b"key_b")]
+    )
     out = torch.empty(total, dtype=torch.float64, device=token_ids.device)
     for lo in range(0, total, _CHUNK):
         hi = min(lo + _CHUNK, total)
@@ -117,7 +125,12 @@ def score_tokens(
     _check(token_ids, cu_seqlens, keys, context_width, algorithm, alpha)
     if not use_kernel(token_ids, backend):
         return score_tokens_reference(
-            token_ids, cu_seqlens, keys, context_width=context_width, algorithm=algorithm, alpha=alpha
+            token_ids,
+            cu_seqlens,
+            keys,
+            context_width=context_width,
+            algorithm=algorithm,
+            alpha=alpha,
         )
     dual = algorithm == "dual_key_gumbel"
     keys_a = derive_keys(keys, b"key_a") if dual else keys
@@ -166,6 +179,8 @@ def _score_tokens_kernel(
     t = tl.load(tok_ptr + offs, mask=valid, other=0).to(tl.uint32)
     score = _score_under(tok_ptr, offs, pad, t, tl.load(keys_a_ptr + doc, mask=valid, other=0), W)
     if DUAL:
-        score_b = _score_under(tok_ptr, offs, pad, t, tl.load(keys_b_ptr + doc, mask=valid, other=0), W)
+        score_b = _score_under(
+            tok_ptr, offs, pad, t, tl.load(keys_b_ptr + doc, mask=valid, other=0), W
+        )
         score = (1.0 - alpha) * score + alpha * score_b
     tl.store(out_ptr + offs, score, mask=valid)

@@ -95,7 +95,7 @@ def sample_block(vocab: int) -> int:
 
 
 def check_keys(keys: torch.Tensor, rows: int, name: str = "keys") -> torch.Tensor:
-    """Validate a ``[rows]`` int64 tensor of 64-bit key patterns (key >= 2**63 stored as key - 2**64)."""
+    """Validate int64 ``[rows]`` 64-bit key patterns (a key >= 2**63 stored as key - 2**64)."""
     if not isinstance(keys, torch.Tensor) or keys.dtype != torch.int64:
         raise ValueError(f"{name} must be an int64 tensor holding each key's 64-bit pattern")
     if keys.shape != (rows,):
@@ -110,6 +110,8 @@ def key_pattern(key: int) -> int:
     return key - 2**64 if key >= 2**63 else key
 
 
-def keys_tensor(keys: list[int] | tuple[int, ...], device: torch.device | str = "cpu") -> torch.Tensor:
+def keys_tensor(
+    keys: list[int] | tuple[int, ...], device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """Build the int64 key tensor that the launchers take from Python ints in [0, 2**64)."""
     return torch.tensor([key_pattern(k) for k in keys], dtype=torch.int64, device=device)
