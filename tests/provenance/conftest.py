@@ -1,0 +1,138 @@
+"""Fixtures for the web product: the cast (alice and bob on one team, charlie outside),
+a registered key with a known value, a real Redis server and a real Celery worker process."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+from django.conf import settings
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from provenance.accounts.services import team_create, user_create
+from provenance.keys.services import key_create, tokenizer_default
+from provenance.redis_server import RedisServer
+from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
+
+REPO = Path(__file__).resolve().parents[2]
+# One KEK for the whole session, shared with the worker process (never the developer's file).
+TEST_KEK = Fernet.generate_key().decode()
+settings.PROVENANCE_KEK = TEST_KEK
+# A fresh random key value per session: the secret-scanning tests look for its forms.
+KEY_VALUE = secrets.randbits(63) | (1 << 63)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # A file database, not SQLite's in-memory default: the worker process must see it.
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def wm_text() -> str:
+    return watermarked_text(KEY_VALUE, num_tokens=160, seed=1)
+
+
+@pytest.fixture(scope="session")
+def human_text() -> str:
+    return HUMAN_TEXT
+
+
+@pytest.fixture
+def cast(db):
+    """alice owns the data, bob is on her team, charlie is on another team."""
+    acme, other = team_create(name="acme"), team_create(name="other")
+    return {
+        "acme": acme,
+        "other": other,
+        "alice": user_create(username="alice", password="alice-pass-123", team=acme),
+        "bob": user_create(username="bob", password="bob-pass-123", team=acme),
+        "charlie": user_create(username="charlie", password="charlie-pass-123", team=other),
+    }
+
+
+@pytest.fixture
+def tokenizer_row(db):
+    return tokenizer_default()
+
+
+@pytest.fixture
+def alice_key(cast, tokenizer_row):
+    key, _ = key_create(
+        name="acme-main", team=cast["acme"], tokenizer=tokenizer_row, value=KEY_VALUE
+    )
+    return key
+
+
+@pytest.fixture
+def api_for(cast):
+    """api_for("alice") -> an APIClient authenticated with alice's token."""
+
+    def make(name: str) -> APIClient:
+        client = APIClient()
+        token, _ = Token.objects.get_or_create(user=cast[name])
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory):
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker, redis_server, tmp_path_factory):
+    """A real worker process (solo pool) on the test database and the test Redis."""
+    from provenance.celery import app
+
+    app.conf.broker_url = redis_server.url
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] != "django.db.backends.sqlite3":
+        pytest.skip("the worker fixture supports the SQLite test database only")
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db['NAME']}",
+        "REDIS_URL": redis_server.url,
+        "PROVENANCE_KEK": TEST_KEK,
+        "OMP_NUM_THREADS": "1",
+    }
+    args = [sys.executable, "-m", "celery", "-A", "provenance", "worker", "--pool=solo",
+            "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
+            "--without-heartbeat"]  # fmt: skip
+    with log.open("wb") as out:
+        worker = subprocess.Popen(args, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    _wait_for(lambda: b"ready." in log.read_bytes(), 60, worker, log)
+    worker.log_path = log  # type: ignore[attr-defined]
+    yield worker
+    worker.terminate()
+    try:
+        worker.wait(20)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+
+
+def _wait_for(predicate, timeout: float, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if process.poll() is not None:
+            raise RuntimeError(f"worker exited:\n{log.read_text()[-3000:]}")
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"worker not ready:\n{log.read_text()[-3000:]}")

@@ -1,0 +1,178 @@
+"""Checks and audits through their services (scoring called in-process here; the worker
+tests run the same path through Celery)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from detector.detect import detect_text
+from detector.tokenizers import load_tokenizer
+from provenance.checks.models import Audit, Check
+from provenance.checks.services import (
+    audit_score_chunk,
+    audit_submit,
+    check_create,
+    check_score,
+)
+from provenance.errors import Conflict, PayloadTooLarge, ProblemError
+from provenance.keys.services import key_create, key_retire
+from tests.provenance.conftest import KEY_VALUE
+from tests.provenance.watermark import watermarked_text
+
+
+def _scored(user, text, **kwargs) -> Check:
+    check = check_create(user=user, text=text, **kwargs)
+    check_score(check.id)
+    check.refresh_from_db()
+    return check
+
+
+def test_a_watermarked_text_is_flagged_with_the_matching_key(cast, alice_key, wm_text):
+    check = _scored(cast["alice"], wm_text)
+    assert check.status == "done" and check.is_watermarked
+    assert check.best_key_id == alice_key.id
+    assert check.log10_p < -20 and check.num_hypotheses == 1
+    expected = detect_text(wm_text, load_tokenizer("default"), [KEY_VALUE])
+    assert check.num_scored_tokens == expected.hypotheses[0].detection.num_scored_tokens
+    assert check.log10_p == pytest.approx(expected.log10_p)
+
+
+def test_a_human_text_is_not_flagged(cast, alice_key, human_text):
+    check = _scored(cast["alice"], human_text)
+    assert check.status == "done" and check.is_watermarked is False
+    assert check.log10_p > -2
+
+
+def test_the_verdict_is_holm_corrected_over_every_usable_key(
+    cast, alice_key, tokenizer_row, wm_text
+):
+    for i in range(3):
+        key_create(name=f"extra-{i}", team=cast["acme"], tokenizer=tokenizer_row)
+    check = _scored(cast["alice"], wm_text)
+    rows = list(check.hypotheses.order_by("index"))
+    assert check.num_hypotheses == 4 and len(rows) == 4
+    best = min(rows, key=lambda row: row.adjusted_log10_p)
+    assert best.key_id == alice_key.id
+    assert best.adjusted_log10_p == pytest.approx(best.log10_p + math.log10(4))
+    assert all(row.adjusted_log10_p >= row.log10_p for row in rows)
+
+
+def test_a_retired_key_still_detects_old_text(cast, alice_key, wm_text):
+    key_retire(key=alice_key)
+    assert _scored(cast["alice"], wm_text).is_watermarked
+
+
+def test_narrowing_to_one_key_tests_only_that_hypothesis(cast, alice_key, tokenizer_row, wm_text):
+    key_create(name="other-key", team=cast["acme"], tokenizer=tokenizer_row)
+    check = _scored(cast["alice"], wm_text, key_ids=[alice_key.id])
+    assert check.num_hypotheses == 1 and check.key_ids == [alice_key.id]
+
+
+def test_the_heatmap_has_one_entry_per_token_with_offsets_into_the_text(cast, alice_key, wm_text):
+    check = _scored(cast["alice"], wm_text)
+    data = check.token_data
+    assert len(data["offsets"]) == len(data["scores"]) == len(data["scored"]) == check.num_tokens
+    assert sum(data["scored"]) == check.num_scored_tokens
+    rebuilt = "".join(wm_text[s:e] for s, e in data["offsets"])
+    assert rebuilt.replace(" ", "") == wm_text.replace(" ", "")
+    assert data["chart"][-1][1] == pytest.approx(check.log10_p, abs=1e-2)
+
+
+def test_repeated_contexts_are_marked_as_skipped(cast, alice_key):
+    check = _scored(cast["alice"], "the cat sat on the mat. " * 12)
+    assert 0 < check.num_scored_tokens < check.num_tokens
+    assert not all(check.token_data["scored"])
+
+
+def test_scoring_twice_is_idempotent(cast, alice_key, wm_text):
+    check = _scored(cast["alice"], wm_text)
+    check_score(check.id)
+    assert check.hypotheses.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "message"),
+    [
+        ("", ProblemError, "empty"),
+        ("   \n\t", ProblemError, "empty"),
+        ("bad \ud800 text", ProblemError, "UTF-8"),
+        ("nul \x00 char", ProblemError, "NUL"),
+        (None, ProblemError, "string"),
+    ],
+)
+def test_bad_text_is_refused_and_nothing_is_stored(cast, alice_key, text, error, message):
+    with pytest.raises(error, match=message):
+        check_create(user=cast["alice"], text=text)
+    assert Check.objects.count() == 0
+
+
+def test_a_text_over_the_size_limit_is_refused(cast, alice_key, settings):
+    settings.PROVENANCE_MAX_TEXT_BYTES = 1000
+    with pytest.raises(PayloadTooLarge):
+        check_create(user=cast["alice"], text="é" * 501)
+    assert Check.objects.count() == 0
+
+
+def test_a_user_without_a_team_cannot_check(db, alice_key):
+    from provenance.accounts.services import user_create
+
+    loner = user_create(username="loner", password="loner-pass-123")
+    with pytest.raises(ProblemError) as info:
+        check_create(user=loner, text="hello")
+    assert info.value.status_code == 403
+
+
+def _items(*texts):
+    return [{"client_id": f"doc-{i}", "text": t} for i, t in enumerate(texts)]
+
+
+def test_an_audit_scores_every_text_and_finishes(cast, alice_key, wm_text, human_text):
+    audit, created = audit_submit(user=cast["alice"], texts=_items(wm_text, human_text))
+    ids = list(audit.checks.values_list("id", flat=True))
+    audit_score_chunk(audit.id, ids)
+    audit.refresh_from_db()
+    verdicts = dict(audit.checks.values_list("client_id", "is_watermarked"))
+    assert created and audit.status == "done"
+    assert verdicts == {"doc-0": True, "doc-1": False}
+
+
+def test_an_audit_with_one_bad_text_stores_nothing(cast, alice_key, wm_text):
+    with pytest.raises(ProblemError, match=r"texts\[1\]"):
+        audit_submit(user=cast["alice"], texts=_items(wm_text, ""))
+    assert Audit.objects.count() == 0 and Check.objects.count() == 0
+
+
+def test_an_audit_over_the_batch_limit_is_refused(cast, alice_key, settings):
+    settings.PROVENANCE_MAX_AUDIT_TEXTS = 3
+    with pytest.raises(PayloadTooLarge):
+        audit_submit(user=cast["alice"], texts=_items("a", "b", "c", "d"))
+    assert Audit.objects.count() == 0
+
+
+def test_a_replayed_idempotency_key_returns_the_first_audit(cast, alice_key):
+    first, created = audit_submit(user=cast["alice"], texts=_items("a b c"), idempotency_key="k1")
+    again, created_again = audit_submit(
+        user=cast["bob"], texts=_items("a b c"), idempotency_key="k1"
+    )
+    assert created and not created_again and again.id == first.id
+    with pytest.raises(Conflict):
+        audit_submit(user=cast["alice"], texts=_items("other"), idempotency_key="k1")
+    assert Audit.objects.count() == 1
+
+
+def test_idempotency_keys_are_per_team(cast, alice_key, tokenizer_row):
+    key_create(name="c", team=cast["other"], tokenizer=tokenizer_row)
+    mine, _ = audit_submit(user=cast["alice"], texts=_items("x y"), idempotency_key="same")
+    theirs, created = audit_submit(
+        user=cast["charlie"], texts=_items("x y"), idempotency_key="same"
+    )
+    assert created and theirs.id != mine.id
+
+
+def test_watermarked_text_helper_retokenizes_to_ids_that_still_detect():
+    text = watermarked_text(KEY_VALUE, num_tokens=120, seed=5)
+    result = detect_text(text, load_tokenizer("default"), [KEY_VALUE])
+    assert result.is_watermarked and result.log10_p < -20
+    assert not detect_text(text, load_tokenizer("default"), [KEY_VALUE ^ 1]).is_watermarked
