@@ -34,7 +34,9 @@ def adversarial_rows(vocab: int, gen: torch.Generator) -> list[torch.Tensor]:
     edge[vocab // 2] = 0.0
     levels = torch.randint(0, 3, (vocab,), generator=gen).float() * 5.0  # many exact ties
     topk = torch.full((vocab,), NEG)
-    topk[torch.randperm(vocab, generator=gen)[: min(50, vocab)]] = torch.randn(min(50, vocab), generator=gen)
+    topk[torch.randperm(vocab, generator=gen)[: min(50, vocab)]] = torch.randn(
+        min(50, vocab), generator=gen
+    )
     spread = torch.randn(vocab, generator=gen) * 8.0
     infs = torch.randn(vocab, generator=gen)
     infs[[vocab // 4, vocab // 2]] = float("inf")

@@ -108,7 +108,9 @@ def test_plain_rows_ignore_the_key_and_follow_the_generator(gen) -> None:
     plain = torch.zeros(8, dtype=torch.bool)
     first = gumbel_sample(logits, keys, contexts, plain, generator=torch.Generator().manual_seed(5))
     other_keys = keys_tensor(list(range(100, 108)))
-    again = gumbel_sample(logits, other_keys, contexts, plain, generator=torch.Generator().manual_seed(5))
+    again = gumbel_sample(
+        logits, other_keys, contexts, plain, generator=torch.Generator().manual_seed(5)
+    )
     assert torch.equal(first, again)
     keyed = gumbel_sample(logits, keys, contexts, all_marked(8))
     assert not torch.equal(first, keyed)
@@ -214,7 +216,11 @@ def test_gpu_kernel_equals_reference(vocab: int, gen) -> None:
     for dtype in (torch.float32, torch.bfloat16):
         dev = [t.cuda() for t in (logits.to(dtype), keys, contexts, mask, noise)]
         got = gumbel_sample(*dev[:4], fallback_noise=dev[4]).cpu()
-        want = expected if dtype == torch.float32 else gumbel_sample_reference(
-            logits.to(dtype), keys, contexts, mask, fallback_noise=noise
+        want = (
+            expected
+            if dtype == torch.float32
+            else gumbel_sample_reference(
+                logits.to(dtype), keys, contexts, mask, fallback_noise=noise
+            )
         )
         assert torch.equal(got, want)

@@ -15,7 +15,10 @@ KEYS = [0, 1, 42, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 0x0123456789ABC
 
 def _numpy_words(keys: list[int], contexts: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     return np.concatenate(
-        [reference_prf.uint32(k, contexts[i : i + 1], tokens[i : i + 1]) for i, k in enumerate(keys)]
+        [
+            reference_prf.uint32(k, contexts[i : i + 1], tokens[i : i + 1])
+            for i, k in enumerate(keys)
+        ]
     ).astype(np.int64)
 
 
@@ -46,7 +49,9 @@ def test_vocab_words_cover_every_token_in_order() -> None:
     for row, key in enumerate([2**63 + 5, 7]):
         ids = np.arange(1023)
         ctx = np.repeat(contexts[row : row + 1].numpy(), 1023, axis=0)
-        assert np.array_equal(words[row].numpy(), reference_prf.uint32(key, ctx, ids).astype(np.int64))
+        assert np.array_equal(
+            words[row].numpy(), reference_prf.uint32(key, ctx, ids).astype(np.int64)
+        )
 
 
 def test_fast_uniform_equals_the_spec_division_for_every_mantissa() -> None:
