@@ -14,10 +14,9 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from detector import prf
+from detector import scoring
 from detector.config import KeyConfig, as_key_config
 from detector.contexts import as_token_array, build_contexts, dedup_mask
-from detector.scoring import token_scores
 from detector.stats import CORRECTIONS, dual_key_sf, gamma_sf
 
 
@@ -50,18 +49,17 @@ def _check_threshold(threshold: float) -> None:
         raise ValueError("threshold must lie in (0, 1)")
 
 
-def detect_config(token_ids: ArrayLike, config: KeyConfig, threshold: float = 0.01) -> Detection:
-    """Test ``token_ids`` under one key configuration."""
-    _check_threshold(threshold)
-    ids = as_token_array(token_ids)
+def _scored_mask(ids: NDArray[np.int64], config: KeyConfig) -> tuple[NDArray, NDArray[np.bool_]]:
     contexts = build_contexts(ids, config.context_width)
     if config.deduplicate:
-        mask = dedup_mask(contexts, config.max_history)
-    else:
-        mask = np.ones(ids.shape[0], np.bool_)
-    scores = np.zeros(ids.shape[0], np.float64)
-    if mask.any():
-        scores[mask] = _scores(config, contexts[mask], ids[mask])
+        return contexts, dedup_mask(contexts, config.max_history)
+    return contexts, np.ones(ids.shape[0], np.bool_)
+
+
+def _verdict(
+    ids: NDArray[np.int64], mask: NDArray[np.bool_], scores: NDArray[np.float64],
+    config: KeyConfig, threshold: float,
+) -> Detection:  # fmt: skip
     n = int(mask.sum())
     total = float(scores.sum())
     if config.algorithm == "dual_key_gumbel":
@@ -80,12 +78,59 @@ def detect_config(token_ids: ArrayLike, config: KeyConfig, threshold: float = 0.
     )
 
 
-def _scores(config: KeyConfig, contexts: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray:
-    if config.algorithm == "gumbel":
-        return token_scores(config.key, contexts, ids)
-    a = token_scores(prf.derive_key(config.key, b"key_a"), contexts, ids)
-    b = token_scores(prf.derive_key(config.key, b"key_b"), contexts, ids)
-    return (1.0 - config.alpha) * a + config.alpha * b
+def detect_config(token_ids: ArrayLike, config: KeyConfig, threshold: float = 0.01) -> Detection:
+    """Test ``token_ids`` under one key configuration."""
+    return detect_batch([token_ids], [config], threshold)[0]
+
+
+def detect_batch(
+    docs: Sequence[ArrayLike], configs: Sequence[KeyConfig], threshold: float = 0.01
+) -> list[Detection]:
+    """Test document i under ``configs[i]``. On CUDA, all scores come from one kernel launch
+    per distinct (width, algorithm, alpha); on the CPU, numpy scores only the scored positions.
+    """
+    _check_threshold(threshold)
+    if len(docs) != len(configs):
+        raise ValueError("one configuration per document is needed")
+    arrays = [as_token_array(d) for d in docs]
+    memo: dict[tuple[int, int, bool, int | None], tuple[NDArray, NDArray[np.bool_]]] = {}
+    masks = []  # contexts and mask, shared by configurations that test one text alike
+    for ids, c in zip(arrays, configs, strict=True):
+        tag = (id(ids), c.context_width, c.deduplicate, c.max_history)
+        if tag not in memo:
+            memo[tag] = _scored_mask(ids, c)
+        masks.append(memo[tag])
+    if scoring.cuda_available() and arrays:
+        full = _gpu_scores(arrays, configs)
+        scores = [np.where(m, s, 0.0) for (_, m), s in zip(masks, full, strict=True)]
+    else:
+        scores = [_cpu_scores(ids, ctx, m, c) for ids, (ctx, m), c in zip(arrays, masks, configs)]
+    return [
+        _verdict(ids, m, s, c, threshold)
+        for ids, (_, m), s, c in zip(arrays, masks, scores, configs, strict=True)
+    ]
+
+
+def _cpu_scores(ids: NDArray, contexts: NDArray, mask: NDArray, config: KeyConfig) -> NDArray:
+    scores = np.zeros(ids.shape[0], np.float64)
+    if mask.any():
+        scores[mask] = scoring.config_scores(config, contexts[mask], ids[mask])
+    return scores
+
+
+def _gpu_scores(arrays: list[NDArray], configs: Sequence[KeyConfig]) -> list[NDArray]:
+    out: list[NDArray] = [np.zeros(0)] * len(arrays)
+    groups: dict[tuple[int, str, float], list[int]] = {}
+    for i, c in enumerate(configs):
+        groups.setdefault((c.context_width, c.algorithm, c.alpha), []).append(i)
+    for (width, algorithm, alpha), members in groups.items():
+        got = scoring.kernel_scores(
+            [arrays[i] for i in members], [configs[i].key for i in members],
+            context_width=width, algorithm=algorithm, alpha=alpha,
+        )  # fmt: skip
+        for i, s in zip(members, got, strict=True):
+            out[i] = s
+    return out
 
 
 def detect_ids(
@@ -184,7 +229,7 @@ def detect_text(
         raise ValueError("at least one key is needed")
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
-    detections = [detect_config(ids, c, threshold) for c in configs]
+    detections = detect_batch([ids] * len(configs), configs, threshold)
     adjusted, best, verdict = combine(detections, threshold=threshold, correction=correction)
     hypotheses = tuple(
         Hypothesis(i, c.name, d, float(a))

@@ -1,24 +1,36 @@
 """Per-token scores ``s = -log(1 - u)``: numpy on the CPU, ``kernels.score_tokens`` on CUDA.
 
 The GPU path is taken only when a CUDA device is visible (checked without importing torch on
-machines that have no NVIDIA device node) and ``PROVENANCE_DEVICE`` is not ``cpu``.
+machines that have no NVIDIA device node) and ``PROVENANCE_DEVICE`` is not ``cpu``. Both paths
+give the same float64 scores (pinned by tests through the kernel's torch reference on CPU).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from typing import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from detector import prf
+from detector.config import KeyConfig
 
 
 def token_scores(key: int, contexts: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray:
     """Scores of tokens ``ids`` after ``contexts`` (``[n, w]``) under ``key``; float64."""
     u = prf.uniform(prf.uint32(key, contexts, ids))
     return -np.log1p(-u.astype(np.float64))
+
+
+def config_scores(config: KeyConfig, contexts: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray:
+    """Scores under a configuration: one key, or the alpha-weighted pair of derived keys."""
+    if config.algorithm == "gumbel":
+        return token_scores(config.key, contexts, ids)
+    a = token_scores(prf.derive_key(config.key, b"key_a"), contexts, ids)
+    b = token_scores(prf.derive_key(config.key, b"key_b"), contexts, ids)
+    return (1.0 - config.alpha) * a + config.alpha * b
 
 
 @functools.lru_cache(maxsize=1)
@@ -32,3 +44,34 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def kernel_scores(
+    docs: Sequence[NDArray[np.int64]],
+    keys: Sequence[int],
+    *,
+    context_width: int,
+    algorithm: str,
+    alpha: float,
+    device: str = "cuda",
+    backend: str = "auto",
+) -> list[NDArray[np.float64]]:
+    """Scores of every position of every document in one ``kernels.score_tokens`` call."""
+    import torch
+
+    from kernels.score_tokens import score_tokens
+
+    lengths = np.array([d.shape[0] for d in docs], np.int64)
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    flat = np.concatenate(list(docs)) if docs else np.zeros(0, np.int64)
+    patterns = [k - 2**64 if k >= 2**63 else k for k in keys]  # int64 holds the bit pattern
+    out = score_tokens(
+        torch.from_numpy(flat.astype(np.int64)).to(device),
+        torch.from_numpy(cu).to(device),
+        torch.tensor(patterns, dtype=torch.int64, device=device),
+        context_width=context_width,
+        algorithm=algorithm,
+        alpha=alpha,
+        backend=backend,  # type: ignore[arg-type]
+    ).cpu().numpy()
+    return np.split(out, cu[1:-1])
