@@ -26,6 +26,20 @@ from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
 
 
+class TextField(serializers.CharField):
+    """A text to check: must arrive as a JSON string (DRF would turn 5 into "5")."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(allow_blank=True, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+    default_error_messages = {"invalid": "text must be a string."}
+
+
 class HypothesisOutput(serializers.ModelSerializer):
     class Meta:
         model = Hypothesis
@@ -88,7 +102,7 @@ def _body_size_guard(request: Request) -> None:
 
 class CheckListCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
-        text = serializers.CharField(allow_blank=True, trim_whitespace=False)
+        text = TextField()
         key_ids = serializers.ListField(
             child=serializers.IntegerField(), required=False, allow_empty=False
         )
@@ -217,8 +231,8 @@ def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 class AuditExportApi(APIView):
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
-    def get(self, request: Request, audit_id: int, fmt: str) -> StreamingHttpResponse:
-        audit = selectors.audit_get(request.user, audit_id)
+    def get(self, request: Request, audit_id: str, fmt: str) -> StreamingHttpResponse:
+        audit = selectors.audit_get(request.user, int(audit_id))
         rows = selectors.audit_export_rows(audit)
         if fmt == "csv":
             response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv")
@@ -234,7 +248,7 @@ class DetectApi(APIView):
     """Drop-in for vLLM's example detection server: same request, same fields, plus ours."""
 
     class InputSerializer(serializers.Serializer):
-        text = serializers.CharField(allow_blank=True, trim_whitespace=False)
+        text = TextField()
 
     class OutputSerializer(serializers.Serializer):
         score = serializers.FloatField()

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from provenance.checks import api, views
 
@@ -16,8 +16,8 @@ urlpatterns = [
     path("api/v1/audits", api.AuditListCreateApi.as_view(), name="api-audits"),
     path("api/v1/audits/<int:audit_id>", api.AuditDetailApi.as_view(), name="api-audit-detail"),
     path("api/v1/audits/<int:audit_id>/items", api.AuditItemsApi.as_view(), name="api-audit-items"),
-    path(
-        "api/v1/audits/<int:audit_id>/export.<str:fmt>",
+    re_path(
+        r"^api/v1/audits/(?P<audit_id>[0-9]+)/export\.(?P<fmt>csv|json)$",
         api.AuditExportApi.as_view(),
         name="api-audit-export",
     ),

@@ -25,6 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 # One KEK for the whole session, shared with the worker process (never the developer's file).
 TEST_KEK = Fernet.generate_key().decode()
 settings.PROVENANCE_KEK = TEST_KEK
+# The cast is created for every test: a deliberately slow password hash would dominate.
+settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # A fresh random key value per session: the secret-scanning tests look for its forms.
 KEY_VALUE = secrets.randbits(63) | (1 << 63)
 

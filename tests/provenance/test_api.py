@@ -1,0 +1,308 @@
+"""REST API: every route, every bad input, and cross-team isolation (charlie sees nothing).
+Scoring is run in-process where a test needs results; the worker tests cover the queue."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from provenance.checks.models import Audit, Check
+from provenance.checks.services import audit_score_chunk, check_score
+from provenance.keys.services import key_retire
+from tests.provenance.conftest import KEY_VALUE
+
+
+@pytest.fixture
+def alice(api_for):
+    return api_for("alice")
+
+
+def _post_check(client, text, **extra):
+    return client.post("/api/v1/checks", {"text": text, **extra}, format="json")
+
+
+def test_posting_a_check_answers_202_with_a_pending_check(alice, alice_key, wm_text):
+    response = _post_check(alice, wm_text)
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "pending" and body["text"] == wm_text
+    assert response["Location"] == f"/api/v1/checks/{body['id']}"
+
+
+def test_a_scored_check_reads_back_with_hypotheses_and_heatmap(alice, alice_key, wm_text):
+    check_id = _post_check(alice, wm_text).json()["id"]
+    check_score(check_id)
+    body = alice.get(f"/api/v1/checks/{check_id}").json()
+    assert body["status"] == "done" and body["is_watermarked"] is True
+    assert body["best_key"] == "acme-main" and body["num_hypotheses"] == 1
+    assert body["hypotheses"][0]["key_id"] == alice_key.id
+    assert len(body["heatmap"]["scores"]) == body["num_tokens"]
+
+
+def test_checks_list_is_paginated(alice, alice_key):
+    for i in range(3):
+        _post_check(alice, f"text number {i}")
+    body = alice.get("/api/v1/checks?limit=2").json()
+    assert body["count"] == 3 and len(body["results"]) == 2 and body["next"]
+
+
+def test_bob_sees_alices_checks_and_charlie_does_not(api_for, alice_key, wm_text):
+    check_id = _post_check(api_for("alice"), wm_text).json()["id"]
+    assert api_for("bob").get(f"/api/v1/checks/{check_id}").status_code == 200
+    charlie = api_for("charlie")
+    assert charlie.get(f"/api/v1/checks/{check_id}").status_code == 404
+    assert charlie.get("/api/v1/checks").json()["count"] == 0
+
+
+def test_charlie_cannot_use_or_see_alices_private_key(api_for, alice_key, wm_text):
+    charlie = api_for("charlie")
+    assert charlie.get("/api/v1/keys").json()["count"] == 0
+    assert charlie.get(f"/api/v1/keys/{alice_key.id}").status_code == 404
+    response = _post_check(charlie, wm_text, key_ids=[alice_key.id])
+    assert response.status_code == 400 and "unknown key" in response.json()["detail"]
+    assert response_detect(charlie, wm_text).status_code == 400  # no keys at all
+
+
+def response_detect(client, text):
+    return client.post("/detect", {"text": text}, format="json")
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"text": ""}, 400, "empty"),
+        ({"text": "   "}, 400, "empty"),
+        ({}, 400, "text"),
+        ({"text": 5}, 400, "string"),
+        ({"text": "ok", "key_ids": []}, 400, "key_ids"),
+        ({"text": "ok", "key_ids": ["x"]}, 400, "key_ids"),
+        ({"text": "ok", "key_ids": [999999]}, 400, "unknown key"),
+    ],
+)
+def test_bad_check_bodies_get_a_clear_4xx(alice, alice_key, body, status, fragment):
+    response = alice.post("/api/v1/checks", body, format="json")
+    assert response.status_code == status
+    assert fragment in json.dumps(response.json())
+    assert Check.objects.count() == 0
+
+
+def test_a_retired_key_id_is_refused(alice, alice_key):
+    assert alice.post(f"/api/v1/keys/{alice_key.id}/retire").status_code == 403  # no permission
+    key_retire(key=alice_key)
+    response = _post_check(alice, "some text", key_ids=[alice_key.id])
+    assert response.status_code == 400 and "retired" in response.json()["detail"]
+
+
+def test_a_text_over_the_limit_gets_413(alice, alice_key, settings):
+    settings.PROVENANCE_MAX_TEXT_BYTES = 100
+    response = _post_check(alice, "x" * 101)
+    assert response.status_code == 413 and "limit" in response.json()["detail"]
+    assert Check.objects.count() == 0
+
+
+def test_invalid_utf8_gets_400(alice, alice_key):
+    body = b'{"text": "caf\xe9 au lait"}'
+    response = alice.generic("POST", "/api/v1/checks", body, content_type="application/json")
+    assert response.status_code == 400 and Check.objects.count() == 0
+
+
+def test_a_lone_surrogate_gets_400(alice, alice_key):
+    body = b'{"text": "bad \\ud800 text"}'
+    response = alice.generic("POST", "/api/v1/checks", body, content_type="application/json")
+    assert response.status_code == 400 and Check.objects.count() == 0
+
+
+def test_malformed_json_gets_400(alice, alice_key):
+    response = alice.generic(
+        "POST", "/api/v1/checks", b'{"text": ', content_type="application/json"
+    )
+    assert response.status_code == 400 and "JSON" in response.json()["detail"]
+
+
+def test_anonymous_callers_get_401(alice_key):
+    client = APIClient()
+    for method, url in [("post", "/api/v1/checks"), ("get", "/api/v1/audits"), ("post", "/detect")]:
+        assert getattr(client, method)(url, {}, format="json").status_code == 401
+
+
+def test_session_auth_works_for_the_api(client, cast, alice_key):
+    client.force_login(cast["alice"])
+    response = client.post("/api/v1/checks", {"text": "hello"}, content_type="application/json")
+    assert response.status_code == 202
+
+
+# --- /detect (vLLM example server drop-in) ---------------------------------------------
+
+
+def test_detect_answers_the_vllm_example_fields_synchronously(alice, alice_key, wm_text):
+    body = response_detect(alice, wm_text).json()
+    assert {"score", "p_value", "num_scored_tokens", "is_watermarked"} <= set(body)
+    assert body["is_watermarked"] is True and body["key"] == "acme-main"
+    assert body["num_scored_tokens"] > 100 and body["score"] > body["num_scored_tokens"]
+    assert Check.objects.count() == 0
+
+
+def test_detect_does_not_flag_human_text(alice, alice_key, human_text):
+    body = response_detect(alice, human_text).json()
+    assert body["is_watermarked"] is False and body["p_value"] > 0.01
+
+
+def test_detect_rejects_empty_and_oversized_text(alice, alice_key, settings):
+    assert response_detect(alice, "").status_code == 400
+    settings.PROVENANCE_MAX_TEXT_BYTES = 10
+    assert response_detect(alice, "x" * 11).status_code == 413
+
+
+# --- audits -------------------------------------------------------------------------------
+
+
+def _audit(client, texts, key=None, **extra):
+    items = [{"client_id": f"doc-{i}", "text": t} for i, t in enumerate(texts)]
+    headers = {"HTTP_IDEMPOTENCY_KEY": key} if key else {}
+    return client.post("/api/v1/audits", {"texts": items, **extra}, format="json", **headers)
+
+
+def _run(audit_id):
+    audit_score_chunk(
+        audit_id, list(Check.objects.filter(audit_id=audit_id).values_list("id", flat=True))
+    )
+
+
+def test_an_audit_runs_and_exports_as_csv_and_json(alice, alice_key, wm_text, human_text):
+    response = _audit(alice, [wm_text, human_text])
+    assert response.status_code == 202
+    audit_id = response.json()["id"]
+    _run(audit_id)
+    detail = alice.get(f"/api/v1/audits/{audit_id}").json()
+    assert detail["status"] == "done" and detail["counts"]["watermarked"] == 1
+    items = alice.get(f"/api/v1/audits/{audit_id}/items?limit=1").json()
+    assert items["count"] == 2 and items["results"][0]["client_id"] == "doc-0"
+    exported = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.csv").streaming_content)
+    rows = list(csv.DictReader(io.StringIO(exported.decode())))
+    assert [(r["client_id"], r["is_watermarked"]) for r in rows] == [
+        ("doc-0", "True"),
+        ("doc-1", "False"),
+    ]
+    as_json = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.json").streaming_content)
+    results = json.loads(as_json)["results"]
+    assert [r["is_watermarked"] for r in results] == [True, False]
+
+
+def test_an_unknown_export_format_is_404(alice, alice_key):
+    audit_id = _audit(alice, ["a text"]).json()["id"]
+    assert alice.get(f"/api/v1/audits/{audit_id}/export.xml").status_code == 404
+
+
+def test_audits_list_is_paginated_and_team_scoped(api_for, alice_key):
+    alice = api_for("alice")
+    for i in range(3):
+        _audit(alice, [f"text {i}"])
+    assert alice.get("/api/v1/audits?limit=2").json()["count"] == 3
+    assert api_for("bob").get("/api/v1/audits").json()["count"] == 3
+    charlie = api_for("charlie")
+    assert charlie.get("/api/v1/audits").json()["count"] == 0
+    audit_id = Audit.objects.first().id
+    for suffix in ["", "/items", "/export.csv", "/export.json"]:
+        assert charlie.get(f"/api/v1/audits/{audit_id}{suffix}").status_code == 404
+
+
+def test_the_idempotency_key_header_replays_and_detects_conflicts(alice, alice_key):
+    first = _audit(alice, ["one", "two"], key="batch-7")
+    again = _audit(alice, ["one", "two"], key="batch-7")
+    assert first.status_code == 202 and again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert _audit(alice, ["three"], key="batch-7").status_code == 409
+    assert Audit.objects.count() == 1 and Check.objects.count() == 2
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "fragment"),
+    [
+        ({"texts": []}, 400, "texts"),
+        ({"texts": "nope"}, 400, "texts"),
+        ({"texts": [{"client_id": "a"}]}, 400, "texts[0]"),
+        ({"texts": [{"text": ""}]}, 400, "texts[0].text is empty"),
+        ({"texts": [{"text": "ok", "client_id": 7}]}, 400, "client_id"),
+        ({"texts": [{"text": "ok"}], "key_ids": [424242]}, 400, "unknown key"),
+    ],
+)
+def test_bad_audit_bodies_get_a_clear_4xx_and_store_nothing(
+    alice, alice_key, payload, status, fragment
+):
+    response = alice.post("/api/v1/audits", payload, format="json")
+    assert response.status_code == status
+    assert fragment in json.dumps(response.json())
+    assert Audit.objects.count() == 0 and Check.objects.count() == 0
+
+
+def test_a_batch_over_the_limit_gets_413(alice, alice_key, settings):
+    settings.PROVENANCE_MAX_AUDIT_TEXTS = 2
+    response = _audit(alice, ["a", "b", "c"])
+    assert response.status_code == 413 and "at most 2" in response.json()["detail"]
+    assert Audit.objects.count() == 0
+
+
+def test_a_body_over_the_upload_limit_gets_413(alice, alice_key, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = _audit(alice, ["x" * 600, "y" * 600])
+    assert response.status_code == 413
+
+
+# --- keys ---------------------------------------------------------------------------------
+
+
+def test_keys_list_shows_configuration_but_never_the_value(alice, alice_key):
+    body = alice.get("/api/v1/keys").json()
+    assert body["count"] == 1
+    key = body["results"][0]
+    assert key["name"] == "acme-main" and key["tokenizer"] == "SmolLM2-135M"
+    assert "value" not in key and "encrypted_value" not in key
+    assert str(KEY_VALUE) not in json.dumps(body)
+
+
+def test_creating_a_key_needs_the_permission_and_shows_the_value_once(api_for, cast, alice_key):
+    from django.contrib.auth.models import Permission
+
+    alice = api_for("alice")
+    assert alice.post("/api/v1/keys", {"name": "k2"}, format="json").status_code == 403
+    perms = Permission.objects.filter(codename__in=["add_watermarkkey", "change_watermarkkey"])
+    cast["alice"].user_permissions.add(*perms)
+    created = alice.post("/api/v1/keys", {"name": "k2", "value": "0x2a"}, format="json")
+    assert created.status_code == 201 and created.json()["value"] == "42"
+    fetched = alice.get(f"/api/v1/keys/{created.json()['id']}").json()
+    assert "value" not in fetched
+    rotated = alice.post(f"/api/v1/keys/{alice_key.id}/rotate")
+    assert rotated.status_code == 201 and rotated.json()["value"] != str(KEY_VALUE)
+    assert alice.get(f"/api/v1/keys/{alice_key.id}").json()["status"] == "retired"
+
+
+def test_bad_key_values_are_refused(api_for, cast, alice_key):
+    from django.contrib.auth.models import Permission
+
+    cast["alice"].user_permissions.add(Permission.objects.get(codename="add_watermarkkey"))
+    alice = api_for("alice")
+    for value in ["-1", str(2**64), "zz"]:
+        assert (
+            alice.post("/api/v1/keys", {"name": "k", "value": value}, format="json").status_code
+            == 400
+        )
+
+
+# --- schema and docs ----------------------------------------------------------------------
+
+
+def test_the_openapi_schema_lists_every_route(alice):
+    response = alice.get("/api/schema/?format=json")
+    assert response.status_code == 200
+    paths = set(json.loads(response.content)["paths"])
+    assert {"/api/v1/checks", "/api/v1/audits", "/detect", "/api/v1/keys"} <= paths
+
+
+def test_the_docs_page_uses_local_assets_only(client, cast):
+    client.force_login(cast["alice"])
+    page = client.get("/api/docs/").content.decode()
+    assert "cdn" not in page.lower() and "/static/drf_spectacular_sidecar/" in page
