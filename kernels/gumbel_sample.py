@@ -13,11 +13,13 @@ Semantics, identical on every backend:
 - NaN logits count as -inf; ties go to the lowest token id; a row whose logits are all -inf
   (or NaN) returns token 0 (every score ties at -inf, so the lowest id wins, as torch.argmax).
 
-CPU path: instead of the PRF for all V tokens, candidates are visited in descending logit
-order and the scan stops once ``logit + NOISE_HI < best`` (float32), where NOISE_HI bounds
-the largest Gumbel noise a 24-bit uniform can produce (16.64). Float32 addition rounds
-monotonically, so every skipped token's score is strictly below the best one: the pruned
-draw is exactly the full scan's (tests prove it on adversarial rows).
+CPU path: instead of the PRF for all V tokens, only tokens with
+``logit + NOISE_HI >= max_logit + NOISE_LO`` (float32) are hashed, where [NOISE_LO, NOISE_HI]
+= [-2.81, 16.64] bounds the Gumbel noise a 24-bit uniform can produce: the best score is at
+least the top logit plus the smallest noise, and every other token is strictly below it
+(float32 addition rounds monotonically). So the pruned draw is exactly the full scan's; tests
+prove it on adversarial rows. A first round over the top logits (to tighten the bar with a
+real score) cost more in per-op overhead than it saved at B <= 8 (measured), so there is one.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from kernels.utils import (
 )
 
 _TINY = torch.finfo(torch.float32).tiny
-_FIRST_CANDIDATES = 16  # round 1 of the pruned draw: the top-16 logits set the bar
 _NOISE_MARGIN = 1e-3  # far above float32 rounding of log at 16.6 (~2e-6): guards libm quirks
 
 
@@ -59,6 +60,15 @@ def _noise_hi() -> float:
 
 
 NOISE_HI = _noise_hi()  # 16.636 + margin
+
+
+def _noise_lo() -> float:
+    """Smallest noise any PRF word can give (word 0: u just below 2**-24), minus a margin."""
+    u_min = philox.uniform(torch.tensor([0], dtype=torch.int64))
+    return float(gumbel_noise(u_min)[0]) - _NOISE_MARGIN
+
+
+NOISE_LO = _noise_lo()  # -2.812 - margin
 
 
 def _check_inputs(
@@ -110,60 +120,45 @@ def _clean(logits: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isnan(x), float("-inf"), x)
 
 
-def _full_scan(x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+def _full_scan(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torch.Tensor:
     """Upstream's computation on every token: [n, V] words, uniforms, noise, argmax."""
-    state = philox.context_state(keys, contexts)
     u = philox.uniform(philox.vocab_words(keys, state, x.shape[1]))  # [n, V]
     return torch.argmax(x + gumbel_noise(u), dim=-1)
 
 
-def _best_of(
-    scores: torch.Tensor, ids: torch.Tensor, vocab: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Max score per row and the lowest id among the candidates reaching it."""
-    best = scores.max(dim=-1).values
-    tie_ids = torch.where(scores == best[:, None], ids, vocab)
-    return best, tie_ids.min(dim=-1).values
+def _pruned(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torch.Tensor:
+    """Exact keyed draw on rows ``x`` [n, V] float32, scoring only tokens that can still win.
 
-
-def _pruned(x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
-    """Exact keyed draw on rows ``x`` [n, V] float32, visiting only tokens that can still win.
-
-    Round 1 scores the top-``_FIRST_CANDIDATES`` logits: their best score is a lower bound on
-    the row's final best. Round 2 scores every token with ``logit + NOISE_HI >= that bound``
-    (all others lose strictly) and takes the exact argmax over them. Rows whose round-2 set
-    exceeds a quarter of the vocabulary fall back to the grouped full scan (4 ids per Philox
-    call), so the pruned path is never much slower than the full one.
+    The row's best score is at least ``fl(l_max + NOISE_LO)`` (the top logit with the
+    smallest noise), and a token scores at most ``fl(l_v + NOISE_HI)``: tokens below the bar
+    lose strictly and are never hashed. Rows keeping more than a quarter of the vocabulary
+    take the grouped full scan (4 ids per Philox call) instead.
     """
     n, vocab = x.shape
-    k = min(_FIRST_CANDIDATES, vocab)
-    state = philox.context_state(keys, contexts)
-    vals, ids = torch.topk(x, k, dim=-1)  # [n, k], descending
-    best, _ = _best_of(_scores(vals, keys, state, ids), ids, vocab)
-    out = torch.zeros(n, dtype=torch.int64, device=x.device)
-    live = vals[:, 0] > float("-inf")  # all -inf rows keep token 0
-    keep = (x + NOISE_HI >= best[:, None]) & live[:, None]  # [n, V] may still win
+    out = torch.zeros(n, dtype=torch.int64, device=x.device)  # all -inf rows keep token 0
+    top = x.max(dim=-1).values
+    live = top > float("-inf")
+    keep = (x + NOISE_HI >= (top + NOISE_LO)[:, None]) & live[:, None]  # [n, V] may win
     counts = keep.sum(dim=-1)
     full = counts > vocab // 4
     if bool(full.any()):
         rows = full.nonzero()[:, 0]
-        out[rows] = _full_scan(x[rows], keys[rows], contexts[rows])
-    sparse = (~full & live).nonzero()[:, 0]
-    if sparse.numel() > 0:
-        width = int(counts[sparse].max())
-        # Candidates of each row packed left, padded with token 0 at score -inf.
-        cvals, cids = torch.topk(torch.where(keep[sparse], x[sparse], float("-inf")), width, dim=-1)
-        sub_state = tuple(s[sparse] for s in state)
-        scores = _scores(cvals, keys[sparse], sub_state, cids)  # type: ignore[arg-type]
-        _, out[sparse] = _best_of(scores, cids, vocab)
+        out[rows] = _full_scan(x[rows], keys[rows], tuple(s[rows] for s in state))  # type: ignore[arg-type]
+    keep &= ~full[:, None]
+    row, col = keep.nonzero(as_tuple=True)  # candidates of all sparse rows, flattened
+    if row.numel() == 0:
+        return out
+    sub_state = tuple(s[row] for s in state)
+    words = philox.token_words(keys[row], sub_state, col[:, None])[:, 0]  # type: ignore[arg-type]
+    scores = x[row, col] + gumbel_noise(philox.uniform(words))
+    best = torch.full((n,), float("-inf"), device=x.device).scatter_reduce(0, row, scores, "amax")
+    ids = torch.where(scores == best[row], col, vocab)  # lowest id among the row's maxima
+    first = torch.full((n,), vocab, dtype=torch.int64, device=x.device).scatter_reduce(
+        0, row, ids, "amin"
+    )
+    sparse = live & ~full
+    out[sparse] = first[sparse]
     return out
-
-
-def _scores(
-    vals: torch.Tensor, keys: torch.Tensor, state: philox.Words, ids: torch.Tensor
-) -> torch.Tensor:
-    """Keyed scores ``logit + noise`` of candidate ids [n, m] (their logits in ``vals``)."""
-    return vals + gumbel_noise(philox.uniform(philox.token_words(keys, state, ids)))
 
 
 def _keyed_reference(
@@ -174,7 +169,8 @@ def _keyed_reference(
     parts = []
     for s in range(0, x.shape[0], chunk):
         fn = _pruned if prune else _full_scan
-        parts.append(fn(x[s : s + chunk], keys[s : s + chunk], contexts[s : s + chunk]))
+        k = keys[s : s + chunk]
+        parts.append(fn(x[s : s + chunk], k, philox.context_state(k, contexts[s : s + chunk])))
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64, device=x.device)
 
 

@@ -54,9 +54,43 @@ def philox4x32_10(c: Words, k0: torch.Tensor | int, k1: torch.Tensor | int) -> W
     return c0, c1.bitwise_and_(UINT32_MASK), c2, c3.bitwise_and_(UINT32_MASK)
 
 
+def _philox_int(c: list[int], k0: int, k1: int) -> list[int]:
+    """Philox4x32-10 on Python ints (one lane): for a handful of rows, ~10x faster than
+    ~130 dispatches of torch ops on tiny tensors."""
+    c0, c1, c2, c3 = c
+    for r in range(10):
+        p0, p1 = c0 * PHILOX_M0, c2 * PHILOX_M1
+        c0, c1, c2, c3 = (
+            (p1 >> 32) ^ c1 ^ k0,
+            p1 & UINT32_MASK,
+            (p0 >> 32) ^ c3 ^ k1,
+            p0 & UINT32_MASK,
+        )
+        if r < 9:
+            k0, k1 = (k0 + PHILOX_W0) & UINT32_MASK, (k1 + PHILOX_W1) & UINT32_MASK
+    return [c0, c1, c2, c3]
+
+
+def _context_state_int(keys: list[int], contexts: list[list[int]]) -> list[list[int]]:
+    out = []
+    for key, ctx in zip(keys, contexts, strict=True):
+        k0, k1 = key & UINT32_MASK, (key >> 32) & UINT32_MASK
+        w = len(ctx)
+        state = [CONTEXT_TAG, w, 0, 0]
+        for o in range(0, w, 4):
+            block = [ctx[o + i] & UINT32_MASK if o + i < w else UINT32_MASK - i for i in range(4)]
+            state = _philox_int([s ^ b for s, b in zip(state, block, strict=True)], k0 ^ o, k1)
+        out.append(state)
+    return out
+
+
 def context_state(keys: torch.Tensor, contexts: torch.Tensor) -> Words:
     """Compress contexts ``[n, w]`` (-1 padded) under keys ``[n]`` into four words ``[n]``."""
     n, w = contexts.shape
+    if not contexts.is_cuda and n <= 64:
+        rows = _context_state_int(keys.tolist(), contexts.tolist())
+        words = torch.tensor(rows, dtype=torch.int64).reshape(n, 4)
+        return words[:, 0], words[:, 1], words[:, 2], words[:, 3]
     ctx = contexts.to(torch.int64) & UINT32_MASK  # -1 -> 0xFFFFFFFF, as upstream
     k0, k1 = key_words(keys)
     zeros = torch.zeros(n, dtype=torch.int64, device=contexts.device)
