@@ -177,11 +177,11 @@ class RowState:
 def _apply_penalties(logits: torch.Tensor, row: RowState) -> None:
     """vLLM's penalties on one row, in place: repetition (prompt+output), then frequency/presence."""
     s = row.sampling
-    vocab = logits.shape[-1]
-    out = torch.tensor([t for t in row.output_ids if 0 <= t < vocab], dtype=torch.int64)
+    vocab, dev = logits.shape[-1], logits.device
+    out = torch.tensor([t for t in row.output_ids if 0 <= t < vocab], dtype=torch.int64, device=dev)
     if s.repetition_penalty != 1.0:
-        seen = torch.zeros(vocab, dtype=torch.bool)
-        prompt = torch.tensor([t for t in row.prompt_ids if 0 <= t < vocab], dtype=torch.int64)
+        seen = torch.zeros(vocab, dtype=torch.bool, device=dev)
+        prompt = torch.tensor([t for t in row.prompt_ids if 0 <= t < vocab], dtype=torch.int64, device=dev)
         seen[prompt] = True
         seen[out] = True
         scaled = torch.where(logits > 0, logits / s.repetition_penalty, logits * s.repetition_penalty)
@@ -216,15 +216,16 @@ def process_logits(logits: torch.Tensor, rows: Sequence[RowState], penalties: bo
         for i, row in enumerate(rows):
             if row.sampling.has_penalties:
                 _apply_penalties(out[i], row)
-    temps = torch.tensor([r.sampling.temperature for r in rows], dtype=torch.float32)
+    dev = out.device
+    temps = torch.tensor([r.sampling.temperature for r in rows], dtype=torch.float32, device=dev)
     out /= temps.unsqueeze(1)
-    min_p = torch.tensor([r.sampling.min_p for r in rows], dtype=torch.float32)
+    min_p = torch.tensor([r.sampling.min_p for r in rows], dtype=torch.float32, device=dev)
     if bool((min_p > 0).any()):
         probs = out.softmax(dim=-1)
         floor = probs.amax(dim=-1, keepdim=True) * min_p.unsqueeze(1)
         out.masked_fill_(probs < floor, float("-inf"))
-    top_k = torch.tensor([r.sampling.top_k for r in rows], dtype=torch.long)
-    top_p = torch.tensor([r.sampling.top_p for r in rows], dtype=torch.float32)
+    top_k = torch.tensor([r.sampling.top_k for r in rows], dtype=torch.long, device=dev)
+    top_p = torch.tensor([r.sampling.top_p for r in rows], dtype=torch.float32, device=dev)
     if bool(((top_k > 0) & (top_k < out.shape[-1])).any()) or bool((top_p < 1).any()):
         out = _top_k_top_p(out, top_k, top_p)
     return out
@@ -248,15 +249,18 @@ def keyed_draw(
     """Token ids ``[rows]`` for processed logits: the keyed draw, or ordinary randomness on rows
     whose context repeats. One kernel call per distinct context width."""
     sample = _kernel_sample()
+    dev = processed.device
     chosen = torch.empty(len(rows), dtype=torch.int64)
     widths = sorted({r.settings.context_width for r in rows})
     for w in widths:
         idx = [i for i, r in enumerate(rows) if r.settings.context_width == w]
         group = [rows[i] for i in idx]
-        keys = torch.tensor([_as_int64_pattern(r.draw_key()) for r in group], dtype=torch.int64)
-        contexts = torch.tensor([r.context() for r in group], dtype=torch.int64)  # [n, w]
-        mask = torch.tensor([not r.repeated() for r in group], dtype=torch.bool)
-        ids = sample(processed[idx], keys, contexts, mask, generator=generator)
+        keys = torch.tensor([_as_int64_pattern(r.draw_key()) for r in group], dtype=torch.int64, device=dev)
+        contexts = torch.tensor([r.context() for r in group], dtype=torch.int64, device=dev)  # [n, w]
+        mask = torch.tensor([not r.repeated() for r in group], dtype=torch.bool, device=dev)
+        # A CPU generator cannot drive a CUDA draw: the kernel then uses its own randomness.
+        gen = generator if generator is None or generator.device == dev else None
+        ids = sample(processed[idx], keys, contexts, mask, generator=gen)
         chosen[idx] = ids.to(torch.int64).cpu()
     return chosen
 
@@ -275,7 +279,7 @@ def watermark_step(
         return chosen
     states = [rows[i] for i in live]
     assert all(s is not None for s in states)
-    processed = process_logits(logits[live], states, penalties)  # type: ignore[arg-type]
+    processed = process_logits(logits[torch.tensor(live, device=logits.device)], states, penalties)  # type: ignore[arg-type]
     chosen[live] = keyed_draw(processed, states, generator)  # type: ignore[arg-type]
     return chosen
 
