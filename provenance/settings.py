@@ -219,6 +219,10 @@ SPECTACULAR_SETTINGS.update(
         "SWAGGER_UI_DIST": "SIDECAR",
         "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
         "REDOC_DIST": "SIDECAR",
+        "ENUM_NAME_OVERRIDES": {
+            "CheckStatusEnum": "provenance.checks.models.Status",
+            "KeyStatusEnum": "provenance.keys.models.WatermarkKey.Status",
+        },
     }
 )
 CELERY_TASK_PUBLISH_RETRY_POLICY = {

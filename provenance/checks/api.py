@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -101,6 +101,7 @@ def _body_size_guard(request: Request) -> None:
 
 
 class CheckListCreateApi(APIView):
+    @extend_schema_serializer(component_name="CheckInput")
     class InputSerializer(serializers.Serializer):
         text = TextField()
         key_ids = serializers.ListField(
@@ -158,6 +159,7 @@ class AuditOutput(serializers.ModelSerializer):
 
 
 class AuditListCreateApi(APIView):
+    @extend_schema_serializer(component_name="AuditInput")
     class InputSerializer(serializers.Serializer):
         # Items are checked by the service (one clear message naming the bad index).
         texts = serializers.ListField(
@@ -247,9 +249,11 @@ class AuditExportApi(APIView):
 class DetectApi(APIView):
     """Drop-in for vLLM's example detection server: same request, same fields, plus ours."""
 
+    @extend_schema_serializer(component_name="DetectInput")
     class InputSerializer(serializers.Serializer):
         text = TextField()
 
+    @extend_schema_serializer(component_name="DetectOutput")
     class OutputSerializer(serializers.Serializer):
         score = serializers.FloatField()
         p_value = serializers.FloatField()

@@ -1,0 +1,125 @@
+"""Pages: paste-and-check without JavaScript, the verdict, the heatmap and the chart."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from provenance.checks.models import Check
+from provenance.checks.services import check_score
+
+
+@pytest.fixture
+def alice_client(client, cast):
+    client.force_login(cast["alice"])
+    return client
+
+
+def _heatmap(page: str) -> str:
+    return page.split('id="heatmap">')[1].split("</div>")[0]
+
+
+def _submit(client, text):
+    response = client.post("/", {"text": text})
+    assert response.status_code == 302
+    return int(re.search(r"/checks/(\d+)/", response["Location"]).group(1))
+
+
+def test_pages_need_a_login(client, db):
+    for url in ["/", "/checks/", "/audits/", "/keys/"]:
+        response = client.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_the_login_page_logs_in(client, cast):
+    response = client.post("/accounts/login/", {"username": "alice", "password": "alice-pass-123"})
+    assert response.status_code == 302
+    assert client.get("/").status_code == 200
+
+
+def test_a_pending_check_shows_progress_and_refreshes_without_javascript(alice_client, alice_key):
+    check_id = _submit(alice_client, "a text to check")
+    page = alice_client.get(f"/checks/{check_id}/").content.decode()
+    assert "Scoring" in page and '<meta http-equiv="refresh"' in page
+
+
+def test_a_watermarked_text_shows_the_verdict_table_heatmap_and_chart(
+    alice_client, alice_key, wm_text
+):
+    check_id = _submit(alice_client, wm_text)
+    check_score(check_id)
+    page = alice_client.get(f"/checks/{check_id}/").content.decode()
+    assert 'data-verdict="watermarked"' in page and "acme-main" in page
+    assert 'id="hypotheses"' in page and "<svg" in page and "<polyline" in page
+    assert 'http-equiv="refresh"' not in page
+    check = Check.objects.get(id=check_id)
+    assert _heatmap(page).count('class="tok ') == check.num_tokens
+    hot = len(re.findall(r'class="tok h[34]"', _heatmap(page)))
+    assert hot > check.num_scored_tokens / 2  # keyed draws carry high scores
+
+
+def test_a_human_text_shows_no_watermark_and_cool_tokens(alice_client, alice_key, human_text):
+    check_id = _submit(alice_client, human_text)
+    check_score(check_id)
+    page = alice_client.get(f"/checks/{check_id}/").content.decode()
+    assert 'data-verdict="not-watermarked"' in page
+    hot = len(re.findall(r'class="tok h[34]"', _heatmap(page)))
+    cool = len(re.findall(r'class="tok h[01]"', _heatmap(page)))
+    assert cool > hot
+
+
+def test_skipped_tokens_are_distinguishable_and_titles_explain_tokens(alice_client, alice_key):
+    check_id = _submit(alice_client, "one two three four five. " * 6)
+    check_score(check_id)
+    page = alice_client.get(f"/checks/{check_id}/").content.decode()
+    assert 'class="tok skip"' in _heatmap(page) and "skipped: repeated context" in page
+    assert re.search(r'title="token [^"]+ · score \d+\.\d\d · context ', page)
+
+
+def test_pages_carry_no_inline_script_and_no_external_asset(alice_client, alice_key, wm_text):
+    check_id = _submit(alice_client, wm_text)
+    check_score(check_id)
+    for url in ["/", f"/checks/{check_id}/", "/checks/", "/audits/", "/keys/"]:
+        page = alice_client.get(url).content.decode()
+        assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page), url
+        assert not re.search(r'(src|href)="(https?:)?//', page), url
+        assert " style=" not in page, url
+
+
+def test_the_static_assets_are_served_by_the_app(alice_client):
+    for asset in ["/static/provenance/app.css", "/static/provenance/app.js"]:
+        response = alice_client.get(asset)
+        assert response.status_code == 200
+
+
+def test_an_empty_paste_shows_the_error_and_stores_nothing(alice_client, alice_key):
+    response = alice_client.post("/", {"text": "   "})
+    assert response.status_code == 400 and "empty" in response.content.decode()
+    assert Check.objects.count() == 0
+
+
+def test_an_oversized_paste_answers_413(alice_client, alice_key, settings):
+    settings.PROVENANCE_MAX_TEXT_BYTES = 50
+    response = alice_client.post("/", {"text": "x" * 51})
+    assert response.status_code == 413 and Check.objects.count() == 0
+
+
+def test_charlie_cannot_open_alices_check_page(client, cast, alice_key, wm_text):
+    client.force_login(cast["alice"])
+    check_id = _submit(client, wm_text)
+    client.force_login(cast["charlie"])
+    assert client.get(f"/checks/{check_id}/").status_code == 404
+    history = client.get("/checks/").content.decode()
+    assert f"/checks/{check_id}/" not in history and "No checks yet" in history
+
+
+def test_the_history_and_audit_pages_list_the_teams_work(api_for, client, cast, alice_key):
+    api_for("alice").post("/api/v1/audits", {"texts": [{"text": "hello"}]}, format="json")
+    client.force_login(cast["bob"])
+    _submit(client, "bob's text")
+    assert "pending" in client.get("/checks/").content.decode()
+    audits = client.get("/audits/").content.decode()
+    audit_id = re.search(r'href="/audits/(\d+)/"', audits).group(1)
+    detail = client.get(f"/audits/{audit_id}/").content.decode()
+    assert "export.csv" in detail and "1 texts" in detail
