@@ -8,7 +8,7 @@ import torch
 from scipy.stats import chisquare
 
 from kernels.gumbel_sample import gumbel_sample, gumbel_sample_reference
-from kernels.utils import keys_tensor
+from kernels.utils import interpreter_on, keys_tensor
 from tests.kernels.conftest import requires_cuda
 from tests.kernels.rows import adversarial_rows, tie_pair
 
@@ -150,6 +150,7 @@ def test_it_rejects_malformed_inputs(gen) -> None:
         gumbel_sample(logits, keys, contexts, mask, backend="cuda")  # type: ignore[arg-type]
 
 
+@pytest.mark.skipif(interpreter_on(), reason="this process runs Triton's interpreter")
 def test_forcing_the_kernel_on_cpu_without_the_interpreter_is_a_clear_error(gen) -> None:
     logits, keys, contexts = batch([torch.zeros(10)], gen)
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET"):
