@@ -25,10 +25,8 @@ class TokenizerForm(forms.ModelForm):
         data = super().clean()
         if self.instance.pk is None and not self.errors:
             try:  # load it once here so a bad path is a form error, not a 500
-                self.registered = services.tokenizer_register(
-                    name=data["name"],
-                    source_kind=data["source_kind"],
-                    source_path=data.get("source_path", ""),
+                services.tokenizer_inspect(
+                    source_kind=data["source_kind"], source_path=data.get("source_path", "")
                 )
             except services.RegistryError as exc:
                 raise forms.ValidationError(exc.message) from None
@@ -56,9 +54,12 @@ class TokenizerAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Tokenizer, form: Any, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
-        else:
-            form.instance = form.registered
-            obj.pk = form.registered.pk
+            return
+        registered = services.tokenizer_register(
+            name=obj.name, source_kind=obj.source_kind, source_path=obj.source_path
+        )
+        obj.pk = registered.pk
+        obj.content_hash, obj.vocab_size = registered.content_hash, registered.vocab_size
 
 
 class KeyAddForm(forms.ModelForm):

@@ -39,23 +39,29 @@ def parse_key_value(raw: str | int | None) -> int:
         raise RegistryError("the key value must lie in [0, 2**64)") from None
 
 
-def tokenizer_register(*, name: str, source_kind: str, source_path: str = "") -> Tokenizer:
-    """Load the tokenizer once to record its content hash and vocabulary size."""
+def tokenizer_inspect(*, source_kind: str, source_path: str = "") -> tuple[str, int]:
+    """Load a tokenizer source once: (content hash, vocabulary size), or a clear error."""
     if source_kind not in Tokenizer.Source.values:
         raise RegistryError(f"unknown tokenizer source {source_kind!r}")
-    source = "default" if source_kind == Tokenizer.Source.DEFAULT else source_path
     if source_kind != Tokenizer.Source.DEFAULT and not source_path:
         raise RegistryError("a local tokenizer needs a path")
+    source = "default" if source_kind == Tokenizer.Source.DEFAULT else source_path
     try:
         loaded = load_tokenizer(source)
     except (OSError, ValueError) as exc:
         raise RegistryError(f"cannot load tokenizer from {source!r}: {exc}") from None
+    return loaded.content_hash, loaded.vocab_size
+
+
+def tokenizer_register(*, name: str, source_kind: str, source_path: str = "") -> Tokenizer:
+    """Register a tokenizer with the content hash and vocabulary size it has now."""
+    content_hash, vocab_size = tokenizer_inspect(source_kind=source_kind, source_path=source_path)
     return Tokenizer.objects.create(
         name=name,
         source_kind=source_kind,
         source_path="" if source_kind == Tokenizer.Source.DEFAULT else source_path,
-        content_hash=loaded.content_hash,
-        vocab_size=loaded.vocab_size,
+        content_hash=content_hash,
+        vocab_size=vocab_size,
     )
 
 
