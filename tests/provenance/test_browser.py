@@ -1,0 +1,67 @@
+"""Chromium pastes texts into the running product (live server + real worker) and reads the
+verdict and heatmap, as a user would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture
+def browser_page():
+    if not os.path.exists(CHROMIUM) and not shutil.which("chromium"):
+        pytest.skip("Debian's chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the ORM work happens before.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(30_000)
+        yield page
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def _check(page, base: str, text: str) -> None:
+    page.goto(f"{base}/")
+    page.fill("#id_text", text)
+    page.click("#check-submit")
+    page.wait_for_selector("#verdict")
+
+
+def test_a_user_pastes_texts_and_sees_verdicts_and_heatmaps(
+    celery_worker, live_server, cast, alice_key, wm_text, human_text, browser_page
+):
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#id_text")
+
+    _check(page, live_server.url, wm_text)
+    assert page.get_attribute("#verdict", "data-verdict") == "watermarked"
+    hot = page.locator("#heatmap .tok.h3, #heatmap .tok.h4").count()
+    tokens = page.locator("#heatmap .tok").count()
+    assert tokens > 100 and hot > tokens / 2
+    assert page.locator("#evidence-chart polyline").count() == 1
+    page.locator("#heatmap .tok").nth(10).hover()
+    assert "score" in page.text_content("#token-info")
+
+    _check(page, live_server.url, human_text)
+    assert page.get_attribute("#verdict", "data-verdict") == "not-watermarked"
+    hot = page.locator("#heatmap .tok.h3, #heatmap .tok.h4").count()
+    cool = page.locator("#heatmap .tok.h0, #heatmap .tok.h1").count()
+    assert cool > hot
