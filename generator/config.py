@@ -25,8 +25,14 @@ ALGORITHMS = ("gumbel", "dual_key_gumbel")
 DEDUP_SCOPES = ("single_turn", "all", "none")
 KEYS_FILE_ENV = "PROVENANCE_KEYS_FILE"
 _FIELDS = {
-    "key", "algorithm", "alpha", "context_width", "deduplicate_contexts",
-    "deduplicate_contexts_max_history", "prf", "allow_target_only_watermarking",
+    "key",
+    "algorithm",
+    "alpha",
+    "context_width",
+    "deduplicate_contexts",
+    "deduplicate_contexts_max_history",
+    "prf",
+    "allow_target_only_watermarking",
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -91,8 +97,12 @@ class WatermarkSettings:
     def key_config(self) -> KeyConfig:
         """The detector's view of this key (detection always de-duplicates contexts)."""
         return KeyConfig(
-            key=self.key, algorithm=self.algorithm, context_width=self.context_width,
-            alpha=float(self.alpha), deduplicate=True, name=self.name,
+            key=self.key,
+            algorithm=self.algorithm,
+            context_width=self.context_width,
+            alpha=float(self.alpha),
+            deduplicate=True,
+            name=self.name,
         )
 
 

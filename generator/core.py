@@ -15,7 +15,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -52,8 +52,11 @@ class SamplingSettings:
 
     @property
     def has_penalties(self) -> bool:
-        return (self.repetition_penalty != 1.0 or self.frequency_penalty != 0.0
-                or self.presence_penalty != 0.0)
+        return (
+            self.repetition_penalty != 1.0
+            or self.frequency_penalty != 0.0
+            or self.presence_penalty != 0.0
+        )
 
     @classmethod
     def from_params(cls, params: Any) -> SamplingSettings:
@@ -89,7 +92,9 @@ def resolve_settings(
     if store is None or name not in store:
         raise WatermarkRequestError(f"unknown watermark key name {name!r}")
     if sampling.greedy:
-        log.warning("greedy request (temperature 0) with key %r: served greedily, unwatermarked", name)
+        log.warning(
+            "greedy request (temperature 0) with key %r: served greedily, unwatermarked", name
+        )
         return name, None
     return name, store[name]
 
@@ -116,7 +121,9 @@ class RowState:
         self.prompt_ids = list(prompt_ids or [])
         self.output_ids = output_ids
         self.rng = torch.Generator()
-        self.rng.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1)
+        self.rng.manual_seed(
+            seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
+        )
         self._keys = self._subkeys(settings)
         self._last_seen: dict[tuple[int, ...], int] = {}  # context -> latest history position
         self._history: list[int] = []
@@ -144,7 +151,7 @@ class RowState:
     def _catch_up(self) -> None:
         if self.settings.deduplicate_contexts == "none":
             return
-        for token in self.output_ids[self._scanned:]:
+        for token in self.output_ids[self._scanned :]:
             self._push(token)
         self._scanned = len(self.output_ids)
 
@@ -174,17 +181,29 @@ class RowState:
         return self._keys[1] if use_b else self._keys[0]
 
 
-def _apply_penalties(logits: torch.Tensor, row: RowState) -> None:
-    """vLLM's penalties on one row, in place: repetition (prompt+output), then frequency/presence."""
+class SampledRow(Protocol):
+    """What logits processing reads from a row (RowState, or a backend's unwatermarked row)."""
+
+    sampling: SamplingSettings
+    prompt_ids: list[int]
+    output_ids: list[int]
+
+
+def _apply_penalties(logits: torch.Tensor, row: SampledRow) -> None:
+    """vLLM's penalties on one row, in place: repetition (prompt + output), then the rest."""
     s = row.sampling
     vocab, dev = logits.shape[-1], logits.device
     out = torch.tensor([t for t in row.output_ids if 0 <= t < vocab], dtype=torch.int64, device=dev)
     if s.repetition_penalty != 1.0:
         seen = torch.zeros(vocab, dtype=torch.bool, device=dev)
-        prompt = torch.tensor([t for t in row.prompt_ids if 0 <= t < vocab], dtype=torch.int64, device=dev)
+        prompt = torch.tensor(
+            [t for t in row.prompt_ids if 0 <= t < vocab], dtype=torch.int64, device=dev
+        )
         seen[prompt] = True
         seen[out] = True
-        scaled = torch.where(logits > 0, logits / s.repetition_penalty, logits * s.repetition_penalty)
+        scaled = torch.where(
+            logits > 0, logits / s.repetition_penalty, logits * s.repetition_penalty
+        )
         logits.copy_(torch.where(seen, scaled, logits))
     if s.frequency_penalty or s.presence_penalty:
         counts = torch.bincount(out, minlength=vocab).to(logits.dtype)
@@ -192,7 +211,7 @@ def _apply_penalties(logits: torch.Tensor, row: RowState) -> None:
 
 
 def _top_k_top_p(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
-    """Mask to -inf what top-k/top-p drop, as vLLM's PyTorch path does (ascending sort, keep >= 1)."""
+    """Mask to -inf what top-k/top-p drop, as vLLM's PyTorch path does (keeps at least one)."""
     vocab = logits.shape[-1]
     sorted_logits, order = logits.sort(dim=-1, descending=False)  # [rows, vocab]
     k = torch.where((top_k <= 0) | (top_k > vocab), vocab, top_k).to(torch.long)
@@ -205,7 +224,9 @@ def _top_k_top_p(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor)
     return torch.empty_like(sorted_logits).scatter_(1, order, sorted_logits)
 
 
-def process_logits(logits: torch.Tensor, rows: Sequence[RowState], penalties: bool) -> torch.Tensor:
+def process_logits(
+    logits: torch.Tensor, rows: Sequence[SampledRow], penalties: bool
+) -> torch.Tensor:
     """Processed fp32 logits ``[rows, vocab]`` for watermarked rows (a copy; NaN counts as -inf).
 
     ``penalties``: apply repetition/frequency/presence here (vLLM's V1 interface runs custom
@@ -255,8 +276,12 @@ def keyed_draw(
     for w in widths:
         idx = [i for i, r in enumerate(rows) if r.settings.context_width == w]
         group = [rows[i] for i in idx]
-        keys = torch.tensor([_as_int64_pattern(r.draw_key()) for r in group], dtype=torch.int64, device=dev)
-        contexts = torch.tensor([r.context() for r in group], dtype=torch.int64, device=dev)  # [n, w]
+        keys = torch.tensor(
+            [_as_int64_pattern(r.draw_key()) for r in group], dtype=torch.int64, device=dev
+        )
+        contexts = torch.tensor(
+            [r.context() for r in group], dtype=torch.int64, device=dev
+        )  # [n, w]
         mask = torch.tensor([not r.repeated() for r in group], dtype=torch.bool, device=dev)
         # A CPU generator cannot drive a CUDA draw: the kernel then uses its own randomness.
         gen = generator if generator is None or generator.device == dev else None

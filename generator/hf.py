@@ -15,7 +15,13 @@ from typing import Any
 import torch
 
 from generator.config import KeyStore
-from generator.core import RowState, SamplingSettings, process_logits, resolve_settings, watermark_step
+from generator.core import (
+    RowState,
+    SamplingSettings,
+    process_logits,
+    resolve_settings,
+    watermark_step,
+)
 from generator.types import Generation, GenerationRequest
 
 
@@ -33,8 +39,13 @@ class TransformersBackend:
 
     name = "transformers"
 
-    def __init__(self, store: KeyStore | None, model: str | None = None,
-                 default_key: str | None = None, watermark_enabled: bool = True) -> None:
+    def __init__(
+        self,
+        store: KeyStore | None,
+        model: str | None = None,
+        default_key: str | None = None,
+        watermark_enabled: bool = True,
+    ) -> None:
         from detector.tokenizers import load_tokenizer
         from generator.models import load_hf_model
 
@@ -49,7 +60,10 @@ class TransformersBackend:
         self.generator = torch.Generator().manual_seed(torch.seed())
 
     def _eos_ids(self) -> set[int]:
-        ids = {self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)}
+        ids = {
+            self.tokenizer.eos_token_id,
+            getattr(self.model.generation_config, "eos_token_id", None),
+        }
         flat: set[int] = set()
         for i in ids:
             flat.update(i if isinstance(i, list) else [i] if i is not None else [])
@@ -58,17 +72,25 @@ class TransformersBackend:
     def encode_prompt(self, request: GenerationRequest) -> list[int]:
         if request.messages is not None:
             ids = self.tokenizer.apply_chat_template(
-                list(request.messages), add_generation_prompt=True, tokenize=True, return_dict=False)
+                list(request.messages), add_generation_prompt=True, tokenize=True, return_dict=False
+            )
             return [int(i) for i in (ids["input_ids"] if isinstance(ids, dict) else ids)]
-        return [int(i) for i in self.tokenizer(request.prompt, add_special_tokens=False)["input_ids"]]
+        return [
+            int(i) for i in self.tokenizer(request.prompt, add_special_tokens=False)["input_ids"]
+        ]
 
-    def _row(self, request: GenerationRequest, prompt: list[int], output: list[int]) -> tuple[str | None, Any]:
+    def _row(
+        self, request: GenerationRequest, prompt: list[int], output: list[int]
+    ) -> tuple[str | None, Any]:
         """(key name, row): a RowState when watermarked, else a plain row."""
         if self.watermark_enabled:
-            name, settings = resolve_settings(request.extra_args(), request.sampling, self.store,
-                                              self.default_key)
+            name, settings = resolve_settings(
+                request.extra_args(), request.sampling, self.store, self.default_key
+            )
             if settings is not None:
-                return name, RowState(settings, request.sampling, prompt, output, request.seed, name)
+                return name, RowState(
+                    settings, request.sampling, prompt, output, request.seed, name
+                )
         return None, _Plain(request.sampling, prompt, output)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -114,24 +136,41 @@ class TransformersBackend:
         return chosen
 
     def _plain_sample(self, logits: torch.Tensor, rows: list[_Plain]) -> torch.Tensor:
-        processed = process_logits(logits, [_Plain(_nonzero_t(r.sampling), r.prompt_ids, r.output_ids)
-                                            for r in rows], penalties=True)  # type: ignore[misc]
+        processed = process_logits(
+            logits,
+            [_Plain(_nonzero_t(r.sampling), r.prompt_ids, r.output_ids) for r in rows],
+            penalties=True,
+        )
         sampled = torch.multinomial(processed.softmax(-1), 1, generator=self.generator).squeeze(1)
         greedy = torch.tensor([r.sampling.greedy for r in rows])
         return torch.where(greedy, processed.argmax(-1), sampled)
 
-    def _results(self, requests: Sequence[GenerationRequest], prompts: list[list[int]],
-                 outs: list[list[int]], rows: list[tuple[str | None, Any]], done: list[bool]) -> list[Generation]:
+    def _results(
+        self,
+        requests: Sequence[GenerationRequest],
+        prompts: list[list[int]],
+        outs: list[list[int]],
+        rows: list[tuple[str | None, Any]],
+        done: list[bool],
+    ) -> list[Generation]:
         results = []
-        for req, prompt, out, (name, row), fin in zip(requests, prompts, outs, rows, done, strict=True):
+        for req, prompt, out, (name, row), fin in zip(
+            requests, prompts, outs, rows, done, strict=True
+        ):
             stopped = bool(out) and out[-1] in self.eos_ids and not req.ignore_eos
             text_ids = out[:-1] if stopped else out
-            results.append(Generation(
-                text=self.tokenizer.decode(text_ids, skip_special_tokens=True), token_ids=tuple(out),
-                prompt_token_ids=tuple(prompt), key_name=name, watermarked=isinstance(row, RowState),
-                model=self.model_name, tokenizer_hash=self.tokenizer_hash,
-                finish_reason=("stop" if stopped else "length") if fin else "",
-            ))
+            results.append(
+                Generation(
+                    text=self.tokenizer.decode(text_ids, skip_special_tokens=True),
+                    token_ids=tuple(out),
+                    prompt_token_ids=tuple(prompt),
+                    key_name=name,
+                    watermarked=isinstance(row, RowState),
+                    model=self.model_name,
+                    tokenizer_hash=self.tokenizer_hash,
+                    finish_reason=("stop" if stopped else "length") if fin else "",
+                )
+            )
         return results
 
 
@@ -139,8 +178,15 @@ def _nonzero_t(s: SamplingSettings) -> SamplingSettings:
     # Greedy rows take the argmax of the unscaled logits; keep the division finite.
     if not s.greedy:
         return s
-    return SamplingSettings(1.0, s.top_k, s.top_p, s.min_p, s.repetition_penalty,
-                            s.frequency_penalty, s.presence_penalty)
+    return SamplingSettings(
+        1.0,
+        s.top_k,
+        s.top_p,
+        s.min_p,
+        s.repetition_penalty,
+        s.frequency_penalty,
+        s.presence_penalty,
+    )
 
 
 class _Batch:
@@ -151,15 +197,22 @@ class _Batch:
         width = max(len(p) for p in prompts)
         pad = 0
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], dtype=torch.long)
-        self.mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long)
+        self.mask = torch.tensor(
+            [[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long
+        )
         self.cache: Any = None
         self.pending = ids  # [batch, t] tokens not yet fed
 
     def next_logits(self) -> torch.Tensor:
         fed = self.pending.shape[1]
         positions = (self.mask.cumsum(-1) - 1).clamp_min(0)[:, -fed:]
-        out = self.model(input_ids=self.pending, attention_mask=self.mask, position_ids=positions,
-                         past_key_values=self.cache, use_cache=True)
+        out = self.model(
+            input_ids=self.pending,
+            attention_mask=self.mask,
+            position_ids=positions,
+            past_key_values=self.cache,
+            use_cache=True,
+        )
         self.cache = out.past_key_values
         return out.logits[:, -1, :].float()
 

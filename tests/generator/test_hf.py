@@ -20,8 +20,15 @@ def _tiny_model(vocab: int = 24):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -40,7 +47,10 @@ def test_over_many_keys_the_first_token_follows_the_models_softmax():
     observed = np.append(counts[keep], counts[~keep].sum())
     expected = np.append(probs[keep] * n, probs[~keep].sum() * n)
     if expected[-1] < 5:
-        observed, expected = observed[:-1], expected[:-1] * observed[:-1].sum() / expected[:-1].sum()
+        observed, expected = (
+            observed[:-1],
+            expected[:-1] * observed[:-1].sum() / expected[:-1].sum(),
+        )
     assert stats.chisquare(observed, expected).pvalue > 1e-3
 
 
@@ -61,8 +71,9 @@ def backend():
 
 @pytest.mark.slow
 def test_the_transformers_backend_watermarks_200_tokens_detectably(backend):
-    g = backend.generate([GenerationRequest(messages=PROMPT, max_tokens=200, key_name="team-a",
-                                            ignore_eos=True)])[0]
+    g = backend.generate(
+        [GenerationRequest(messages=PROMPT, max_tokens=200, key_name="team-a", ignore_eos=True)]
+    )[0]
     assert len(g.token_ids) == 200 and g.watermarked and g.key_name == "team-a"
     assert detect_ids(list(g.token_ids), KEY).p_value < 1e-6
     assert detect_ids(list(g.token_ids), 5).p_value > 1e-3
@@ -71,9 +82,15 @@ def test_the_transformers_backend_watermarks_200_tokens_detectably(backend):
 
 @pytest.mark.slow
 def test_opted_out_and_greedy_requests_carry_no_watermark(backend):
-    reqs = [GenerationRequest(messages=PROMPT, max_tokens=60, watermark=False, ignore_eos=True),
-            GenerationRequest(messages=PROMPT, max_tokens=20, key_name="team-a",
-                              sampling=SamplingSettings(temperature=0.0))]
+    reqs = [
+        GenerationRequest(messages=PROMPT, max_tokens=60, watermark=False, ignore_eos=True),
+        GenerationRequest(
+            messages=PROMPT,
+            max_tokens=20,
+            key_name="team-a",
+            sampling=SamplingSettings(temperature=0.0),
+        ),
+    ]
     off, greedy = backend.generate(reqs)
     assert not off.watermarked and off.key_name is None
     assert detect_ids(list(off.token_ids), KEY).p_value > 1e-3
@@ -84,7 +101,11 @@ def test_opted_out_and_greedy_requests_carry_no_watermark(backend):
 
 @pytest.mark.slow
 def test_streaming_yields_a_growing_completion(backend):
-    steps = list(backend.stream(GenerationRequest(prompt="Once upon a time", max_tokens=8, key_name="team-b")))
+    steps = list(
+        backend.stream(
+            GenerationRequest(prompt="Once upon a time", max_tokens=8, key_name="team-b")
+        )
+    )
     assert [len(s.token_ids) for s in steps] == list(range(1, len(steps) + 1))
     assert steps[-1].finish_reason in ("stop", "length")
 
@@ -94,12 +115,21 @@ def test_streaming_yields_a_growing_completion(backend):
 def test_on_smollm2_logits_our_tokens_equal_vllms_cpu_watermarker(backend):
     watermarking = pytest.importorskip("vllm.v1.watermarking")
     ids = backend.encode_prompt(GenerationRequest(messages=PROMPT))
-    text = backend.tokenizer("Once there was a fox who dreamed of the sea.", add_special_tokens=False)["input_ids"]
+    text = backend.tokenizer(
+        "Once there was a fox who dreamed of the sea.", add_special_tokens=False
+    )["input_ids"]
     with torch.inference_mode():
-        logits = backend.model(torch.tensor([ids + text])).logits[0, len(ids) - 1:].float()  # [n, V]
+        logits = (
+            backend.model(torch.tensor([ids + text])).logits[0, len(ids) - 1 :].float()
+        )  # [n, V]
     outputs = [text[:i] for i in range(logits.shape[0])]
     sampling = SamplingSettings(temperature=0.7, top_p=0.9)
-    rows = [RowState(WatermarkSettings(key=KEY, deduplicate_contexts="none"), sampling, ids, o) for o in outputs]
+    rows = [
+        RowState(WatermarkSettings(key=KEY, deduplicate_contexts="none"), sampling, ids, o)
+        for o in outputs
+    ]
     processed = process_logits(logits, rows, penalties=True)
-    theirs = watermarking.GumbelWatermarker(KEY, 4).sample(processed, torch.tensor([r.context() for r in rows]))
+    theirs = watermarking.GumbelWatermarker(KEY, 4).sample(
+        processed, torch.tensor([r.context() for r in rows])
+    )
     assert keyed_draw(processed, rows).tolist() == theirs.token_ids.tolist()

@@ -23,8 +23,14 @@ def backend(tmp_path_factory):
     from generator.vllm_backend import VLLMBackend
 
     keys = tmp_path_factory.mktemp("keys") / "keys.json"
-    keys.write_text(json.dumps({"team-a": {"key": KEY_A}, "team-b": {"key": KEY_B,
-                                "algorithm": "dual_key_gumbel", "alpha": 0.2}}))
+    keys.write_text(
+        json.dumps(
+            {
+                "team-a": {"key": KEY_A},
+                "team-b": {"key": KEY_B, "algorithm": "dual_key_gumbel", "alpha": 0.2},
+            }
+        )
+    )
     backend = VLLMBackend(keys, max_model_len=1024)
     yield backend
     backend.close()
@@ -51,23 +57,42 @@ def test_text_from_our_processor_is_detected_by_ours_and_not_under_another_key(l
 
 
 def test_requests_in_one_batch_carry_their_own_keys(backend):
-    reqs = [GenerationRequest(messages=PROMPT, max_tokens=120, key_name=k, ignore_eos=True)
-            for k in ("team-a", "team-b")]
-    reqs.append(GenerationRequest(messages=PROMPT, max_tokens=120, watermark=False, ignore_eos=True))
+    reqs = [
+        GenerationRequest(messages=PROMPT, max_tokens=120, key_name=k, ignore_eos=True)
+        for k in ("team-a", "team-b")
+    ]
+    reqs.append(
+        GenerationRequest(messages=PROMPT, max_tokens=120, watermark=False, ignore_eos=True)
+    )
     a, b, off = backend.generate(reqs)
-    assert (a.key_name, b.key_name, off.key_name, off.watermarked) == ("team-a", "team-b", None, False)
+    assert (a.key_name, b.key_name, off.key_name, off.watermarked) == (
+        "team-a",
+        "team-b",
+        None,
+        False,
+    )
     assert detect_ids(list(a.token_ids), KEY_A).p_value < 1e-4
-    assert detect_ids(list(b.token_ids), KEY_B, algorithm="dual_key_gumbel", alpha=0.2).p_value < 1e-4
-    assert watermarking.DualKeyGumbelWatermarkDetector(KEY_B, 4, alpha=0.2).detect(
-        list(b.token_ids)).p_value < 1e-4
+    assert (
+        detect_ids(list(b.token_ids), KEY_B, algorithm="dual_key_gumbel", alpha=0.2).p_value < 1e-4
+    )
+    assert (
+        watermarking.DualKeyGumbelWatermarkDetector(KEY_B, 4, alpha=0.2)
+        .detect(list(b.token_ids))
+        .p_value
+        < 1e-4
+    )
     assert detect_ids(list(b.token_ids), KEY_A).p_value > 1e-3
     for key in (KEY_A, KEY_B):
         assert detect_ids(list(off.token_ids), key).p_value > 1e-3
 
 
 def test_greedy_requests_are_served_greedily_and_unwatermarked(backend):
-    req = GenerationRequest(messages=PROMPT, max_tokens=40, key_name="team-a",
-                            sampling=SamplingSettings(temperature=0.0))
+    req = GenerationRequest(
+        messages=PROMPT,
+        max_tokens=40,
+        key_name="team-a",
+        sampling=SamplingSettings(temperature=0.0),
+    )
     g1, g2 = backend.generate([req, req])
     assert g1.token_ids == g2.token_ids and not g1.watermarked
 

@@ -53,16 +53,32 @@ def test_our_repeated_contexts_equal_vllms_reference(scope):
     for max_history in (None, 4):
         prompts = [rng.integers(0, 3, rng.integers(1, 6)).tolist() for _ in range(8)]
         outputs = [rng.integers(0, 3, rng.integers(0, 12)).tolist() for _ in range(8)]
-        rows = [RowState(WatermarkSettings(key=KEY, context_width=2, deduplicate_contexts=scope,
-                                           deduplicate_contexts_max_history=max_history),
-                         SamplingSettings(), p, o) for p, o in zip(prompts, outputs, strict=True)]
+        rows = [
+            RowState(
+                WatermarkSettings(
+                    key=KEY,
+                    context_width=2,
+                    deduplicate_contexts=scope,
+                    deduplicate_contexts_max_history=max_history,
+                ),
+                SamplingSettings(),
+                p,
+                o,
+            )
+            for p, o in zip(prompts, outputs, strict=True)
+        ]
         width = max(len(p) + len(o) for p, o in zip(prompts, outputs, strict=True))
         all_ids = torch.full((8, width), -7, dtype=torch.int64)
         for i, (p, o) in enumerate(zip(prompts, outputs, strict=True)):
             all_ids[i, : len(p) + len(o)] = torch.tensor(p + o)
         theirs = _repeated_context_mask_cpu(
-            all_ids, torch.arange(8), torch.tensor([len(p) for p in prompts]),
+            all_ids,
+            torch.arange(8),
+            torch.tensor([len(p) for p in prompts]),
             torch.tensor([len(p) + len(o) for p, o in zip(prompts, outputs, strict=True)]),
-            torch.tensor([r.context() for r in rows]), max_history,
-            include_prompt=scope == "all", skip_partial_context=scope == "all")
+            torch.tensor([r.context() for r in rows]),
+            max_history,
+            include_prompt=scope == "all",
+            skip_partial_context=scope == "all",
+        )
         assert [r.repeated() for r in rows] == theirs.tolist()

@@ -21,7 +21,9 @@ KEY = 0xABCDEF0123456789
 
 class _ReqStates:
     def __init__(self, slots: int, max_len: int) -> None:
-        self.all_token_ids = SimpleNamespace(gpu=torch.full((slots, max_len), -9, dtype=torch.int64))
+        self.all_token_ids = SimpleNamespace(
+            gpu=torch.full((slots, max_len), -9, dtype=torch.int64)
+        )
         self.prompt_len = SimpleNamespace(np=[0] * slots)
         self.total_len = SimpleNamespace(gpu=torch.zeros(slots, dtype=torch.int64))
 
@@ -37,9 +39,17 @@ class _ReqStates:
 
 
 def _params(temperature=1.0, **extra):
-    return SimpleNamespace(temperature=temperature, top_k=0, top_p=1.0, min_p=0.0,
-                           repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0,
-                           seed=None, extra_args=extra)
+    return SimpleNamespace(
+        temperature=temperature,
+        top_k=0,
+        top_p=1.0,
+        min_p=0.0,
+        repetition_penalty=1.0,
+        frequency_penalty=0.0,
+        presence_penalty=0.0,
+        seed=None,
+        extra_args=extra,
+    )
 
 
 @pytest.fixture
@@ -62,7 +72,7 @@ def test_v2_rows_follow_their_slots_and_their_generated_contexts(processor):
         logits = torch.randn(2, 300, generator=gen)
         ctx = SimpleNamespace(expanded_idx_mapping=torch.tensor([0, 2]))  # row 1 is slot 2
         out = proc.apply(logits.clone(), ctx)
-        generated = states.all_token_ids.gpu[2, 3:3 + step].tolist()
+        generated = states.all_token_ids.gpu[2, 3 : 3 + step].tolist()
         expected = keyed_argmax(logits[1], KEY, ([-1] * 4 + generated)[-4:])
         assert torch.isfinite(out[1]).nonzero().flatten().tolist() == [expected]
         assert torch.equal(out[0], logits[0])  # opted out: untouched
@@ -77,7 +87,9 @@ def test_v2_a_recycled_slot_forgets_its_previous_request(processor):
     proc.apply(torch.randn(1, 50), SimpleNamespace(expanded_idx_mapping=torch.tensor([1])))
     assert not proc.add_request(1, _params(watermarking=False))
     logits = torch.randn(1, 50)
-    assert torch.equal(proc.apply(logits.clone(), SimpleNamespace(expanded_idx_mapping=torch.tensor([1]))), logits)
+    assert torch.equal(
+        proc.apply(logits.clone(), SimpleNamespace(expanded_idx_mapping=torch.tensor([1]))), logits
+    )
 
 
 def test_v2_greedy_requests_are_left_to_the_greedy_sampler(processor):
@@ -104,4 +116,6 @@ def test_v2_applies_temperature_but_not_penalties(processor):
     states.admit(0, [3])
     logits = torch.randn(1, 80, generator=torch.Generator().manual_seed(4))
     out = proc.apply(logits.clone(), SimpleNamespace(expanded_idx_mapping=torch.tensor([0])))
-    assert torch.isfinite(out[0]).nonzero().flatten().tolist() == [keyed_argmax(logits[0] / 0.5, KEY, [-1] * 4)]
+    assert torch.isfinite(out[0]).nonzero().flatten().tolist() == [
+        keyed_argmax(logits[0] / 0.5, KEY, [-1] * 4)
+    ]

@@ -1,0 +1,138 @@
+"""``python -m generator``: generate from scripts and audits, or serve an OpenAI-compatible API.
+
+    python -m generator generate --backend transformers --keys keys.json --key team-a \\
+        --prompt "Write a poem" --max-tokens 100 --json
+    python -m generator serve --backend vllm --keys keys.json [--key DEFAULT] --port 8001
+
+Keys come only from the key file (a path); the command line carries key names, never values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from generator.config import KeyFileError, KeyStore
+from generator.core import SamplingSettings, WatermarkRequestError
+from generator.types import GenerationRequest
+
+BACKENDS = ("transformers", "vllm")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=BACKENDS, default="transformers")
+    p.add_argument("--keys", required=True, help="JSON key file: {NAME: {key, algorithm, ...}}")
+    p.add_argument(
+        "--model", default=None, help="local model directory (default: embedded SmolLM2)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m generator", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="complete one prompt and print it")
+    _common(gen)
+    gen.add_argument("--key", default=None, help="key name in the key file")
+    gen.add_argument("--prompt", required=True)
+    gen.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
+    gen.add_argument("--max-tokens", type=int, default=64)
+    gen.add_argument("--temperature", type=float, default=1.0)
+    gen.add_argument("--top-p", type=float, default=1.0)
+    gen.add_argument("--top-k", type=int, default=0)
+    gen.add_argument("--seed", type=int, default=None)
+    gen.add_argument("--no-watermark", action="store_true")
+    gen.add_argument(
+        "--json", action="store_true", help="print text, token ids and provenance as JSON"
+    )
+    srv = sub.add_parser(
+        "serve", help="OpenAI-compatible server (/v1/completions, /v1/chat/completions)"
+    )
+    _common(srv)
+    srv.add_argument("--key", default=None, help="default key name for requests that name none")
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8001)
+    return parser
+
+
+def _backend(args: argparse.Namespace, store: KeyStore) -> Any:
+    if args.backend == "vllm":
+        from generator.vllm_backend import VLLMBackend
+
+        return VLLMBackend(args.keys, args.model, default_key=args.key)
+    from generator.hf import TransformersBackend
+
+    return TransformersBackend(store, args.model, default_key=args.key)
+
+
+def run_generate(args: argparse.Namespace) -> dict[str, Any]:
+    store = KeyStore.from_file(args.keys)
+    if args.key is not None and args.key not in store:
+        raise WatermarkRequestError(f"unknown watermark key name {args.key!r}")
+    sampling = SamplingSettings(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k)
+    messages = ({"role": "user", "content": args.prompt},) if args.chat else None
+    req = GenerationRequest(
+        prompt=args.prompt,
+        messages=messages,
+        max_tokens=args.max_tokens,
+        sampling=sampling,
+        key_name=args.key,
+        watermark=not args.no_watermark,
+        seed=args.seed,
+    )
+    backend = _backend(args, store)
+    try:
+        g = backend.generate([req])[0]
+    finally:
+        getattr(backend, "close", lambda: None)()
+    return {
+        "text": g.text,
+        "token_ids": list(g.token_ids),
+        "finish_reason": g.finish_reason,
+        "backend": args.backend,
+        **g.provenance(),
+    }
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from detector.tokenizers import load_tokenizer
+    from generator.models import resolve_model
+    from generator.provenance_asgi import DEFAULT_KEY_ENV, MODEL_ENV, TOKENIZER_ENV
+
+    store = KeyStore.from_file(args.keys)  # fail fast on a bad file, before a slow start
+    if args.key is not None and args.key not in store:
+        raise WatermarkRequestError(f"unknown watermark key name {args.key!r}")
+    if args.backend == "vllm":
+        from generator.vllm_backend import serve_vllm
+
+        return serve_vllm(args.keys, args.model, args.key, args.host, args.port)
+    import uvicorn
+
+    from generator.provenance_asgi import ProvenanceHeaders  # noqa: F401  (headers set by the app)
+    from generator.server import create_app
+
+    path = resolve_model(args.model)
+    os.environ.update({MODEL_ENV: path.name, TOKENIZER_ENV: load_tokenizer(str(path)).content_hash})
+    if args.key:
+        os.environ[DEFAULT_KEY_ENV] = args.key
+    uvicorn.run(create_app(_backend(args, store)), host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return run_serve(args)
+        result = run_generate(args)
+    except (KeyFileError, WatermarkRequestError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(result["text"])
+    return 0

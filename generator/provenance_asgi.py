@@ -1,0 +1,90 @@
+"""ASGI middleware: every completion response says which key name, model and tokenizer made it.
+
+Used by our own server and, through ``--middleware``, by vLLM's OpenAI server (whose JSON we do
+not rewrite): headers ``x-provenance-key`` (name, or ``none``), ``x-provenance-watermarked``,
+``x-provenance-model``, ``x-provenance-tokenizer`` (sha256 of the tokenizer's canonical JSON).
+Model and tokenizer come from ``$PROVENANCE_MODEL_NAME`` / ``$PROVENANCE_TOKENIZER_HASH``, set by
+``python -m generator serve``. Key values never appear: only names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from generator.core import SAMPLING_EPS, SamplingSettings, WatermarkRequestError
+
+MODEL_ENV = "PROVENANCE_MODEL_NAME"
+TOKENIZER_ENV = "PROVENANCE_TOKENIZER_HASH"
+DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"
+_PATHS = ("/v1/completions", "/v1/chat/completions")
+
+
+def request_provenance(body: dict[str, Any], default_key: str | None) -> tuple[str | None, bool]:
+    """(key name, watermarked) for an OpenAI-style request body, as our processor resolves it."""
+    args = dict(body.get("vllm_xargs") or {})
+    if body.get("watermarking") is False:
+        args["watermarking"] = False
+    temperature = body.get("temperature")
+    sampling = SamplingSettings(temperature=1.0 if temperature is None else float(temperature))
+    if args.get("watermarking") in (False, "false"):
+        return None, False
+    name = args.get("watermark_key", default_key)
+    return (name if isinstance(name, str) else None), sampling.temperature >= SAMPLING_EPS
+
+
+def provenance_headers(name: str | None, watermarked: bool) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"x-provenance-key", (name if watermarked and name else "none").encode()),
+        (b"x-provenance-watermarked", b"true" if watermarked else b"false"),
+        (b"x-provenance-model", os.environ.get(MODEL_ENV, "unknown").encode()),
+        (b"x-provenance-tokenizer", os.environ.get(TOKENIZER_ENV, "unknown").encode()),
+    ]
+
+
+class ProvenanceHeaders:
+    """Pure ASGI: buffer the request body, replay it, tag the response start."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if (
+            scope["type"] != "http"
+            or scope.get("path") not in _PATHS
+            or scope.get("method") != "POST"
+        ):
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            parsed = json.loads(body or b"{}")
+            name, marked = request_provenance(
+                parsed if isinstance(parsed, dict) else {}, os.environ.get(DEFAULT_KEY_ENV)
+            )
+        except (ValueError, TypeError, WatermarkRequestError):
+            name, marked = None, False  # the app answers the malformed request itself
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def tagged(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message.get("status", 500) < 400:
+                message = dict(
+                    message,
+                    headers=list(message.get("headers", [])) + provenance_headers(name, marked),
+                )
+            await send(message)
+
+        await self.app(scope, replay, tagged)

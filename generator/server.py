@@ -1,0 +1,226 @@
+"""A small OpenAI-compatible server for the transformers backend (and ``make run``).
+
+``POST /v1/completions`` and ``/v1/chat/completions`` (``"stream": true`` for SSE),
+``GET /v1/models``, ``GET /health``. Keys come only from the key file given by path; a request
+picks one by name with ``vllm_xargs: {"watermark_key": NAME}`` (as on vLLM's server) and opts
+out with ``vllm_xargs: {"watermarking": false}`` or ``"watermarking": false``. Every response
+carries ``provenance: {key, watermarked, model, tokenizer_hash}`` and the same as headers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Generator as Gen
+from collections.abc import Iterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from generator.core import SamplingSettings, WatermarkRequestError
+from generator.provenance_asgi import provenance_headers
+from generator.types import Generation, GenerationRequest
+
+_SAMPLING_FIELDS = (
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "repetition_penalty",
+    "frequency_penalty",
+    "presence_penalty",
+)
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"message": message, "type": "invalid_request_error", "code": status}},
+        status_code=status,
+    )
+
+
+def _number(body: dict[str, Any], name: str, kind: type) -> Any:
+    value = body[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+        raise BadRequest(f"{name} must be a{'n integer' if kind is int else ' number'}")
+    return kind(value)
+
+
+def parse_request(body: Any, chat: bool) -> tuple[GenerationRequest, bool]:
+    """(request, stream) from an OpenAI-style body; BadRequest with a clear message otherwise."""
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object")
+    kinds = {"top_k": int}
+    sampling = SamplingSettings(
+        **{
+            f: _number(body, f, kinds.get(f, float))
+            for f in _SAMPLING_FIELDS
+            if body.get(f) is not None
+        }
+    )
+    xargs = body.get("vllm_xargs") or {}
+    if not isinstance(xargs, dict):
+        raise BadRequest("vllm_xargs must be an object")
+    watermark = body.get("watermarking") is not False and xargs.get("watermarking") not in (
+        False,
+        "false",
+    )
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens", 64))
+    common: dict[str, Any] = dict(
+        max_tokens=max_tokens,
+        sampling=sampling,
+        key_name=xargs.get("watermark_key"),
+        watermark=watermark,
+        seed=body.get("seed"),
+    )
+    if chat:
+        messages = body.get("messages")
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)
+        ):
+            raise BadRequest("messages must be a non-empty list of {role, content} objects")
+        req = GenerationRequest(
+            messages=tuple(
+                {"role": str(m.get("role", "user")), "content": m["content"]} for m in messages
+            ),
+            **common,
+        )
+    else:
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str) or not prompt:
+            raise BadRequest("prompt must be a non-empty string")
+        req = GenerationRequest(prompt=prompt, **common)
+    if body.get("n", 1) != 1:
+        raise BadRequest("only n = 1 is supported")
+    return req, bool(body.get("stream", False))
+
+
+def _usage(g: Generation) -> dict[str, int]:
+    return {
+        "prompt_tokens": len(g.prompt_token_ids),
+        "completion_tokens": len(g.token_ids),
+        "total_tokens": len(g.prompt_token_ids) + len(g.token_ids),
+    }
+
+
+def _choice(g: Generation, chat: bool, delta: str | None = None) -> dict[str, Any]:
+    finish = g.finish_reason or None
+    if delta is not None:
+        body = {"delta": {"role": "assistant", "content": delta}} if chat else {"text": delta}
+    else:
+        body = {"message": {"role": "assistant", "content": g.text}} if chat else {"text": g.text}
+    return {
+        "index": 0,
+        **body,
+        "finish_reason": finish,
+        "token_ids": list(g.token_ids) if delta is None else None,
+    }
+
+
+def _envelope(rid: str, g: Generation, chat: bool, choice: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "object": "chat.completion" if chat else "text_completion",
+        "created": int(time.time()),
+        "model": g.model,
+        "choices": [choice],
+        "provenance": g.provenance(),
+    }
+
+
+def create_app(backend: Any) -> Starlette:
+    """The app over a backend with ``generate``/``stream`` (TransformersBackend)."""
+
+    def _headers(g: Generation) -> dict[str, str]:
+        return {
+            k.decode(): v.decode() for k, v in provenance_headers(g.key_name, g.watermarked)[:2]
+        } | {"x-provenance-model": g.model, "x-provenance-tokenizer": g.tokenizer_hash}
+
+    def _sse(
+        rid: str, first: Generation, steps: Gen[Generation, None, None], chat: bool
+    ) -> Iterator[bytes]:
+        sent = ""
+        try:
+            for g in _chain(first, steps):
+                delta, sent = g.text[len(sent) :], g.text
+                chunk = _envelope(rid, g, chat, _choice(g, chat, delta))
+                chunk["object"] = "chat.completion.chunk" if chat else "text_completion"
+                yield f"data: {json.dumps(chunk)}\n\n".encode()
+        finally:
+            steps.close()  # a client that hangs up must not keep the model lock
+        tail = {"id": rid, "usage": _usage(g), "provenance": g.provenance()}
+        yield f"data: {json.dumps(tail)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
+    async def complete(request: Request, chat: bool) -> Any:
+        try:
+            req, stream = parse_request(await request.json(), chat)
+        except json.JSONDecodeError:
+            return _error(400, "the request body is not valid JSON")
+        except (BadRequest, ValueError, TypeError) as exc:
+            return _error(400, str(exc))
+        rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        try:
+            if stream:
+                steps = backend.stream(req)
+                first = await run_in_threadpool(next, steps)  # errors surface before the 200
+                return StreamingResponse(
+                    _sse(rid, first, steps, chat),
+                    media_type="text/event-stream",
+                    headers=_headers(first),
+                )
+            g = (await run_in_threadpool(backend.generate, [req]))[0]
+        except WatermarkRequestError as exc:
+            return _error(400, str(exc))
+        body = _envelope(rid, g, chat, _choice(g, chat)) | {"usage": _usage(g)}
+        return JSONResponse(body, headers=_headers(g))
+
+    async def chat_completions(request: Request) -> Any:
+        return await complete(request, True)
+
+    async def completions(request: Request) -> Any:
+        return await complete(request, False)
+
+    async def models(request: Request) -> Any:
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": backend.model_name, "object": "model", "owned_by": "provenance"}],
+            }
+        )
+
+    async def health(request: Request) -> Any:
+        return JSONResponse(
+            {
+                "status": "ok",
+                "backend": backend.name,
+                "model": backend.model_name,
+                "tokenizer_hash": backend.tokenizer_hash,
+                "keys": sorted(backend.store or []),
+            }
+        )
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/models", models),
+            Route("/health", health),
+        ]
+    )
+
+
+def _chain(first: Generation, rest: Iterator[Generation]) -> Iterator[Generation]:
+    yield first
+    yield from rest
