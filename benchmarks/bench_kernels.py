@@ -25,15 +25,18 @@ from kernels.gumbel_sample import gumbel_sample, gumbel_sample_reference  # noqa
 from kernels.utils import keys_tensor  # noqa: E402
 
 
-def cpu_time(fn: Callable[[], object], repeat: int) -> float:
-    """Median seconds of ``fn`` over ``repeat`` runs after one warm-up."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
+def cpu_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Median seconds of each of ``fns``, run interleaved (one warm-up each) so that load
+    from other processes on a shared machine hits all of them alike."""
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - t)
-    return sorted(times)[len(times) // 2]
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, acc in zip(fns, times, strict=True):
+            t = time.perf_counter()
+            fn()
+            acc.append(time.perf_counter() - t)
+    return [sorted(acc)[len(acc) // 2] for acc in times]
 
 
 def plain_gumbel(logits: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
@@ -47,33 +50,83 @@ def lm_like(b: int, vocab: int, slope: float, gen: torch.Generator) -> torch.Ten
     return torch.stack([base[torch.randperm(vocab, generator=gen)] for _ in range(b)])
 
 
+PROSE = (
+    "The old lighthouse keeper climbed the spiral stairs every evening, carrying a lamp and a "
+    "notebook in which he recorded the colour of the sea, the shape of the clouds and the names "
+    "of the ships that passed."
+)
+
+
+def smollm2_logits(b: int) -> torch.Tensor | None:
+    """Real next-token logits [b, 49152] of the embedded SmolLM2 on prose (T=1), or None
+    when the converted model is not in the data directory (``make run`` converts it)."""
+    data = Path(os.environ.get("PROVENANCE_DATA_DIR", Path(__file__).resolve().parents[1] / "var"))
+    path = data / "models" / "smollm2-135m-instruct"
+    if not (path / "config.json").is_file():
+        return None
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(path))
+    lm = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32).eval()
+    ids = tok(PROSE, return_tensors="pt").input_ids
+    with torch.no_grad():
+        logits = lm(ids).logits[0]  # [n, V]
+    return logits[torch.linspace(5, logits.shape[0] - 1, b).long()]
+
+
+def top_p(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Mask with -inf all but the smallest set of tokens holding probability p (per row)."""
+    sorted_x, order = logits.sort(dim=-1, descending=True)
+    cum = sorted_x.softmax(dim=-1).cumsum(dim=-1)
+    drop = cum - sorted_x.softmax(dim=-1) >= p
+    return logits.scatter(1, order, sorted_x.masked_fill(drop, float("-inf")))
+
+
+def cpu_rows(b: int, vocab: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    topk = torch.full((b, vocab), float("-inf"))
+    topk.scatter_(1, torch.randint(0, vocab, (b, 50), generator=gen), 0.0)
+    rows = {
+        "zipf slope 3 (peaked)": lm_like(b, vocab, 3.0, gen),
+        "zipf slope 1.5 (flat)": lm_like(b, vocab, 1.5, gen),
+        "randn sd 10": torch.randn(b, vocab, generator=gen) * 10,
+        "randn sd 1 (flat)": torch.randn(b, vocab, generator=gen),
+        "top-k 50 masked": topk + torch.randn(b, vocab, generator=gen),
+    }
+    real = smollm2_logits(b)
+    if real is not None:
+        rows["SmolLM2 T=1"] = real
+        rows["SmolLM2 T=0.7"] = real / 0.7
+        rows["SmolLM2 T=1 top-p 0.95"] = top_p(real, 0.95)
+    return rows
+
+
+def cpu_line(name: str, x: torch.Tensor, gen: torch.Generator, repeat: int) -> str:
+    b, vocab = x.shape
+    keys = keys_tensor([(0x9E3779B97F4A7C15 * (i + 1)) % 2**64 for i in range(b)])
+    ctx = torch.randint(-1, vocab, (b, 4), generator=gen)
+    mask = torch.ones(b, dtype=torch.bool)
+    pruned, full, plain = cpu_times(
+        [
+            lambda: gumbel_sample_reference(x, keys, ctx, mask),
+            lambda: gumbel_sample_reference(x, keys, ctx, mask, prune=False),
+            lambda: plain_gumbel(x, gen),
+        ],
+        repeat,
+    )
+    cells = "".join(f"{t * 1e3:9.2f} ({t * 1e3 / b:5.2f})" for t in (pruned, full, plain))
+    return f"{name:<24}{b:>3}{cells}{full / pruned:>12.2f}x"
+
+
 def cpu_section(repeat: int) -> None:
     torch.set_num_threads(1)
     vocab = 49152
     gen = torch.Generator().manual_seed(0)
     print(f"== CPU, 1 thread, V={vocab}: ms per decode step (ms per row)")
-    print(f"{'logits':<22}{'B':>3}{'pruned':>16}{'full scan':>16}{'plain gumbel':>16}{'full/pruned':>13}")
+    head = ["pruned", "full scan", "plain gumbel"]
+    print(f"{'logits':<24}{'B':>3}" + "".join(f"{h:>17}" for h in head) + f"{'full/pruned':>13}")
     for b in (1, 8):
-        keys = keys_tensor([(0x9E3779B97F4A7C15 * (i + 1)) % 2**64 for i in range(b)])
-        ctx = torch.randint(-1, vocab, (b, 4), generator=gen)
-        mask = torch.ones(b, dtype=torch.bool)
-        topk = torch.full((b, vocab), float("-inf"))
-        topk.scatter_(1, torch.randint(0, vocab, (b, 50), generator=gen), 0.0)
-        rows = {
-            "zipf slope 3 (peaked)": lm_like(b, vocab, 3.0, gen),
-            "zipf slope 1.5 (flat)": lm_like(b, vocab, 1.5, gen),
-            "randn sd 10": torch.randn(b, vocab, generator=gen) * 10,
-            "randn sd 1 (flat)": torch.randn(b, vocab, generator=gen),
-            "top-k 50 masked": topk + torch.randn(b, vocab, generator=gen),
-        }
-        for name, x in rows.items():
-            pruned = cpu_time(lambda x=x: gumbel_sample_reference(x, keys, ctx, mask), repeat)
-            full = cpu_time(
-                lambda x=x: gumbel_sample_reference(x, keys, ctx, mask, prune=False), repeat
-            )
-            plain = cpu_time(lambda x=x: plain_gumbel(x, gen), repeat)
-            cells = [f"{t * 1e3:7.2f} ({t * 1e3 / b:5.2f})" for t in (pruned, full, plain)]
-            print(f"{name:<22}{b:>3}" + "".join(f"{c:>16}" for c in cells) + f"{full / pruned:>12.2f}x")
+        for name, x in cpu_rows(b, vocab, gen).items():
+            print(cpu_line(name, x, gen, repeat))
 
 
 def gpu_time(fn: Callable[[], object], repeat: int) -> float:
@@ -140,7 +193,7 @@ def main() -> None:
     parser.add_argument("--gpu-only", action="store_true")
     args = parser.parse_args()
     if not args.gpu_only:
-        cpu_section(repeat=3 if args.quick else 7)
+        cpu_section(repeat=3 if args.quick else 9)
     if torch.cuda.is_available():
         gpu_section(repeat=5 if args.quick else 50)
     else:

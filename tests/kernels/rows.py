@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from kernels import philox
-from kernels.gumbel_sample import NOISE_HI
+from kernels.gumbel_sample import NOISE_HI, gumbel_noise
 from kernels.utils import keys_tensor
 
 NEG = float("-inf")
@@ -45,3 +45,39 @@ def adversarial_rows(vocab: int, gen: torch.Generator) -> list[torch.Tensor]:
     all_neg = torch.full((vocab,), NEG)
     all_nan = torch.full((vocab,), float("nan"))
     return [flat, peaked, edge, levels, topk, spread, infs, nans, all_neg, all_nan]
+
+
+def extreme_row(key: int, vocab: int, contexts: int) -> tuple[list[int], torch.Tensor, int]:
+    """(context, logits, winner): the sharpest test of the pruning bound findable cheaply.
+
+    Among ``contexts`` contexts, take the one whose largest and smallest Gumbel noises are
+    furthest apart (g_hi on token a, g_lo on token b). The row puts b at logit 0 and a at
+    ``g_lo - g_hi + 1e-3``, everything else at -inf: a wins by 1e-3, sitting only
+    ``(NOISE_HI - NOISE_LO) - (g_hi - g_lo)`` below the bar. A bound tighter by that slack
+    would prune the winner.
+    """
+    best = (-1.0, 0, 0, 0, 0.0, 0.0)
+    chunk = 64
+    for start in range(0, contexts, chunk):
+        ctx = torch.arange(start, start + chunk)[:, None] + torch.arange(4)  # [chunk, 4]
+        keys = keys_tensor([key] * chunk)
+        g = gumbel_noise(
+            philox.uniform(philox.vocab_words(keys, philox.context_state(keys, ctx), vocab))
+        )
+        hi, a = g.max(dim=-1)
+        lo, b = g.min(dim=-1)
+        r = int(torch.argmax(hi - lo))
+        if float(hi[r] - lo[r]) > best[0]:
+            best = (
+                float(hi[r] - lo[r]),
+                start + r,
+                int(a[r]),
+                int(b[r]),
+                float(hi[r]),
+                float(lo[r]),
+            )
+    _, c, a, b, g_hi, g_lo = best
+    row = torch.full((vocab,), NEG)
+    row[b] = 0.0
+    row[a] = g_lo - g_hi + 1e-3
+    return [c, c + 1, c + 2, c + 3], row, a

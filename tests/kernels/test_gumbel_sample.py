@@ -7,10 +7,11 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
+from kernels import gumbel_sample as gumbel_module
 from kernels.gumbel_sample import gumbel_sample, gumbel_sample_reference
 from kernels.utils import interpreter_on, keys_tensor
 from tests.kernels.conftest import requires_cuda
-from tests.kernels.rows import adversarial_rows, tie_pair
+from tests.kernels.rows import adversarial_rows, extreme_row, tie_pair
 
 KEY_POOL = [0, 42, 2**63, 2**64 - 1, 0x0123456789ABCDEF, 2**32 + 7]
 
@@ -27,22 +28,64 @@ def all_marked(b: int) -> torch.Tensor:
     return torch.ones(b, dtype=torch.bool)
 
 
+def pruned_and_full(
+    logits: torch.Tensor, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    _, keys, contexts = batch(list(logits), gen)
+    mask = all_marked(logits.shape[0])
+    return (
+        gumbel_sample_reference(logits, keys, contexts, mask),
+        gumbel_sample_reference(logits, keys, contexts, mask, prune=False),
+    )
+
+
 @pytest.mark.parametrize("vocab", [1, 3, 1023, 49152])
-def test_pruned_draw_equals_the_full_scan_on_adversarial_rows(vocab: int, gen) -> None:
-    rows = adversarial_rows(vocab, gen) * 3  # three keys per row shape
-    logits, keys, contexts = batch(rows, gen)
-    full = gumbel_sample_reference(logits, keys, contexts, all_marked(len(rows)), prune=False)
-    pruned = gumbel_sample_reference(logits, keys, contexts, all_marked(len(rows)))
+@pytest.mark.parametrize("kind", range(10))
+def test_pruned_draw_equals_the_full_scan_on_adversarial_rows(vocab: int, kind: int, gen) -> None:
+    # One row kind per batch, under six keys: sparse kinds take the pruned path throughout.
+    row = adversarial_rows(vocab, gen)[kind]
+    pruned, full = pruned_and_full(row.expand(6, -1), gen)
     assert torch.equal(pruned, full)
 
 
-def test_pruned_draw_equals_the_full_scan_on_lm_like_rows(gen) -> None:
+@pytest.mark.parametrize("vocab", [1023, 49152])
+def test_pruned_draw_equals_the_full_scan_in_mixed_batches(vocab: int, gen) -> None:
+    # Fewer than half the rows need the full scan: both paths run in one call.
+    rows = adversarial_rows(vocab, gen)
+    flat, peaked, edge, topk, infs = rows[0], rows[1], rows[2], rows[4], rows[6]
+    logits = torch.stack([peaked, flat, topk, infs, peaked, edge, topk])
+    pruned, full = pruned_and_full(logits, gen)
+    assert torch.equal(pruned, full)
+
+
+def test_peaked_rows_never_take_the_full_scan(gen, monkeypatch) -> None:
+    rows = adversarial_rows(49152, gen)
+    logits, keys, contexts = batch([rows[1], rows[4], rows[6]] * 2, gen)  # peaked, top-k, +inf
+    mask = all_marked(6)
+    expected = gumbel_sample_reference(logits, keys, contexts, mask, prune=False)
+
+    def refuse(*_: object) -> torch.Tensor:
+        raise AssertionError("the full scan ran")
+
+    monkeypatch.setattr(gumbel_module, "_full_scan", refuse)
+    assert torch.equal(gumbel_sample_reference(logits, keys, contexts, mask), expected)
+
+
+def test_pruning_keeps_a_winner_just_inside_the_bound() -> None:
+    # The winner sits ~0.3 nats below the bar: a bound that much tighter would lose it.
+    context, row, winner = extreme_row(99, 49152, contexts=1024)
+    args = (row[None], keys_tensor([99]), torch.tensor([context]), all_marked(1))
+    assert gumbel_sample_reference(*args, prune=False).tolist() == [winner]
+    assert gumbel_sample_reference(*args).tolist() == [winner]
+
+
+@pytest.mark.parametrize("slope", [1.0, 2.0, 3.0, 4.0])
+def test_pruned_draw_equals_the_full_scan_on_lm_like_rows(slope: float, gen) -> None:
     vocab = 49152
     ranks = torch.arange(1, vocab + 1).float()
-    rows = [(-s * ranks.log())[torch.randperm(vocab, generator=gen)] for s in (1.0, 2.0, 3.0) * 8]
-    logits, keys, contexts = batch(rows, gen)
-    full = gumbel_sample_reference(logits, keys, contexts, all_marked(len(rows)), prune=False)
-    assert torch.equal(gumbel_sample_reference(logits, keys, contexts, all_marked(len(rows))), full)
+    rows = [(-slope * ranks.log())[torch.randperm(vocab, generator=gen)] for _ in range(8)]
+    pruned, full = pruned_and_full(torch.stack(rows), gen)
+    assert torch.equal(pruned, full)
 
 
 @pytest.mark.parametrize("prune", [True, False])
