@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from provenance.accounts.models import Team
@@ -132,25 +132,32 @@ def _store_results(pairs: list[tuple[Check, TextResult]]) -> None:
         _apply_result(check, result, now)
         rows.extend(_hypothesis_rows(check, result))
     Hypothesis.objects.bulk_create(rows, batch_size=1000)
-    Check.objects.bulk_update(
-        [check for check, _ in pairs],
-        [
-            "status",
-            "failure_reason",
-            "num_hypotheses",
-            "is_watermarked",
-            "p_value",
-            "log10_p",
-            "num_tokens",
-            "num_scored_tokens",
-            "best_key",
-            "token_data",
-            "finished_at",
-            "scoring_ms",
-            "started_at",
-        ],
-        batch_size=500,
-    )
+    _update_rows([check for check, _ in pairs], RESULT_FIELDS)
+
+
+RESULT_FIELDS = [
+    "status", "failure_reason", "num_hypotheses", "is_watermarked", "p_value", "log10_p",
+    "num_tokens", "num_scored_tokens", "best_key", "token_data", "finished_at", "scoring_ms",
+    "started_at",
+]  # fmt: skip
+
+
+def _update_rows(checks: list[Check], names: list[str]) -> None:
+    """One parametrized UPDATE run with executemany. Django's bulk_update builds a CASE
+    expression per field and row: measured 3.5 s of 4.5 s for 1,000 audit texts."""
+    if not checks:
+        return
+    fields = [Check._meta.get_field(name) for name in names]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    sql = f"UPDATE {quote(Check._meta.db_table)} SET {assignments} WHERE id = %s"
+    params = [
+        [field.get_db_prep_save(getattr(check, field.attname), connection) for field in fields]
+        + [check.id]
+        for check in checks
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 def _apply_result(check: Check, result: TextResult, now: Any) -> None:
@@ -329,7 +336,7 @@ def audit_score_chunk(audit_id: int, check_ids: list[int]) -> None:
     todo = Check.objects.filter(
         audit=audit, id__in=check_ids, status__in=[Status.PENDING, Status.RUNNING]
     )
-    checks = list(todo.order_by("id"))
+    checks = list(todo.order_by("id").only("id", "text", "threshold", "started_at"))
     if not checks:
         audit_refresh(audit_id)
         return
