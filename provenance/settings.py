@@ -16,7 +16,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def env_str(name: str, default: str) -> str:
-    return os.environ.get(name, default)
+    # An empty value (NAME= in an env file) means "use the default", as for the others.
+    return os.environ.get(name) or default
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -62,14 +63,17 @@ DATA_DIR = data_dir()
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # The embedded default has no secret configured: a fixed development value is only
 # acceptable when DEBUG or the embedded runner asks for it; production must set one.
+# The embedded default (make run, tests) may generate what production must configure.
+PROVENANCE_EMBEDDED = env_bool("PROVENANCE_EMBEDDED", True)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
-    if env_bool("PROVENANCE_EMBEDDED", True):
+    if PROVENANCE_EMBEDDED:
         SECRET_KEY = "embedded-development-only-not-secret"
     else:
         raise ValueError("DJANGO_SECRET_KEY must be set when PROVENANCE_EMBEDDED=0")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

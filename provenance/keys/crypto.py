@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 
 class KeyDecryptionError(Exception):
@@ -41,6 +42,9 @@ def _load_or_create_kek_file() -> str:
 
 @lru_cache(maxsize=4)
 def _fernet(kek_setting: str) -> MultiFernet:
+    if not kek_setting and not settings.PROVENANCE_EMBEDDED:
+        # Production: web and workers must share one KEK from the environment.
+        raise ImproperlyConfigured("PROVENANCE_KEK must be set when PROVENANCE_EMBEDDED=0")
     raw = kek_setting or _load_or_create_kek_file()
     try:
         return MultiFernet([Fernet(part.strip()) for part in raw.split(",") if part.strip()])

@@ -1,0 +1,111 @@
+"""`make run` end to end: a fresh data directory, the embedded Redis, one worker, the web
+server, the demo login; a pasted watermarked text gets its verdict; Ctrl-C stops everything."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from provenance.redis_server import free_port
+from tests.provenance.watermark import watermarked_text
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+DEMO_KEY = 0x0123456789ABCDEF
+
+
+def _port_open(port: int) -> bool:
+    try:
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+        return True
+    except httpx.HTTPError:
+        return False
+
+
+def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
+    port = free_port()
+    env = {
+        **os.environ,
+        "PROVENANCE_DATA_DIR": str(tmp_path),
+        "PROVENANCE_PORT": str(port),
+        "PROVENANCE_DEMO_KEY": str(DEMO_KEY),
+        "OMP_NUM_THREADS": "1",
+    }
+    for name in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE"):
+        env.pop(name, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "provenance.embedded"], cwd=REPO, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+    try:
+        password = _wait_for_login(lines, proc)
+        assert str(DEMO_KEY) not in "".join(lines)  # the demo key is never printed
+        _wait(lambda: _port_open(port), 60)
+        verdict = _paste_and_check(port, password, watermarked_text(DEMO_KEY, 120, seed=9))
+        assert verdict == "watermarked"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(60)
+    assert code == 0
+    assert not _port_open(port)
+    redis_port = int(re.search(r"Redis \(embedded\) on port (\d+)", "".join(lines)).group(1))
+    assert not _port_open(redis_port)
+    assert (tmp_path / "provenance.sqlite3").exists() and (tmp_path / "kek.key").exists()
+    assert str(DEMO_KEY) not in "".join(lines)
+
+
+def _wait(predicate, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def _wait_for_login(lines: list[str], proc: subprocess.Popen) -> str:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        found = re.search(r"with password '([^']+)'", "".join(lines))
+        if found:
+            return found.group(1)
+        if proc.poll() is not None:
+            raise AssertionError("".join(lines)[-3000:])
+        time.sleep(0.2)
+    raise AssertionError("no login printed:\n" + "".join(lines)[-3000:])
+
+
+def _csrf(client: httpx.Client, url: str) -> str:
+    page = client.get(url).text
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+def _paste_and_check(port: int, password: str, text: str) -> str:
+    base = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=base, follow_redirects=True, timeout=30) as client:
+        token = _csrf(client, "/accounts/login/")
+        client.post("/accounts/login/", data={
+            "username": "demo", "password": password, "csrfmiddlewaretoken": token,
+        })  # fmt: skip
+        token = _csrf(client, "/")
+        response = client.post("/", data={"text": text, "csrfmiddlewaretoken": token})
+        url = str(response.url)
+        assert "/checks/" in url, response.text[:500]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = re.search(r'data-verdict="([a-z-]+)"', client.get(url).text)
+            if found:
+                return found.group(1)
+            time.sleep(0.2)
+    raise AssertionError("no verdict")
