@@ -26,8 +26,9 @@ from kernels.utils import keys_tensor  # noqa: E402
 
 
 def cpu_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:
-    """Median seconds of each of ``fns``, run interleaved (one warm-up each) so that load
-    from other processes on a shared machine hits all of them alike."""
+    """Best-of-``repeat`` seconds of each of ``fns``, run interleaved (one warm-up each): on
+    a shared machine, load from other processes only ever adds time, and interleaving
+    exposes all of them to it alike."""
     for fn in fns:
         fn()
     times: list[list[float]] = [[] for _ in fns]
@@ -36,7 +37,7 @@ def cpu_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:
             t = time.perf_counter()
             fn()
             acc.append(time.perf_counter() - t)
-    return [sorted(acc)[len(acc) // 2] for acc in times]
+    return [min(acc) for acc in times]
 
 
 def plain_gumbel(logits: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:

@@ -48,7 +48,7 @@ def test_pruned_draw_equals_the_full_scan_on_adversarial_rows(vocab: int, kind: 
     assert torch.equal(pruned, full)
 
 
-@pytest.mark.parametrize("vocab", [1023, 49152])
+@pytest.mark.parametrize("vocab", [1023, 49152, 151936])
 def test_pruned_draw_equals_the_full_scan_in_mixed_batches(vocab: int, gen) -> None:
     # Fewer than half the rows need the full scan: both paths run in one call.
     rows = adversarial_rows(vocab, gen)
