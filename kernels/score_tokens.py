@@ -140,9 +140,12 @@ def score_tokens(
     if total == 0:
         return out
     doc = _doc_index(cu_seqlens, total)
+    # The weights travel as float64 in memory: a Python float argument would reach the
+    # kernel as float32 (0.1 -> 0.10000000149) and shift every dual-key score.
+    weights = torch.tensor([1 - alpha, alpha], dtype=torch.float64, device=token_ids.device)
     _score_tokens_kernel[(triton.cdiv(total, _BLOCK),)](
         token_ids.contiguous(), doc, cu_seqlens.contiguous(), keys_a.contiguous(),
-        keys_b.contiguous(), out, total, float(alpha),
+        keys_b.contiguous(), weights, out, total,
         W=context_width, DUAL=dual, BLOCK=_BLOCK,
     )  # fmt: skip
     return out
@@ -166,7 +169,7 @@ def _score_under(tok_ptr, offs, pad, t, key, W: tl.constexpr):
 
 @triton.jit
 def _score_tokens_kernel(
-    tok_ptr, doc_ptr, cu_ptr, keys_a_ptr, keys_b_ptr, out_ptr, total, alpha,
+    tok_ptr, doc_ptr, cu_ptr, keys_a_ptr, keys_b_ptr, weights_ptr, out_ptr, total,
     W: tl.constexpr, DUAL: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """One lane per position: context from the same document (-1 before its start), PRF, score."""
@@ -182,5 +185,5 @@ def _score_tokens_kernel(
         score_b = _score_under(
             tok_ptr, offs, pad, t, tl.load(keys_b_ptr + doc, mask=valid, other=0), W
         )
-        score = (1.0 - alpha) * score + alpha * score_b
+        score = tl.load(weights_ptr) * score + tl.load(weights_ptr + 1) * score_b
     tl.store(out_ptr + offs, score, mask=valid)

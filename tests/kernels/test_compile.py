@@ -29,9 +29,9 @@ KERNELS = [
             "cu_ptr": "*i64",
             "keys_a_ptr": "*i64",
             "keys_b_ptr": "*i64",
+            "weights_ptr": "*fp64",
             "out_ptr": "*fp64",
             "total": "i32",
-            "alpha": "fp32",
         },
         {"W": 4, "DUAL": True, "BLOCK": 256},
     ),  # fmt: skip
