@@ -1,9 +1,10 @@
 """Watermark settings in vLLM's JSON shape, and the per-request key store.
 
 A key file is JSON: ``{"NAME": {"key": <int>, "algorithm": "gumbel", "context_width": 4, ...}}``
-with every field of upstream's ``WatermarkConfig``. It is the only way keys enter the
-generator: never the command line, never a request. Key values never appear in a repr, a log
-line or an error message; names do.
+with every field of upstream's ``WatermarkConfig``; a bare upstream config object
+(``{"algorithm": "gumbel", "key": 42}``) is one key named ``default``. The file is the only way
+keys enter the generator: never the command line, never a request. Key values never appear in
+a repr, a log line or an error message; names do.
 """
 
 from __future__ import annotations
@@ -131,6 +132,9 @@ class KeyStore(Mapping[str, WatermarkSettings]):
     def from_mapping(cls, data: Any) -> KeyStore:
         if not isinstance(data, Mapping) or not data:
             raise KeyFileError("a key file must be a non-empty JSON object of named configurations")
+        if "key" in data and not isinstance(data["key"], Mapping):
+            # A bare vLLM ``--watermark-config`` object: one key, named "default".
+            return cls({"default": WatermarkSettings.from_vllm(data, name="default")})
         entries = {}
         for name, config in data.items():
             if not isinstance(name, str) or not _NAME.match(name):

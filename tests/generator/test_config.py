@@ -78,3 +78,8 @@ def test_errors_about_a_key_file_never_quote_its_secrets(tmp_path):
 def test_a_missing_key_file_is_a_clear_error(tmp_path):
     with pytest.raises(KeyFileError, match="cannot read"):
         KeyStore.from_file(tmp_path / "nope.json")
+
+
+def test_a_bare_vllm_watermark_config_is_one_key_named_default():
+    store = KeyStore.from_mapping({"algorithm": "dual_key_gumbel", "key": SECRET, "alpha": 0.2})
+    assert list(store) == ["default"] and store["default"].alpha == 0.2
