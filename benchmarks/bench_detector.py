@@ -48,8 +48,10 @@ def main() -> None:
         t_e2e = min(t_e2e, best_of(lambda: detect_text(text, tok, [KEY]), 1))
     print(f"text: {len(text.encode()):,} bytes, {n:,} SmolLM2 tokens; best of {REPEATS}, one core")
     print(f"tokenization only     {n / t_tok / 1e6:8.3f} M tokens/s  ({t_tok * 1e3:7.1f} ms)")
-    print(f"PRF + score only      {n / t_prf / 1e6:8.3f} M tokens/s  ({t_prf * 1e3:7.1f} ms)"
-          "   target >= 5")
+    print(
+        f"PRF + score only      {n / t_prf / 1e6:8.3f} M tokens/s  ({t_prf * 1e3:7.1f} ms)"
+        "   target >= 5"
+    )
     print(f"detect_text end-to-end{n / t_e2e / 1e6:8.3f} M tokens/s  ({t_e2e * 1e3:7.1f} ms)")
     print(f"end-to-end / tokenization = {t_e2e / t_tok:.3f}x   target <= 1.10x")
 

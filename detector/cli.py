@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from detector.config import ALGORITHMS, KeyConfig
 
@@ -21,7 +22,7 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would print usage; keep it to one line
+    def error(self, message: str) -> NoReturn:  # argparse would print usage; keep it one line
         raise CliError(message)
 
 
@@ -101,15 +102,28 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
     result = detect_text(text, tokenizer, [config], threshold=args.threshold)
     det = result.hypotheses[0].detection
     out: dict[str, Any] = det.summary()
-    out.update(tokenizer=tokenizer.name, tokenizer_hash=tokenizer.content_hash,
-               algorithm=config.algorithm, context_width=config.context_width,
-               threshold=args.threshold)
+    out.update(
+        tokenizer=tokenizer.name,
+        tokenizer_hash=tokenizer.content_hash,
+        algorithm=config.algorithm,
+        context_width=config.context_width,
+        threshold=args.threshold,
+    )
     if args.tokens:
         out["tokens"] = [
-            {"index": i, "token_id": int(t), "text": text[s:e], "start": int(s), "end": int(e),
-             "scored": bool(m), "score": float(sc)}
+            {
+                "index": i,
+                "token_id": int(t),
+                "text": text[s:e],
+                "start": int(s),
+                "end": int(e),
+                "scored": bool(m),
+                "score": float(sc),
+            }
             for i, (t, (s, e), m, sc) in enumerate(
-                zip(result.token_ids, result.offsets, det.scored_mask, det.token_scores, strict=True)
+                zip(
+                    result.token_ids, result.offsets, det.scored_mask, det.token_scores, strict=True
+                )
             )
         ]
     return out

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -104,7 +105,10 @@ def detect_batch(
         full = _gpu_scores(arrays, configs)
         scores = [np.where(m, s, 0.0) for (_, m), s in zip(masks, full, strict=True)]
     else:
-        scores = [_cpu_scores(ids, ctx, m, c) for ids, (ctx, m), c in zip(arrays, masks, configs)]
+        scores = [
+            _cpu_scores(ids, ctx, m, c)
+            for ids, (ctx, m), c in zip(arrays, masks, configs, strict=True)
+        ]
     return [
         _verdict(ids, m, s, c, threshold)
         for ids, (_, m), s, c in zip(arrays, masks, scores, configs, strict=True)

@@ -41,17 +41,18 @@ def check_key(key: int) -> int:
     return key
 
 
-def _philox_rounds(
-    c: list[NDArray[np.uint32]], k0: NDArray[np.uint32] | int, k1: NDArray[np.uint32] | int
-) -> list[NDArray[np.uint32]]:
+_Key = NDArray[np.uint32] | np.uint32 | int
+
+
+def _philox_rounds(c: list[NDArray[np.uint32]], k0: _Key, k1: _Key) -> list[NDArray[np.uint32]]:
     """Philox4x32-10 on lanes ``c`` (four uint32 arrays, consumed) with per-lane or scalar keys."""
     n = c[0].shape[0]
     p0 = np.empty(n, np.uint64)
     p1 = np.empty(n, np.uint64)
     v0 = p0.view(_U32)
     v1 = p1.view(_U32)
-    k0 = np.asarray(k0, dtype=_U32).copy()
-    k1 = np.asarray(k1, dtype=_U32).copy()
+    k0 = np.array(k0, dtype=_U32)  # copies: the bumps below must not touch the caller's keys
+    k1 = np.array(k1, dtype=_U32)
     c0, c1, c2, c3 = c
     for r in range(PHILOX_ROUNDS):
         np.multiply(c0, np.uint64(PHILOX_M0), out=p0, dtype=np.uint64)
@@ -71,21 +72,25 @@ def _philox_rounds(
     return [c0, c1, c2, c3]
 
 
-def philox4x32_10(
-    counter: ArrayLike, key0: ArrayLike, key1: ArrayLike
-) -> NDArray[np.uint32]:
-    """Random123 Philox4x32-10. ``counter`` ``[n, 4]``; keys scalars or ``[n]``. Returns ``[n, 4]``."""
+def philox4x32_10(counter: ArrayLike, key0: ArrayLike, key1: ArrayLike) -> NDArray[np.uint32]:
+    """Random123 Philox4x32-10 on ``counter`` ``[n, 4]``; keys scalars or ``[n]``; ``[n, 4]``."""
     ctr = np.asarray(counter, dtype=np.uint64).astype(_U32)
     lanes = [np.ascontiguousarray(ctr[:, i]) for i in range(4)]
-    out = _philox_rounds(lanes, np.asarray(key0, np.uint64).astype(_U32),
-                         np.asarray(key1, np.uint64).astype(_U32))
+    out = _philox_rounds(
+        lanes, np.asarray(key0, np.uint64).astype(_U32), np.asarray(key1, np.uint64).astype(_U32)
+    )
     return np.stack(out, axis=1)
 
 
 def _context_state(k0: int, k1: int, ctx: NDArray[np.uint32]) -> list[NDArray[np.uint32]]:
     """Compress contexts ``[n, w]`` (uint32, -1 already wrapped) into the 4-word state."""
     n, w = ctx.shape
-    state = [np.full(n, CONTEXT_TAG, _U32), np.full(n, w, _U32), np.zeros(n, _U32), np.zeros(n, _U32)]
+    state = [
+        np.full(n, CONTEXT_TAG, _U32),
+        np.full(n, w, _U32),
+        np.zeros(n, _U32),
+        np.zeros(n, _U32),
+    ]
     for o in range(0, w, 4):
         for i in range(4):
             if o + i < w:
@@ -96,7 +101,9 @@ def _context_state(k0: int, k1: int, ctx: NDArray[np.uint32]) -> list[NDArray[np
     return state
 
 
-def _words_chunk(k0: int, k1: int, ctx: NDArray[np.uint32], tok: NDArray[np.uint32]) -> NDArray[np.uint32]:
+def _words_chunk(
+    k0: int, k1: int, ctx: NDArray[np.uint32], tok: NDArray[np.uint32]
+) -> NDArray[np.uint32]:
     s0, s1, s2, s3 = _context_state(k0, k1, ctx)
     key0 = np.bitwise_xor(s3, _U32(k0))
     lanes = [tok >> _U32(2), s0, s1, s2]
@@ -114,7 +121,9 @@ def uint32(key: int, contexts: ArrayLike, token_ids: ArrayLike) -> NDArray[np.ui
     ctx = np.asarray(contexts)
     tok = np.asarray(token_ids)
     if ctx.ndim != 2 or tok.ndim != 1 or ctx.shape[0] != tok.shape[0]:
-        raise ValueError(f"contexts must be [n, w] and token_ids [n]; got {ctx.shape} and {tok.shape}")
+        raise ValueError(
+            f"contexts must be [n, w] and token_ids [n]; got {ctx.shape} and {tok.shape}"
+        )
     if ctx.shape[1] < 1:
         raise ValueError("context width must be at least 1")
     ctx = ctx.astype(np.int64, copy=False).astype(_U32)  # two's complement wrap: -1 -> 0xFFFFFFFF
@@ -135,7 +144,7 @@ def uniform(words: ArrayLike) -> NDArray[np.float32]:
 
 
 def derive_key(master: int, domain: bytes) -> int:
-    """Sub-key for ``dual_key_gumbel``: first 8 bytes (big-endian) of SHA-256(domain || master_be8)."""
+    """``dual_key_gumbel`` sub-key: first 8 bytes (big-endian) of SHA-256(domain || master_be8)."""
     master = check_key(master)
     digest = hashlib.sha256(bytes(domain) + master.to_bytes(8, "big")).digest()
     return int.from_bytes(digest[:8], "big")

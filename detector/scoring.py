@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,7 +24,9 @@ def token_scores(key: int, contexts: NDArray[np.int64], ids: NDArray[np.int64]) 
     return -np.log1p(-u.astype(np.float64))
 
 
-def config_scores(config: KeyConfig, contexts: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray:
+def config_scores(
+    config: KeyConfig, contexts: NDArray[np.int64], ids: NDArray[np.int64]
+) -> NDArray:
     """Scores under a configuration: one key, or the alpha-weighted pair of derived keys."""
     if config.algorithm == "gumbel":
         return token_scores(config.key, contexts, ids)
@@ -65,13 +67,17 @@ def kernel_scores(
     cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     flat = np.concatenate(list(docs)) if docs else np.zeros(0, np.int64)
     patterns = [k - 2**64 if k >= 2**63 else k for k in keys]  # int64 holds the bit pattern
-    out = score_tokens(
-        torch.from_numpy(flat.astype(np.int64)).to(device),
-        torch.from_numpy(cu).to(device),
-        torch.tensor(patterns, dtype=torch.int64, device=device),
-        context_width=context_width,
-        algorithm=algorithm,
-        alpha=alpha,
-        backend=backend,  # type: ignore[arg-type]
-    ).cpu().numpy()
+    out = (
+        score_tokens(
+            torch.from_numpy(flat.astype(np.int64)).to(device),
+            torch.from_numpy(cu).to(device),
+            torch.tensor(patterns, dtype=torch.int64, device=device),
+            context_width=context_width,
+            algorithm=algorithm,
+            alpha=alpha,
+            backend=backend,  # type: ignore[arg-type]
+        )
+        .cpu()
+        .numpy()
+    )
     return np.split(out, cu[1:-1])

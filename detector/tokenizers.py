@@ -152,7 +152,9 @@ def _load(source: str) -> Tokenizer:
     except TokenizerError:
         raise
     except Exception as exc:  # transformers raises many types for unreadable files
-        raise TokenizerError(f"cannot load a tokenizer from {source}: {type(exc).__name__}") from None
+        raise TokenizerError(
+            f"cannot load a tokenizer from {source}: {type(exc).__name__}"
+        ) from None
     raise TokenizerError(f"{source} is neither a tokenizer directory nor a .gguf file")
 
 

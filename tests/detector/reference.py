@@ -26,7 +26,7 @@ def prf_word(key: int, context: list[int], token: int) -> int:
     state = (0x574D4358, w, 0, 0)
     for o in range(0, w, 4):
         block = [ctx[o + i] if o + i < w else MASK - i for i in range(4)]
-        state = philox(tuple(s ^ b for s, b in zip(state, block)), (k0 ^ o, k1))
+        state = philox(tuple(s ^ b for s, b in zip(state, block, strict=True)), (k0 ^ o, k1))
     t = int(token) & MASK
     s0, s1, s2, s3 = state
     out = philox((t >> 2, s0, s1, s2), (k0 ^ s3, k1 ^ 0x574D544B))

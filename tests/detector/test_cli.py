@@ -20,8 +20,9 @@ KEY = 0xFEEDFACECAFEBEEF
 def watermarked_text():
     tok = load_tokenizer()
     rng = np.random.default_rng(12)
-    return tok.decode(keyed_sample(KEY, rng.normal(0, 1.5, (120, 3000)),
-                                   vocab_ids=word_vocabulary(tok)))
+    return tok.decode(
+        keyed_sample(KEY, rng.normal(0, 1.5, (120, 3000)), vocab_ids=word_vocabulary(tok))
+    )
 
 
 def run(capsys, args, stdin: bytes | None = None, monkeypatch=None):
@@ -46,8 +47,12 @@ def test_it_prints_the_verdict_as_json(capsys, tmp_path, watermarked_text):
 
 
 def test_tokens_flag_adds_one_row_per_token(capsys, tmp_path, watermarked_text, monkeypatch):
-    code, out, _ = run(capsys, ["detect", "--key", hex(KEY), "--tokens", "-"],
-                       watermarked_text.encode(), monkeypatch)
+    code, out, _ = run(
+        capsys,
+        ["detect", "--key", hex(KEY), "--tokens", "-"],
+        watermarked_text.encode(),
+        monkeypatch,
+    )
     rows = json.loads(out)["tokens"]
     assert code == 0 and len(rows) == json.loads(out)["num_tokens"]
     assert "".join(r["text"] for r in rows) == watermarked_text
@@ -57,22 +62,26 @@ def test_tokens_flag_adds_one_row_per_token(capsys, tmp_path, watermarked_text, 
 def test_the_key_can_come_from_a_file(capsys, tmp_path, watermarked_text):
     (tmp_path / "key").write_text(f"{KEY}\n")
     (tmp_path / "t.txt").write_text(watermarked_text)
-    code, out, _ = run(capsys, ["detect", "--key-file", str(tmp_path / "key"),
-                                str(tmp_path / "t.txt")])
+    code, out, _ = run(
+        capsys, ["detect", "--key-file", str(tmp_path / "key"), str(tmp_path / "t.txt")]
+    )
     assert code == 0 and json.loads(out)["is_watermarked"]
 
 
-@pytest.mark.parametrize("args,stdin,message", [
-    (["detect", "--key", "1", "-"], b"", "no text"),
-    (["detect", "--key", "1", "-"], b"\xff\xfeabc", "UTF-8"),
-    (["detect", "--key", str(2**64), "-"], b"hello", "2**64"),
-    (["detect", "--key", "-5", "-"], b"hello", "2**64"),
-    (["detect", "--key", "abc", "-"], b"hello", "integer"),
-    (["detect", "--key", "1", "--tokenizer", "/no/such/dir", "-"], b"hello", "no tokenizer"),
-    (["detect", "--key", "1", "/no/such/file"], None, "cannot read"),
-    (["detect", "--key", "1", "--threshold", "2", "-"], b"hello", "threshold"),
-    (["nonsense"], None, "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args,stdin,message",
+    [
+        (["detect", "--key", "1", "-"], b"", "no text"),
+        (["detect", "--key", "1", "-"], b"\xff\xfeabc", "UTF-8"),
+        (["detect", "--key", str(2**64), "-"], b"hello", "2**64"),
+        (["detect", "--key", "-5", "-"], b"hello", "2**64"),
+        (["detect", "--key", "abc", "-"], b"hello", "integer"),
+        (["detect", "--key", "1", "--tokenizer", "/no/such/dir", "-"], b"hello", "no tokenizer"),
+        (["detect", "--key", "1", "/no/such/file"], None, "cannot read"),
+        (["detect", "--key", "1", "--threshold", "2", "-"], b"hello", "threshold"),
+        (["nonsense"], None, "invalid choice"),
+    ],
+)
 def test_bad_input_gets_one_line_and_status_2(capsys, monkeypatch, args, stdin, message):
     code, out, err = run(capsys, args, stdin, monkeypatch)
     assert code == 2 and out == ""
@@ -87,6 +96,11 @@ def test_a_key_out_of_range_is_not_echoed(capsys, monkeypatch):
 
 def test_the_module_runs_as_a_program(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    proc = subprocess.run([sys.executable, "-m", "detector", "detect", "--key", "7", "-"],
-                          input=b"", capture_output=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "detector", "detect", "--key", "7", "-"],
+        input=b"",
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 2 and b"no text" in proc.stderr and b"Traceback" not in proc.stderr

@@ -54,8 +54,9 @@ def test_dedup_matches_a_naive_scan_on_random_repetitive_text():
     rng = np.random.default_rng(0)
     for width in (1, 2, 4, 5):
         tokens = rng.integers(0, 4, size=400)  # tiny vocabulary: many repeats
-        assert np.array_equal(dedup_mask(build_contexts(tokens, width)),
-                              naive_first_occurrence(tokens, width))
+        assert np.array_equal(
+            dedup_mask(build_contexts(tokens, width)), naive_first_occurrence(tokens, width)
+        )
 
 
 def test_bounded_history_forgets_contexts_older_than_the_window():

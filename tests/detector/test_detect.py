@@ -36,9 +36,9 @@ def test_a_keyed_sample_is_not_detected_with_another_key(watermarked):
 def test_scores_of_random_keys_on_random_text_are_exponential():
     rng = np.random.default_rng(8)
     tokens = rng.integers(0, 49152, size=4000)
-    scores = np.concatenate([
-        detect_ids(tokens, int(k)).token_scores for k in rng.integers(0, 2**63, size=5)
-    ])
+    scores = np.concatenate(
+        [detect_ids(tokens, int(k)).token_scores for k in rng.integers(0, 2**63, size=5)]
+    )
     assert stats.kstest(scores, "expon").pvalue > 1e-3
 
 
@@ -85,7 +85,9 @@ def _route(logits, route_b, key_a, key_b):
     for step in range(logits.shape[0]):
         key = key_b if route_b[step] else key_a
         ctx = np.array(([-1] * 4 + out)[-4:])
-        u = prf.uniform(prf.uint32(key, np.tile(ctx, (logits.shape[1], 1)), np.arange(logits.shape[1])))
+        u = prf.uniform(
+            prf.uint32(key, np.tile(ctx, (logits.shape[1], 1)), np.arange(logits.shape[1]))
+        )
         out.append(int(np.argmax(logits[step] - np.log(-np.log(u.astype(np.float32))))))
     return np.array(out)
 
@@ -104,9 +106,15 @@ def test_family_verdict_is_corrected_for_the_number_of_hypotheses(watermarked):
     assert verdict == (adjusted[0] <= math.log10(0.05))
 
 
-@pytest.mark.parametrize("bad", [
-    dict(algorithm="kgw"), dict(context_width=0), dict(alpha=2.0), dict(threshold=0.0),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(algorithm="kgw"),
+        dict(context_width=0),
+        dict(alpha=2.0),
+        dict(threshold=0.0),
+    ],
+)
 def test_it_rejects_bad_configurations(bad):
     with pytest.raises(ValueError):
         detect_ids([1, 2, 3], KEY, **bad)
@@ -119,7 +127,18 @@ def test_key_configs_never_show_their_key():
 
 
 def test_vllm_shaped_configurations_are_accepted():
-    config = KeyConfig.from_vllm({"algorithm": "dual_key_gumbel", "key": 42, "context_width": 3,
-                                  "alpha": 0.2, "deduplicate_contexts": "none"})
+    config = KeyConfig.from_vllm(
+        {
+            "algorithm": "dual_key_gumbel",
+            "key": 42,
+            "context_width": 3,
+            "alpha": 0.2,
+            "deduplicate_contexts": "none",
+        }
+    )
     assert (config.algorithm, config.context_width, config.alpha, config.deduplicate) == (
-        "dual_key_gumbel", 3, 0.2, False)
+        "dual_key_gumbel",
+        3,
+        0.2,
+        False,
+    )

@@ -54,8 +54,11 @@ def test_it_matches_the_scalar_reference_on_thousands_of_random_keys(width):
     contexts[rng.random((n, width)) < 0.2] = -1  # padding anywhere, as at the start of a text
     tokens = rng.integers(0, 2**31, size=n)
     tokens[:8] = [0, 1, 2, 3, 4, 2**31 - 1, 2**31 - 4, 49151]
-    got = [int(prf.uint32(k, contexts[i : i + 1], tokens[i : i + 1])[0]) for i, k in enumerate(keys)]
-    want = [reference.prf_word(k, list(c), int(t)) for k, c, t in zip(keys, contexts, tokens)]
+    got = [
+        int(prf.uint32(k, contexts[i : i + 1], tokens[i : i + 1])[0]) for i, k in enumerate(keys)
+    ]
+    rows = zip(keys, contexts, tokens, strict=True)
+    want = [reference.prf_word(k, list(c), int(t)) for k, c, t in rows]
     assert got == want
 
 
@@ -65,7 +68,8 @@ def test_one_key_over_many_rows_matches_the_scalar_reference():
     tokens = rng.integers(0, 2**31, size=3000)
     got = prf.uint32(2**63 + 12345, contexts, tokens)
     assert [int(g) for g in got] == [
-        reference.prf_word(2**63 + 12345, list(c), int(t)) for c, t in zip(contexts, tokens)
+        reference.prf_word(2**63 + 12345, list(c), int(t))
+        for c, t in zip(contexts, tokens, strict=True)
     ]
 
 
@@ -132,8 +136,10 @@ def test_it_matches_vllms_own_philox_prf():
         for width in (1, 4, 5):
             contexts = rng.integers(-1, 49152, size=(64, width))
             tokens = rng.integers(0, 49152, size=64)
-            theirs = philox.PhiloxPRF(key).uniform(
-                torch.tensor(contexts), torch.tensor(tokens).unsqueeze(-1)
-            ).squeeze(-1)
+            theirs = (
+                philox.PhiloxPRF(key)
+                .uniform(torch.tensor(contexts), torch.tensor(tokens).unsqueeze(-1))
+                .squeeze(-1)
+            )
             ours = prf.uniform(prf.uint32(key, contexts, tokens))
             assert np.array_equal(theirs.numpy(), ours)

@@ -50,7 +50,9 @@ def test_arbitrary_unicode_never_raises(tok, text):
 
 
 @PROPS
-@given(text=st.text(alphabet=st.characters(categories=["Cc", "Cf", "Zs", "Zl", "Zp"]), max_size=300))
+@given(
+    text=st.text(alphabet=st.characters(categories=["Cc", "Cf", "Zs", "Zl", "Zp"]), max_size=300)
+)
 def test_control_and_format_characters_never_raise(tok, text):
     check_result(detect_text(text, tok, KEYS))
 
@@ -70,18 +72,20 @@ def test_lone_surrogates_are_rejected_with_a_clear_error(tok):
 
 
 @PROPS
-@given(ids=st.lists(st.integers(0, 2**32 - 1), max_size=500), width=st.integers(1, 20),
-       key=st.integers(0, 2**64 - 1), dual=st.booleans())
+@given(
+    ids=st.lists(st.integers(0, 2**32 - 1), max_size=500),
+    width=st.integers(1, 20),
+    key=st.integers(0, 2**64 - 1),
+    dual=st.booleans(),
+)
 def test_arbitrary_token_ids_give_valid_p_values(ids, width, key, dual):
-    d = detect_ids(ids, key, context_width=width,
-                   algorithm="dual_key_gumbel" if dual else "gumbel")
+    d = detect_ids(ids, key, context_width=width, algorithm="dual_key_gumbel" if dual else "gumbel")
     assert 0.0 <= d.p_value <= 1.0 and d.log10_p <= 0.0
     assert d.num_scored_tokens == int(d.scored_mask.sum())
 
 
 @PROPS
-@given(st.lists(st.floats(min_value=-5000, max_value=0, allow_nan=False), min_size=1,
-                max_size=30))
+@given(st.lists(st.floats(min_value=-5000, max_value=0, allow_nan=False), min_size=1, max_size=30))
 def test_corrections_are_monotone_and_bounded(log10_ps):
     lp = np.array(log10_ps)
     for adjusted in (holm(lp), bonferroni(lp)):

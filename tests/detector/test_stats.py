@@ -21,7 +21,9 @@ def test_gamma_p_value_keeps_its_log_far_below_float64():
     assert p == 0.0 and lp < -3000
     # the integer-shape series in log space: log Q(n, S) = -S + log sum_k S^k / k!
     k = np.arange(2000)
-    exact = (-20000.0 + special.logsumexp(k * math.log(20000.0) - special.gammaln(k + 1))) / math.log(10)
+    exact = (
+        -20000.0 + special.logsumexp(k * math.log(20000.0) - special.gammaln(k + 1))
+    ) / math.log(10)
     assert lp == pytest.approx(exact, rel=1e-9)
 
 

@@ -49,8 +49,11 @@ def test_unknown_sources_raise_a_clear_error(tmp_path):
 def word_vocabulary(tok, size=3000):
     """Ids of plain lower-case word pieces with a leading space: they re-tokenize stably."""
     vocab = tok.hf.get_vocab()
-    words = sorted(i for t, i in vocab.items() if t.startswith("Ġ") and t[1:].isalpha()
-                   and t[1:].islower() and len(t) > 3)
+    words = sorted(
+        i
+        for t, i in vocab.items()
+        if t.startswith("Ġ") and t[1:].isalpha() and t[1:].islower() and len(t) > 3
+    )
     return np.array(words[:size])
 
 
@@ -66,4 +69,3 @@ def test_a_watermarked_text_is_detected_through_text_and_a_human_text_is_not(tok
     assert result.tokenizer_hash == tok.content_hash
     human = "It was the best of times, it was the worst of times, it was the age of wisdom."
     assert not detect_text(human, tok, [KEY, KEY + 1]).is_watermarked
-
