@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "provenance.accounts",
     "provenance.keys",
     "provenance.checks",
+    "provenance.playground",
 ]
 
 MIDDLEWARE = [
@@ -179,6 +180,17 @@ if not 0.0 < PROVENANCE_THRESHOLD < 1.0:
 PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 250, minimum=1)
 # An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024)
+
+# The playground's generator (its OpenAI-compatible server; ``make run`` starts one) and the
+# bounds that keep a slow or hung generator from holding a web worker (seconds).
+PROVENANCE_PLAYGROUND = {
+    "GENERATOR_URL": env_str("PROVENANCE_GENERATOR_URL", "http://127.0.0.1:8001"),
+    "CONNECT_TIMEOUT": env_int("PROVENANCE_GENERATOR_CONNECT_TIMEOUT", 3, minimum=1),
+    "READ_TIMEOUT": env_int("PROVENANCE_GENERATOR_READ_TIMEOUT", 30, minimum=1),
+    "MAX_SECONDS": env_int("PROVENANCE_GENERATOR_MAX_SECONDS", 180, minimum=1),
+    "MAX_STREAMS": env_int("PROVENANCE_PLAYGROUND_MAX_STREAMS", 4, minimum=1),
+    "MAX_TOKENS": env_int("PROVENANCE_PLAYGROUND_MAX_TOKENS", 512, minimum=1),
+}
 
 # --- Celery -----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")

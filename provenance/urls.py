@@ -19,4 +19,5 @@ urlpatterns = [
     re_path(r"^api/docs/oauth2-redirect", SpectacularSwaggerOauthRedirectView.as_view()),
     path("", include("provenance.keys.urls")),
     path("", include("provenance.checks.urls")),
+    path("", include("provenance.playground.urls")),
 ]

@@ -1,0 +1,71 @@
+"""Reads for the playground; every query is scoped to the caller (conversations are private)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+from django.http import Http404
+
+from provenance.accounts.selectors import team_for_user
+from provenance.keys.models import WatermarkKey
+from provenance.playground.models import Conversation, Message
+
+# The generator sees this many earlier messages at most: a small model has a small context.
+HISTORY_MESSAGES = 12
+
+
+def playground_keys(user: AbstractBaseUser) -> QuerySet[WatermarkKey]:
+    """Keys the user may generate with: the active keys of their own team (not shared ones:
+    marking text with another team's key would forge that team's provenance)."""
+    team = team_for_user(user)
+    if team is None:
+        return WatermarkKey.objects.none()
+    return WatermarkKey.objects.filter(team=team, status=WatermarkKey.Status.ACTIVE).select_related(
+        "tokenizer"
+    )
+
+
+def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(user=user)
+
+
+def _pk(model: type, raw: object) -> object:
+    """An id from a URL as the model's pk type; anything else is simply not found."""
+    try:
+        return model._meta.pk.to_python(raw)
+    except Exception:
+        raise Http404("no such object") from None
+
+
+def conversation_get(user: AbstractBaseUser, conversation_id: object) -> Conversation:
+    pk = _pk(Conversation, conversation_id)
+    conversation = conversations_for_user(user).filter(pk=pk).first()
+    if conversation is None:
+        raise Http404("no such conversation")
+    return conversation
+
+
+def message_get(user: AbstractBaseUser, message_id: object) -> Message:
+    """An assistant reply in one of the user's conversations."""
+    message = (
+        Message.objects.filter(
+            pk=_pk(Message, message_id), conversation__user=user, role=Message.Role.ASSISTANT
+        )
+        .select_related("conversation", "key")
+        .first()
+    )
+    if message is None:
+        raise Http404("no such reply")
+    return message
+
+
+def conversation_messages(conversation: Conversation) -> QuerySet[Message]:
+    return conversation.messages.order_by("id").select_related("key")
+
+
+def history(conversation: Conversation) -> list[dict[str, str]]:
+    """What the generator is shown: user turns and the replies that came through."""
+    kept = [Message.Status.DONE, Message.Status.STOPPED]
+    rows = conversation.messages.filter(status__in=kept).exclude(content="").order_by("-id")
+    recent = list(rows.values_list("role", "content")[:HISTORY_MESSAGES])
+    return [{"role": role, "content": content} for role, content in reversed(recent)]
