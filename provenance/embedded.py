@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from provenance.redis_server import RedisServer, free_port
 
@@ -111,6 +112,7 @@ def main() -> int:
     port = int(os.environ.get("PROVENANCE_PORT", "8000"))
     redis = RedisServer(data_dir / "redis", port=free_port()).start()
     children: list[subprocess.Popen[bytes]] = []
+    generator = None
     signal.signal(signal.SIGTERM, _raise_stop)
     try:
         _setup_django(redis.url)
@@ -119,6 +121,7 @@ def main() -> int:
         call_command("migrate", interactive=False, verbosity=0)
         password = _demo_data(data_dir)
         env = {**os.environ, "REDIS_URL": redis.url}
+        generator = _playground_generator(data_dir, env)  # sets PROVENANCE_GENERATOR_URL
         py = sys.executable
         children.append(
             _spawn([py, "-m", "celery", "-A", "provenance", "worker", "--pool=solo",
@@ -132,6 +135,8 @@ def main() -> int:
         )  # fmt: skip
         _announce(host, port, password, redis)
         while all(child.poll() is None for child in children):
+            if generator is not None:
+                generator.refresh()
             time.sleep(0.5)
         print("a child process exited; stopping", file=sys.stderr)
         return 1
@@ -141,7 +146,20 @@ def main() -> int:
     finally:
         for child in reversed(children):  # web first, then the worker
             _stop(child)
+        if generator is not None:
+            generator.stop()
         redis.stop()
+
+
+def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:
+    """The playground's generator on the embedded model, unless one is configured."""
+    from provenance.playground.embedded import EmbeddedGenerator, external_url
+
+    if external_url():
+        return None
+    generator = EmbeddedGenerator(data_dir, free_port(), dict(env)).start()
+    env["PROVENANCE_GENERATOR_URL"] = generator.url
+    return generator
 
 
 def _announce(host: str, port: int, password: str, redis: RedisServer) -> None:

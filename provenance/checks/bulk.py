@@ -21,6 +21,8 @@ class _Prep:
     def __init__(self, model: type[models.Model], names: Sequence[str]):
         self.fields = [model._meta.get_field(name) for name in names]
         self.memo: dict[tuple[str, Any], Any] = {}
+        self.tags: dict[int, str] = {}
+        self.alive: list[Any] = []
 
     def row(self, values: Sequence[Any]) -> list[Any]:
         return [self.value(field, value) for field, value in zip(self.fields, values, strict=True)]
@@ -37,8 +39,12 @@ class _Prep:
     def _memoized(self, field: models.Field, value: Any) -> Any:
         try:
             tag: Any = hash(value) and value
-        except TypeError:  # lists and dicts (JSON)
-            tag = json.dumps(value, sort_keys=True)
+        except TypeError:  # lists and dicts (JSON): the same object repeats across rows
+            tag = self.tags.get(id(value))
+            if tag is None:
+                tag = json.dumps(value, sort_keys=True)
+                self.tags[id(value)] = tag
+                self.alive.append(value)  # keeps id(value) from being reused meanwhile
         memo_key = (field.attname, tag)
         if memo_key not in self.memo:
             self.memo[memo_key] = field.get_db_prep_save(value, connection)
