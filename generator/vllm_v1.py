@@ -91,9 +91,15 @@ class WatermarkLogitsProcessor(LogitsProcessor):
         self.rows.pop(index, None)
         try:
             row = build_row(params, prompt, output, self.store)
-        except WatermarkRequestError as exc:  # validate_params should have refused it already
-            log.error("request left unwatermarked: %s", exc)
-            return
+        except WatermarkRequestError:
+            # The front end validated against the file as it is now: it may have gained a key
+            # since this engine started. Reload once; log (names only) if it still fails.
+            self.store = _store()
+            try:
+                row = build_row(params, prompt, output, self.store)
+            except WatermarkRequestError as exc:
+                log.error("request left unwatermarked: %s", exc)
+                return
         if row is not None:
             self.rows[index] = row
 
