@@ -4,11 +4,13 @@ Used by our own server and, through ``--middleware``, by vLLM's OpenAI server (w
 not rewrite): headers ``x-provenance-key`` (name, or ``none``), ``x-provenance-watermarked``,
 ``x-provenance-model``, ``x-provenance-tokenizer`` (sha256 of the tokenizer's canonical JSON).
 Model and tokenizer come from ``$PROVENANCE_MODEL_NAME`` / ``$PROVENANCE_TOKENIZER_HASH``, set by
-``python -m generator serve``. Key values never appear: only names.
+``python -m generator serve`` (else the hash is computed once from ``$PROVENANCE_MODEL_DIR``).
+Key values never appear: only names.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -17,6 +19,7 @@ from generator.core import SAMPLING_EPS, SamplingSettings, WatermarkRequestError
 
 MODEL_ENV = "PROVENANCE_MODEL_NAME"
 TOKENIZER_ENV = "PROVENANCE_TOKENIZER_HASH"
+MODEL_DIR_ENV = "PROVENANCE_MODEL_DIR"
 DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"
 _PATHS = ("/v1/completions", "/v1/chat/completions")
 
@@ -34,12 +37,24 @@ def request_provenance(body: dict[str, Any], default_key: str | None) -> tuple[s
     return (name if isinstance(name, str) else None), sampling.temperature >= SAMPLING_EPS
 
 
+@functools.cache
+def _tokenizer_hash() -> str:
+    """``$PROVENANCE_TOKENIZER_HASH``, else hashed once from ``$PROVENANCE_MODEL_DIR``."""
+    if os.environ.get(TOKENIZER_ENV):
+        return os.environ[TOKENIZER_ENV]
+    if os.environ.get(MODEL_DIR_ENV):
+        from detector.tokenizers import load_tokenizer
+
+        return load_tokenizer(os.environ[MODEL_DIR_ENV]).content_hash
+    return "unknown"
+
+
 def provenance_headers(name: str | None, watermarked: bool) -> list[tuple[bytes, bytes]]:
     return [
         (b"x-provenance-key", (name if watermarked and name else "none").encode()),
         (b"x-provenance-watermarked", b"true" if watermarked else b"false"),
         (b"x-provenance-model", os.environ.get(MODEL_ENV, "unknown").encode()),
-        (b"x-provenance-tokenizer", os.environ.get(TOKENIZER_ENV, "unknown").encode()),
+        (b"x-provenance-tokenizer", _tokenizer_hash().encode()),
     ]
 
 
