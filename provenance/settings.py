@@ -177,7 +177,7 @@ PROVENANCE_THRESHOLD = float(env_str("PROVENANCE_THRESHOLD", "0.01"))
 if not 0.0 < PROVENANCE_THRESHOLD < 1.0:
     raise ValueError("PROVENANCE_THRESHOLD must lie in (0, 1)")
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.
-PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 250, minimum=1)
+PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
 # An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024)
 
