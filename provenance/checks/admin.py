@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest
 
 from provenance.checks.models import Audit, Check, Hypothesis
 
@@ -15,7 +18,7 @@ class HypothesisInline(admin.TabularInline):
     ]  # fmt: skip
     fields = readonly_fields
 
-    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 

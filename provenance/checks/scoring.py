@@ -19,6 +19,7 @@ from detector.detect import Detection, TextDetection, detect_text
 from detector.stats import dual_key_sf, gamma_sf, holm
 from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer
+from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
 from provenance.keys.selectors import key_config
 
@@ -86,10 +87,17 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
                 tokenizer=tokenizer,
                 loaded=tokenizer_load(tokenizer),
                 keys=tuple(members),
-                configs=tuple(key_config(key) for key in members),
+                configs=tuple(_config(key) for key in members),
             )
         )
     return groups
+
+
+def _config(key: WatermarkKey) -> KeyConfig:
+    try:
+        return key_config(key)
+    except KeyDecryptionError:
+        raise ScoringError(f"key {key.name!r} does not decrypt with the configured KEK") from None
 
 
 def score_text(

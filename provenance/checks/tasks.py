@@ -31,13 +31,13 @@ COMMON: dict[str, Any] = {
 
 
 class CheckTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):  # noqa: ANN001 (Celery's API)
+    def on_failure(self, exc: Exception, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         # Retries exhausted or a bug: the row must not stay "running" forever.
         services.check_fail(args[0], f"scoring failed ({type(exc).__name__})")
 
 
 class AuditChunkTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):  # noqa: ANN001
+    def on_failure(self, exc: Exception, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         for check_id in args[1]:
             services.check_fail(check_id, f"scoring failed ({type(exc).__name__})")
         services.audit_refresh(args[0])

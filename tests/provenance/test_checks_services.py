@@ -176,3 +176,29 @@ def test_watermarked_text_helper_retokenizes_to_ids_that_still_detect():
     result = detect_text(text, load_tokenizer("default"), [KEY_VALUE])
     assert result.is_watermarked and result.log10_p < -20
     assert not detect_text(text, load_tokenizer("default"), [KEY_VALUE ^ 1]).is_watermarked
+
+
+def test_a_key_that_does_not_decrypt_fails_the_check_without_leaking(cast, alice_key, wm_text):
+    from cryptography.fernet import Fernet
+
+    from provenance.keys.models import WatermarkKey
+
+    foreign = Fernet(Fernet.generate_key()).encrypt(str(KEY_VALUE).encode())
+    WatermarkKey.objects.filter(id=alice_key.id).update(encrypted_value=foreign)
+    check = _scored(cast["alice"], wm_text)
+    assert check.status == "failed" and "does not decrypt" in check.failure_reason
+    assert str(KEY_VALUE) not in check.failure_reason
+
+
+def test_a_task_that_fails_for_good_marks_its_rows_failed(cast, alice_key, wm_text):
+    from provenance.checks.tasks import audit_score_chunk_task, check_score_task
+
+    check = check_create(user=cast["alice"], text=wm_text)
+    check_score_task.on_failure(RuntimeError("boom"), "task-id", (check.id,), {}, None)
+    check.refresh_from_db()
+    assert check.status == "failed" and "RuntimeError" in check.failure_reason
+    audit, _ = audit_submit(user=cast["alice"], texts=_items("one", "two"))
+    ids = list(audit.checks.values_list("id", flat=True))
+    audit_score_chunk_task.on_failure(RuntimeError("boom"), "t", (audit.id, ids), {}, None)
+    audit.refresh_from_db()
+    assert audit.status == "done" and audit.checks.filter(status="failed").count() == 2
