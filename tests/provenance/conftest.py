@@ -31,6 +31,15 @@ settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 KEY_VALUE = secrets.randbits(63) | (1 << 63)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_throttle_history() -> None:
+    # Row ids repeat across tests (rolled back), so "alice" accumulates request history in
+    # the throttle's cache over the session; each test starts with none.
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
     # A file database, not SQLite's in-memory default: the worker process must see it.

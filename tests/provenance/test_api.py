@@ -306,3 +306,16 @@ def test_the_docs_page_uses_local_assets_only(client, cast):
     client.force_login(cast["alice"])
     page = client.get("/api/docs/").content.decode()
     assert "cdn" not in page.lower() and "/static/drf_spectacular_sidecar/" in page
+
+
+def test_throttling_is_per_user(api_for, alice_key, monkeypatch):
+    from django.core.cache import cache
+    from rest_framework.throttling import UserRateThrottle
+
+    monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "2/min"})
+    cache.clear()
+    alice, bob = api_for("alice"), api_for("bob")
+    codes = [alice.get("/api/v1/checks").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    assert bob.get("/api/v1/checks").status_code == 200
+    cache.clear()
