@@ -17,6 +17,7 @@ urlpatterns = [
     # The split view serves its init code as a file: no inline script, no CDN (sidecar).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     re_path(r"^api/docs/oauth2-redirect", SpectacularSwaggerOauthRedirectView.as_view()),
+    path("", include("provenance.accounts.urls")),
     path("", include("provenance.keys.urls")),
     path("", include("provenance.checks.urls")),
     path("", include("provenance.playground.urls")),

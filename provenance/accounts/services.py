@@ -24,3 +24,12 @@ def user_create(*, username: str, password: str, team: Team | None = None, **ext
 def membership_set(*, user: AbstractUser, team: Team) -> Membership:
     membership, _ = Membership.objects.update_or_create(user=user, defaults={"team": team})
     return membership
+
+
+@transaction.atomic
+def api_token_rotate(*, user: AbstractUser) -> str:
+    """Replace the user's API token; the new one is returned to show once."""
+    from rest_framework.authtoken.models import Token
+
+    Token.objects.filter(user=user).delete()
+    return Token.objects.create(user=user).key

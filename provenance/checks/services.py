@@ -125,9 +125,10 @@ def check_score(check_id: int) -> None:
 
 
 def _store_results(pairs: list[tuple[Check, TextResult]]) -> None:
-    """Write results of scored checks; replaces earlier rows (idempotent retries)."""
+    """Write results of scored checks, in the caller's transaction. No stale rows can exist:
+    results are written atomically with status "done", and done checks are never rescored
+    (a racing duplicate would hit the unique (check, index) constraint, not double up)."""
     now = timezone.now()
-    Hypothesis.objects.filter(check_run__in=[check.id for check, _ in pairs]).delete()
     bulk.insert_rows(
         Hypothesis,
         HYPOTHESIS_FIELDS,

@@ -123,3 +123,18 @@ def test_the_history_and_audit_pages_list_the_teams_work(api_for, client, cast, 
     audit_id = re.search(r'href="/audits/(\d+)/"', audits).group(1)
     detail = client.get(f"/audits/{audit_id}/").content.decode()
     assert "export.csv" in detail and "1 texts" in detail
+
+
+def test_a_user_creates_an_api_token_that_authenticates(alice_client, alice_key):
+    page = alice_client.get("/accounts/token/").content.decode()
+    assert "no token yet" in page
+    created = alice_client.post("/accounts/token/").content.decode()
+    token = re.search(r'<code id="api-token">([0-9a-f]{40})</code>', created).group(1)
+    assert token not in alice_client.get("/accounts/token/").content.decode()  # shown once
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert api.post("/detect", {"text": "some words"}, format="json").status_code == 200
+    alice_client.post("/accounts/token/")  # replacing revokes the old one
+    assert api.post("/detect", {"text": "some words"}, format="json").status_code == 401

@@ -1,0 +1,19 @@
+"""The user's API token: create or replace it (DRF token auth for scripts and /detect)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+
+from provenance.accounts.services import api_token_rotate
+
+
+@never_cache
+@login_required
+def api_token(request: HttpRequest) -> HttpResponse:
+    context = {"has_token": hasattr(request.user, "auth_token"), "token": None}
+    if request.method == "POST":
+        context.update(has_token=True, token=api_token_rotate(user=request.user))
+    return render(request, "accounts/api_token.html", context)
