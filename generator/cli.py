@@ -10,6 +10,7 @@ Keys come only from the key file (a path); the command line carries key names, n
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -23,8 +24,14 @@ from generator.types import GenerationRequest
 BACKENDS = ("transformers", "vllm")
 
 
+def default_backend() -> str:
+    """vLLM when installed: measured faster on SmolLM2 here (20 vs 15 tok/s at batch 1, 122 vs
+    63 at batch 8; README), though it starts in ~35 s against ~3 s for transformers."""
+    return "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=BACKENDS, default="transformers")
+    p.add_argument("--backend", choices=BACKENDS, default=default_backend())
     p.add_argument("--keys", required=True, help="JSON key file: {NAME: {key, algorithm, ...}}")
     p.add_argument(
         "--model", default=None, help="local model directory (default: embedded SmolLM2)"
