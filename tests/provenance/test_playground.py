@@ -321,4 +321,3 @@ def test_the_meter_finds_nothing_under_another_key(cast, tokenizer_row):
     other, _ = key_create(name="k2", team=cast["acme"], tokenizer=tokenizer_row)
     ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=60, seed=3)]
     assert services.Meter(other).read(ids)["log10_p"] > -2
-

@@ -1,0 +1,145 @@
+"""The playground against the real generator server on the embedded SmolLM2 (started the
+way ``make run`` starts it, from a key file written from the registry): streamed replies with
+their provenance and meter, stop, and a restart when the key set changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import httpx
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from provenance.keys.services import key_create
+from provenance.playground.embedded import EmbeddedGenerator
+from provenance.playground.keyfile import generator_key_name
+from provenance.playground.models import Conversation, Message
+from provenance.redis_server import free_port
+
+pytestmark = pytest.mark.slow
+
+
+def wait_healthy(url: str, process, timeout: float = 240) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError("the generator exited")
+        try:
+            return httpx.get(f"{url}/health", timeout=1).raise_for_status().json()
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    raise RuntimeError("the generator did not start")
+
+
+@pytest.fixture
+def generator(tmp_path, settings, alice_key):
+    """The embedded generator on the test registry's keys; the playground points at it."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    running = EmbeddedGenerator(tmp_path, free_port(), env).start()
+    settings.PROVENANCE_PLAYGROUND = {
+        **settings.PROVENANCE_PLAYGROUND, "GENERATOR_URL": running.url, "READ_TIMEOUT": 60,
+    }  # fmt: skip
+    try:
+        wait_healthy(running.url, running.process)
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def bob(client, cast):
+    cast["bob"].user_permissions.add(Permission.objects.get(codename="use_playground"))
+    client.force_login(cast["bob"])
+    return client
+
+
+def post_reply(client, conversation, key, watermark: bool, max_tokens: int = 60):
+    form = {"content": "Write a few sentences about the sea.", "key": key.pk,
+            "temperature": "1", "top_p": "1", "max_tokens": str(max_tokens)}  # fmt: skip
+    if watermark:
+        form["watermark"] = "on"
+    return client.post(reverse("playground-reply", args=[conversation.pk]), form)
+
+
+def read_events(response, limit: int | None = None) -> list[dict]:
+    found: list[dict] = []
+    for part in response.streaming_content:
+        for line in part.decode().splitlines():
+            if line.startswith("data: "):
+                found.append(json.loads(line[6:]))
+        if limit is not None and len(found) >= limit:
+            break
+    return found
+
+
+def test_a_watermarked_reply_streams_with_a_growing_meter_and_is_stored(
+    bob, cast, alice_key, generator
+):
+    conversation = Conversation.objects.create(team=cast["acme"], user=cast["bob"])
+    events = read_events(post_reply(bob, conversation, alice_key, watermark=True))
+    tokens = [e for e in events if e["type"] == "token"]
+    assert events[0]["type"] == "start" and events[-1]["type"] == "done"
+    assert len(tokens) > 10  # token by token, not one block
+    assert tokens[-1]["log10_p"] < tokens[2]["log10_p"]  # evidence grows with the reply
+    assert events[-1]["log10_p"] < -2 and events[-1]["watermarked"]
+    reply = Message.objects.get(role="assistant")
+    assert reply.status == "done" and reply.content == "".join(t["text"] for t in tokens)
+    assert reply.key_name == "acme-main" and reply.generator_key == generator_key_name(alice_key)
+    assert reply.model == "smollm2-135m-instruct"
+    assert reply.tokenizer_hash == alice_key.tokenizer.content_hash
+    assert (reply.temperature, reply.top_p, reply.max_tokens) == (1.0, 1.0, 60)
+    assert 10 < len(reply.token_ids) <= 60 and reply.log10_p == events[-1]["log10_p"]
+
+
+def test_a_reply_without_watermark_shows_no_evidence(bob, cast, alice_key, generator):
+    conversation = Conversation.objects.create(team=cast["acme"], user=cast["bob"])
+    events = read_events(post_reply(bob, conversation, alice_key, watermark=False))
+    assert events[-1]["type"] == "done" and not events[-1]["watermarked"]
+    # One test at the 1% level: fails about once in a hundred runs by design of the statistic.
+    assert events[-1]["log10_p"] > -2
+    assert Message.objects.get(role="assistant").watermarked is False
+
+
+def _stop_after_a_few_tokens(bob, cast, alice_key) -> Conversation:
+    conversation = Conversation.objects.create(team=cast["acme"], user=cast["bob"])
+    response = post_reply(bob, conversation, alice_key, watermark=True, max_tokens=200)
+    read_events(response, limit=4)
+    # What the server does when the browser aborts the fetch: close the response's iterator.
+    # (Through the test client's wrapper: response.close() would also close the test's
+    # database connection, as request_finished does at the end of a real request.)
+    response._iterator.close()
+    return conversation
+
+
+def test_stopping_a_reply_keeps_the_partial_text(bob, cast, alice_key, generator):
+    _stop_after_a_few_tokens(bob, cast, alice_key)
+    reply = Message.objects.get(role="assistant")
+    assert reply.status == "stopped" and reply.content and reply.finish_reason == "stopped"
+    assert 0 < len(reply.token_ids) < 200
+
+
+@pytest.mark.xfail(
+    reason="generator/server.py keeps the model lock after a client hangs up (the suspended "
+    "SSE generator is not closed when Starlette cancels the stream); reported",
+    strict=False,
+)
+def test_after_a_stop_the_generator_answers_the_next_reply(
+    bob, cast, alice_key, generator, settings
+):
+    conversation = _stop_after_a_few_tokens(bob, cast, alice_key)
+    settings.PROVENANCE_PLAYGROUND = {**settings.PROVENANCE_PLAYGROUND, "READ_TIMEOUT": 20}
+    events = read_events(post_reply(bob, conversation, alice_key, watermark=True, max_tokens=5))
+    assert events[-1]["type"] == "done"
+
+
+def test_the_embedded_generator_restarts_with_a_new_key(cast, tokenizer_row, generator):
+    first = wait_healthy(generator.url, generator.process)
+    key, _ = key_create(name="fresh", team=cast["acme"], tokenizer=tokenizer_row)
+    assert generator_key_name(key) not in first["keys"]
+    generator.checked = 0.0
+    generator.refresh()
+    health = wait_healthy(generator.url, generator.process)
+    assert generator_key_name(key) in health["keys"]
