@@ -33,10 +33,12 @@ def check_new(request: HttpRequest) -> HttpResponse:
 def check_detail(request: HttpRequest, check_id: int) -> HttpResponse:
     check = selectors.check_get(request.user, check_id)
     finished = check.status in (Status.DONE, Status.FAILED)
+    hypotheses = list(check.hypotheses.all())
     context = {
         "check": check,
         "finished": finished,
-        "hypotheses": list(check.hypotheses.all()),
+        "hypotheses": hypotheses,
+        "best": min(hypotheses, key=lambda h: h.adjusted_log10_p, default=None),
         "segments": heatmap.segments(check.text, check.token_data) if finished else [],
         "chart": heatmap.chart(check.token_data, check.threshold, check.num_hypotheses or 1),
     }

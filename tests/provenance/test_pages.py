@@ -51,6 +51,7 @@ def test_a_watermarked_text_shows_the_verdict_table_heatmap_and_chart(
     check_score(check_id)
     page = alice_client.get(f"/checks/{check_id}/").content.decode()
     assert 'data-verdict="watermarked"' in page and "acme-main" in page
+    assert "tokenizer SmolLM2-135M" in page
     assert 'id="hypotheses"' in page and "<svg" in page and "<polyline" in page
     assert 'http-equiv="refresh"' not in page
     check = Check.objects.get(id=check_id)
