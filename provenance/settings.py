@@ -45,6 +45,20 @@ def env_int(name: str, default: int, minimum: int = 0) -> int:
     return value
 
 
+def env_float(name: str, default: float, low: float, high: float) -> float:
+    """A float in the open interval (low, high)."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+    if not low < value < high:
+        raise ValueError(f"{name} must lie in ({low}, {high}), got {value}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
@@ -173,9 +187,7 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
 PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
 PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
-PROVENANCE_THRESHOLD = float(env_str("PROVENANCE_THRESHOLD", "0.01"))
-if not 0.0 < PROVENANCE_THRESHOLD < 1.0:
-    raise ValueError("PROVENANCE_THRESHOLD must lie in (0, 1)")
+PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.
 PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
 # An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
