@@ -150,8 +150,13 @@ def _chunk(event: dict[str, Any]) -> Chunk:
         text=delta.get("content") or choice.get("text") or "",
         token_ids=tuple(int(i) for i in ids) if isinstance(ids, list) else None,
         finish_reason=choice.get("finish_reason"),
-        provenance=event.get("provenance") or {},
+        provenance=event.get("provenance") or _model_only(event),
     )
+
+
+def _model_only(event: dict[str, Any]) -> dict[str, Any]:
+    # vLLM's own server reports provenance in headers only; its chunks still name the model.
+    return {"model": event["model"]} if event.get("model") else {}
 
 
 def _error_text(error: Any) -> str:

@@ -299,8 +299,15 @@ class _Reply:
             "finish_reason": self.finish,
             "watermarked": bool(self.provenance.get("watermarked", self.message.watermarked)),
             "model": self.provenance.get("model", ""),
+            "tokenizer_mismatch": self._tokenizer_mismatch(),
             **self.reading,
         }
+
+    def _tokenizer_mismatch(self) -> bool:
+        """The generator's tokenizer is not the key's: the meter and checks would mislead."""
+        reported = self.provenance.get("tokenizer_hash")
+        key = self.message.key
+        return bool(reported and key and reported != key.tokenizer.content_hash)
 
     def save(self) -> None:
         p = self.provenance

@@ -18,6 +18,7 @@ from generator.config import KeyStore
 from provenance.checks.models import Check
 from provenance.keys.services import key_create, key_retire
 from provenance.playground import services
+from provenance.playground.client import GeneratorError, _chunks
 from provenance.playground.keyfile import generator_key_name, keyfile_write
 from provenance.playground.models import Conversation, Message
 from provenance.redis_server import free_port
@@ -321,3 +322,27 @@ def test_the_meter_finds_nothing_under_another_key(cast, tokenizer_row):
     other, _ = key_create(name="k2", team=cast["acme"], tokenizer=tokenizer_row)
     ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=60, seed=3)]
     assert services.Meter(other).read(ids)["log10_p"] > -2
+
+
+# --- the generator's stream as the client reads it ----------------------------------------------
+
+
+def test_the_client_reads_vllm_chunks_with_token_ids_and_the_model():
+    lines = [
+        'data: {"model": "m1", "choices": [{"delta": {"content": "Hi"}, "token_ids": [5, 6]}]}',
+        "",
+        'data: {"choices": [{"delta": {}, "finish_reason": "stop", "token_ids": [7]}]}',
+        "data: [DONE]",
+        'data: {"choices": [{"delta": {"content": "after done"}}]}',
+    ]
+    chunks = list(_chunks(iter(lines)))
+    assert [c.text for c in chunks] == ["Hi", ""]
+    assert chunks[0].token_ids == (5, 6) and chunks[1].token_ids == (7,)
+    assert chunks[0].provenance == {"model": "m1"} and chunks[1].finish_reason == "stop"
+
+
+def test_the_client_turns_a_malformed_or_error_event_into_a_clear_error():
+    with pytest.raises(GeneratorError, match="malformed"):
+        list(_chunks(iter(["data: {not json"])))
+    with pytest.raises(GeneratorError, match="model crashed"):
+        list(_chunks(iter(['data: {"error": {"message": "model crashed"}}'])))

@@ -7,9 +7,13 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 
-from tests.provenance.test_browser import browser_page  # noqa: F401  (fixture)
-from tests.provenance.test_playground_generator import generator  # noqa: F401  (fixture)
+from provenance.playground.models import Message
+from provenance.redis_server import free_port
+from tests.provenance import test_browser, test_playground_generator
 
+# Fixtures shared with those modules (a conftest is not ours to change).
+browser_page = test_browser.browser_page
+generator = test_playground_generator.generator
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
@@ -43,23 +47,48 @@ def _check_last_reply(page) -> str:
     return page.get_attribute("#verdict", "data-verdict")
 
 
-def test_a_user_chats_sees_the_reply_stream_and_checks_it(
-    celery_worker,
-    live_server,
-    cast,
-    alice_key,
-    generator,
-    browser_page,  # noqa: F811
-):
-    cast["alice"].user_permissions.add(Permission.objects.get(codename="use_playground"))
-    page = browser_page
-    page.goto(f"{live_server.url}/accounts/login/")
+def _login_to_a_new_conversation(page, base: str) -> None:
+    page.goto(f"{base}/accounts/login/")
     page.fill("input[name=username]", "alice")
     page.fill("input[name=password]", "alice-pass-123")
     page.click("button[type=submit]")
     page.click("text=Playground")
     page.click("#new-conversation")
     page.wait_for_selector("#chat-form")
+
+
+def test_a_generator_that_is_down_shows_a_message_and_a_working_retry(
+    live_server, cast, alice_key, settings, browser_page
+):
+    settings.PROVENANCE_PLAYGROUND = {
+        **settings.PROVENANCE_PLAYGROUND, "GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
+    }  # fmt: skip
+    cast["alice"].user_permissions.add(Permission.objects.get(codename="use_playground"))
+    page = browser_page
+    _login_to_a_new_conversation(page, live_server.url)
+    page.fill("#id_content", "Hello there.")
+    page.click("#send")
+    page.wait_for_selector("#failure:not([hidden])")
+    assert "not reachable" in page.text_content("#failure-text")
+    assert "Hello there." in page.text_content("#messages")  # the turn is kept
+    assert page.is_enabled("#send") and page.is_hidden("#stop")
+    page.click("#retry")
+    page.wait_for_function("() => document.querySelectorAll('.msg.assistant.failed').length == 2")
+    assert Message.objects.filter(role="user").count() == 1
+    assert Message.objects.filter(role="assistant", status="failed").count() == 2
+
+
+def test_a_user_chats_sees_the_reply_stream_and_checks_it(
+    celery_worker,
+    live_server,
+    cast,
+    alice_key,
+    generator,
+    browser_page,
+):
+    cast["alice"].user_permissions.add(Permission.objects.get(codename="use_playground"))
+    page = browser_page
+    _login_to_a_new_conversation(page, live_server.url)
     conversation = page.url
 
     reply = _chat(page, "Write a few sentences about the sea.", watermark=True)

@@ -85,6 +85,7 @@ def test_a_watermarked_reply_streams_with_a_growing_meter_and_is_stored(
     assert len(tokens) > 10  # token by token, not one block
     assert tokens[-1]["log10_p"] < tokens[2]["log10_p"]  # evidence grows with the reply
     assert events[-1]["log10_p"] < -2 and events[-1]["watermarked"]
+    assert events[-1]["tokenizer_mismatch"] is False
     reply = Message.objects.get(role="assistant")
     assert reply.status == "done" and reply.content == "".join(t["text"] for t in tokens)
     assert reply.key_name == "acme-main" and reply.generator_key == generator_key_name(alice_key)

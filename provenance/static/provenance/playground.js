@@ -96,6 +96,10 @@
       reply.box.classList.add("done");
       reply.meta.textContent = (ev.watermarked ? "watermarked" : "not watermarked") +
         (ev.model ? " · " + ev.model : "") + " · " + (ev.finish_reason || "done");
+      if (ev.tokenizer_mismatch) {
+        reply.box.appendChild(el("p", "error",
+          "The generator's tokenizer is not this key's: the meter and checks cannot be trusted."));
+      }
       if (ev.check_url) addActions(reply, ev);
       statusBox.textContent = "Reply complete.";
     } else if (ev.type === "error") {
