@@ -11,6 +11,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
 
 from provenance.keys import services
 from provenance.keys.models import Tokenizer, WatermarkKey
@@ -117,6 +119,10 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         *readonly_fields,
     ]
     actions = ["rotate_keys", "retire_keys"]
+
+    @method_decorator(sensitive_post_parameters("value"))
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None):
+        return super().add_view(request, form_url, extra_context)
 
     def get_form(self, request: HttpRequest, obj: WatermarkKey | None = None, **kwargs: Any):
         if obj is None:

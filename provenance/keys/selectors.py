@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db.models import Q, QuerySet
+from django.views.decorators.debug import sensitive_variables
 
 from detector.config import KeyConfig
 from provenance.accounts.models import Team
@@ -61,6 +62,7 @@ def _unique_ids(key_ids: Iterable[int]) -> list[int]:
     return wanted
 
 
+@sensitive_variables()  # every local, in Django's error reports
 def key_config(key: WatermarkKey) -> KeyConfig:
     """Decrypt a key into the detector's config. Call only where the value is used."""
     return KeyConfig(

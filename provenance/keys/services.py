@@ -8,6 +8,7 @@ import secrets
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 
 from detector.prf import check_key
 from detector.tokenizers import load_tokenizer
@@ -21,6 +22,7 @@ class RegistryError(ProblemError):
     """A registry write was refused; the message is safe to show."""
 
 
+@sensitive_variables("raw", "value", "text")  # hidden from Django's error reports
 def parse_key_value(raw: str | int | None) -> int:
     """A key value typed by an administrator: decimal or 0x-hex; None/empty = generate one."""
     if raw is None or (isinstance(raw, str) and raw.strip() == ""):
@@ -73,7 +75,7 @@ def tokenizer_default() -> Tokenizer:
     return tokenizer_register(name="SmolLM2-135M", source_kind=Tokenizer.Source.DEFAULT)
 
 
-@transaction.atomic
+@sensitive_variables("value", "secret")  # hidden from Django's error reports
 def key_create(
     *,
     name: str,
@@ -88,12 +90,38 @@ def key_create(
     created_by: AbstractBaseUser | None = None,
     rotated_from: WatermarkKey | None = None,
 ) -> tuple[WatermarkKey, int]:
-    """Register a key; returns the row and the value, which is never readable again."""
+    """Register a key; returns the row and the value, which is never readable again.
+
+    The plain value stays in this frame: only ciphertext goes further down (the frame of a
+    transaction wrapper would otherwise show it in an error report)."""
     secret = parse_key_value(value)
+    key = _key_store(
+        name=name, team=team, tokenizer=tokenizer, ciphertext=encrypt_value(secret),
+        algorithm=algorithm, alpha=alpha, context_width=context_width, deduplicate=deduplicate,
+        shared=shared, created_by=created_by, rotated_from=rotated_from,
+    )  # fmt: skip
+    return key, secret
+
+
+@transaction.atomic
+def _key_store(
+    *,
+    name: str,
+    team: Team,
+    tokenizer: Tokenizer,
+    ciphertext: bytes,
+    algorithm: str = "gumbel",
+    alpha: float = 0.1,
+    context_width: int = 4,
+    deduplicate: bool = True,
+    shared: bool = False,
+    created_by: AbstractBaseUser | None = None,
+    rotated_from: WatermarkKey | None = None,
+) -> WatermarkKey:
     _validate_config(algorithm, alpha, context_width)
     if WatermarkKey.objects.filter(team=team, name=name).exists():
         raise RegistryError(f"team {team.name!r} already has a key named {name!r}")
-    key = WatermarkKey.objects.create(
+    return WatermarkKey.objects.create(
         name=name,
         team=team,
         tokenizer=tokenizer,
@@ -102,11 +130,10 @@ def key_create(
         context_width=context_width,
         deduplicate=deduplicate,
         shared=shared,
-        encrypted_value=encrypt_value(secret),
+        encrypted_value=ciphertext,
         created_by=created_by,
         rotated_from=rotated_from,
     )
-    return key, secret
 
 
 def _validate_config(algorithm: str, alpha: float, context_width: int) -> None:

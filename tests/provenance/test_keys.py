@@ -91,3 +91,21 @@ def test_naming_another_teams_private_key_reads_as_unknown(cast, tokenizer_row):
     private, _ = key_create(name="p", team=cast["other"], tokenizer=tokenizer_row)
     with pytest.raises(KeySelectionError, match="unknown"):
         keys_for_check(cast["acme"], [private.id])
+
+
+def test_django_error_reports_hide_key_values_in_locals(cast, tokenizer_row, settings):
+    import sys
+
+    from django.views.debug import ExceptionReporter
+
+    settings.DEBUG = False  # production: error e-mails and logs (DEBUG pages show all)
+    try:
+        key_create(
+            name="x", team=cast["acme"], tokenizer=tokenizer_row, value=str(KEY_VALUE),
+            algorithm="no-such-algorithm",
+        )  # fmt: skip
+    except RegistryError:
+        exc_info = sys.exc_info()
+    report = ExceptionReporter(None, *exc_info).get_traceback_html()  # with frame locals
+    assert "key_create" in report and "no-such-algorithm" in report
+    assert str(KEY_VALUE) not in report
