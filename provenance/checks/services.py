@@ -24,6 +24,7 @@ from provenance.checks.scoring import (
     TextResult,
     prepare_keys,
     score_text,
+    score_texts,
 )
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.models import WatermarkKey
@@ -326,16 +327,34 @@ def audit_score_chunk(audit_id: int, check_ids: list[int]) -> None:
 
 
 def _score_many(checks: list[Check], groups: list[KeyGroup]) -> None:
+    try:
+        results = score_texts(
+            [check.text for check in checks], groups, threshold=_threshold(checks)
+        )
+        pairs = list(zip(checks, results, strict=True))
+    except (ScoringError, ValueError):
+        pairs = _score_one_by_one(checks, groups)  # isolates the text that cannot be scored
+    with transaction.atomic():
+        _store_results(pairs)
+
+
+def _threshold(checks: list[Check]) -> float:
+    thresholds = {check.threshold for check in checks}
+    if len(thresholds) != 1:  # one audit has one threshold; refuse a silent mix
+        raise ScoringError("the checks of one chunk carry different thresholds")
+    return thresholds.pop()
+
+
+def _score_one_by_one(checks: list[Check], groups: list[KeyGroup]) -> list[tuple[Check, Any]]:
     pairs = []
     for check in checks:
         try:
             result = score_text(check.text, groups, threshold=check.threshold, with_tokens=False)
-        except ScoringError as exc:
+        except (ScoringError, ValueError) as exc:
             check_fail(check.id, str(exc))
             continue
         pairs.append((check, result))
-    with transaction.atomic():
-        _store_results(pairs)
+    return pairs
 
 
 def audit_refresh(audit_id: int) -> None:

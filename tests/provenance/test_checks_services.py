@@ -202,3 +202,32 @@ def test_a_task_that_fails_for_good_marks_its_rows_failed(cast, alice_key, wm_te
     audit_score_chunk_task.on_failure(RuntimeError("boom"), "t", (audit.id, ids), {}, None)
     audit.refresh_from_db()
     assert audit.status == "done" and audit.checks.filter(status="failed").count() == 2
+
+
+def test_the_batched_audit_path_matches_the_single_text_path(
+    cast, alice_key, tokenizer_row, wm_text, human_text
+):
+    from detector.tokenizers import embedded_gguf_path
+    from provenance.checks.scoring import prepare_keys, score_text, score_texts
+    from provenance.keys.services import tokenizer_register
+
+    gguf = tokenizer_register(
+        name="gguf", source_kind="gguf", source_path=str(embedded_gguf_path())
+    )
+    dual, _ = key_create(
+        name="dual", team=cast["acme"], tokenizer=gguf, algorithm="dual_key_gumbel"
+    )
+    plain, _ = key_create(name="plain", team=cast["acme"], tokenizer=tokenizer_row)
+    groups = prepare_keys([alice_key, dual, plain])
+    assert len(groups) == 2
+    texts = [wm_text, human_text, "the cat sat on the mat. " * 5, wm_text[:200]]
+    batched = score_texts(texts, groups, threshold=0.01)
+    for text, got in zip(texts, batched, strict=True):
+        one = score_text(text, groups, threshold=0.01, with_tokens=False)
+        assert (got.best, got.is_watermarked) == (one.best, one.is_watermarked)
+        assert got.log10_p == pytest.approx(one.log10_p)
+        assert [h.key.id for h in got.hypotheses] == [h.key.id for h in one.hypotheses]
+        assert [h.adjusted_log10_p for h in got.hypotheses] == pytest.approx(
+            [h.adjusted_log10_p for h in one.hypotheses]
+        )
+    assert batched[0].is_watermarked and batched[0].hypotheses[batched[0].best].key == alice_key
