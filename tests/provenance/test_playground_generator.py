@@ -131,7 +131,7 @@ def test_after_a_stop_the_generator_answers_the_next_reply(
     bob, cast, alice_key, generator, settings
 ):
     conversation = _stop_after_a_few_tokens(bob, cast, alice_key)
-    settings.PROVENANCE_PLAYGROUND = {**settings.PROVENANCE_PLAYGROUND, "READ_TIMEOUT": 20}
+    settings.PROVENANCE_PLAYGROUND = {**settings.PROVENANCE_PLAYGROUND, "READ_TIMEOUT": 10}
     events = read_events(post_reply(bob, conversation, alice_key, watermark=True, max_tokens=5))
     assert events[-1]["type"] == "done"
 
