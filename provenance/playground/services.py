@@ -8,6 +8,7 @@ import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,7 @@ def reply_start(
 ) -> Message:
     """Store the user's turn (none on a retry: empty content) and an empty reply to stream."""
     key = _key_for(user, key_id)
+    _abandoned_fail(conversation)
     content = (content or "").strip()
     if len(content) > MAX_PROMPT_CHARS:
         raise ProblemError(f"the message is longer than {MAX_PROMPT_CHARS} characters")
@@ -151,6 +153,15 @@ def reply_start(
         temperature=sampling.temperature,
         top_p=sampling.top_p,
         max_tokens=sampling.max_tokens,
+    )
+
+
+def _abandoned_fail(conversation: Conversation) -> None:
+    """Replies left "streaming" by a web process that died: no stream lives this long."""
+    c = _config()
+    cutoff = timezone.now() - timedelta(seconds=c["MAX_SECONDS"] + c["READ_TIMEOUT"])
+    conversation.messages.filter(status=Message.Status.STREAMING, created_at__lt=cutoff).update(
+        status=Message.Status.FAILED, error="interrupted", finished_at=timezone.now()
     )
 
 

@@ -8,11 +8,13 @@ import json
 import stat
 import threading
 import time
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
+from django.utils import timezone
 
 from generator.config import KeyStore
 from provenance.checks.models import Check
@@ -247,6 +249,17 @@ def test_too_many_open_streams_are_refused_not_queued(
     monkeypatch.setattr(services, "_streams_open", 1)
     last = events(send(bob, conversation, alice_key))[-1]
     assert last["type"] == "error" and last["kind"] == "busy"
+
+
+def test_a_reply_left_streaming_by_a_dead_process_is_marked_failed(
+    bob, conversation, alice_key, generator_at
+):
+    generator_at(f"http://127.0.0.1:{_closed_port()}")
+    orphan = Message.objects.create(conversation=conversation, role="assistant", status="streaming")
+    Message.objects.filter(pk=orphan.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    events(send(bob, conversation, alice_key))
+    orphan.refresh_from_db()
+    assert orphan.status == "failed" and orphan.error == "interrupted"
 
 
 # --- stored replies, check and edit-and-check ---------------------------------------------------
