@@ -231,3 +231,20 @@ def test_the_batched_audit_path_matches_the_single_text_path(
             [h.adjusted_log10_p for h in one.hypotheses]
         )
     assert batched[0].is_watermarked and batched[0].hypotheses[batched[0].best].key == alice_key
+
+
+def test_a_broker_outage_fails_the_new_check_with_a_clear_reason(
+    cast, alice_key, monkeypatch, django_capture_on_commit_callbacks
+):
+    from kombu.exceptions import OperationalError
+
+    from provenance.checks.tasks import check_score_task
+
+    def unavailable(*args, **kwargs):  # fault injection: the broker refuses the message
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(check_score_task, "delay", unavailable)
+    with django_capture_on_commit_callbacks(execute=True):
+        check = check_create(user=cast["alice"], text="some text")
+    check.refresh_from_db()
+    assert check.status == "failed" and "queue is unavailable" in check.failure_reason
