@@ -134,9 +134,11 @@ def main() -> int:
                     "--access-logfile", "-", "--no-control-socket"], env)
         )  # fmt: skip
         _announce(host, port, password, redis)
+        sweeper = _Sweeper()
         while all(child.poll() is None for child in children):
             if generator is not None:
                 generator.refresh()
+            sweeper.tick()
             time.sleep(0.5)
         print("a child process exited; stopping", file=sys.stderr)
         return 1
@@ -149,6 +151,33 @@ def main() -> int:
         if generator is not None:
             generator.stop()
         redis.stop()
+
+
+class _Sweeper:
+    """Runs the checks sweeper every PROVENANCE_SWEEP_INTERVAL seconds: checks the broker
+    lost (Redis restarted empty, a worker killed mid-task) are queued again."""
+
+    def __init__(self) -> None:
+        from django.conf import settings
+
+        self.every = settings.PROVENANCE_SWEEP_INTERVAL
+        self.pending_after = settings.PROVENANCE_SWEEP_PENDING_AFTER
+        self.running_after = settings.PROVENANCE_SWEEP_RUNNING_AFTER
+        self.last = time.monotonic()
+
+    def tick(self) -> None:
+        if time.monotonic() - self.last < self.every:
+            return
+        self.last = time.monotonic()
+        from django.db import close_old_connections
+
+        from provenance.checks.services import checks_sweep
+
+        try:
+            close_old_connections()
+            checks_sweep(pending_after=self.pending_after, running_after=self.running_after)
+        except Exception as exc:  # a locked database: the next tick tries again
+            print(f"  sweeper: {type(exc).__name__}; retrying later", file=sys.stderr)
 
 
 def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:

@@ -87,7 +87,33 @@ if not SECRET_KEY:
         raise ValueError("DJANGO_SECRET_KEY must be set when PROVENANCE_EMBEDDED=0")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+
+# --- Transport security ------------------------------------------------------------------
+# Production (PROVENANCE_EMBEDDED=0) is served over HTTPS: secure cookies, HSTS and a redirect
+# by default; DJANGO_HTTPS=0 turns them off for a plain-HTTP trial (docker compose locally).
+HTTPS = env_bool("DJANGO_HTTPS", not PROVENANCE_EMBEDDED)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", HTTPS)
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True  # forms carry the token; no script reads the cookie
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", HTTPS)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (never trust it otherwise).
+if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Every asset is served by the app and no template carries inline script or style, so the
+# policy can forbid both (provenance.middleware adds the header; the browser tests listen
+# for violations).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -115,6 +141,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "provenance.middleware.ContentSecurityPolicyMiddleware",
+    "provenance.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "provenance.urls"
@@ -146,7 +174,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL: readers (pages polling progress) do not block the worker's writes, nor the
     # reverse; IMMEDIATE: writers take the lock up front instead of failing on upgrade.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        timeout=20,
+        timeout=env_float("DATABASE_SQLITE_TIMEOUT", 20.0, 0.0, 3600.0),
         transaction_mode="IMMEDIATE",
         init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     )
@@ -190,6 +218,15 @@ PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minim
 PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.
 PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
+# The detector is an oracle for forging and scrubbing: texts per user per UTC day, counted
+# from the audit log (checks, audit texts and /detect calls alike).
+PROVENANCE_DAILY_QUOTA = env_int("PROVENANCE_DAILY_QUOTA", 50_000, minimum=1)
+# The sweeper (manage.py checks_sweep; make run runs it) queues again checks the broker lost:
+# pending and queued longer ago than PENDING_AFTER, running for longer than RUNNING_AFTER
+# (above the audit chunk's hard time limit, 660 s, so a live task is never doubled).
+PROVENANCE_SWEEP_INTERVAL = env_int("PROVENANCE_SWEEP_INTERVAL", 30, minimum=1)
+PROVENANCE_SWEEP_PENDING_AFTER = env_int("PROVENANCE_SWEEP_PENDING_AFTER", 600, minimum=1)
+PROVENANCE_SWEEP_RUNNING_AFTER = env_int("PROVENANCE_SWEEP_RUNNING_AFTER", 900, minimum=1)
 # An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024)
 
@@ -229,7 +266,11 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"user": env_str("PROVENANCE_USER_THROTTLE", "600/min")},
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_str("PROVENANCE_USER_THROTTLE", "600/min"),
+        # Submissions to the detector (checks, audits, /detect), per user.
+        "detect": env_str("PROVENANCE_DETECT_THROTTLE", "120/min"),
+    },
     "EXCEPTION_HANDLER": "provenance.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
 from provenance.checks import selectors, services
@@ -61,6 +63,12 @@ class HypothesisOutput(serializers.ModelSerializer):
 
 class CheckSummaryOutput(serializers.ModelSerializer):
     best_key = serializers.CharField(source="best_key.name", default=None, read_only=True)
+    notice = serializers.SerializerMethodField(
+        help_text="Set while the check waits for the scoring queue (broker down)."
+    )
+
+    def get_notice(self, check: Check) -> str:
+        return services.queue_notice(check)
 
     class Meta:
         model = Check
@@ -77,9 +85,11 @@ class CheckSummaryOutput(serializers.ModelSerializer):
             "num_scored_tokens",
             "best_key",
             "created_at",
+            "queued_at",
             "started_at",
             "finished_at",
             "scoring_ms",
+            "notice",
         ]
 
 
@@ -89,6 +99,21 @@ class CheckDetailOutput(CheckSummaryOutput):
 
     class Meta(CheckSummaryOutput.Meta):
         fields = [*CheckSummaryOutput.Meta.fields, "audit_id", "text", "hypotheses", "heatmap"]
+
+
+class DetectionThrottle(UserRateThrottle):
+    """Per-user rate of submissions to the detector (an oracle for forging and scrubbing);
+    reads of results are limited only by the general per-user rate."""
+
+    scope = "detect"
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return True
+        return super().allow_request(request, view)
+
+
+DETECT_THROTTLES = [UserRateThrottle, DetectionThrottle]
 
 
 def _body_size_guard(request: Request) -> None:
@@ -101,11 +126,13 @@ def _body_size_guard(request: Request) -> None:
 
 
 class CheckListCreateApi(APIView):
+    throttle_classes = DETECT_THROTTLES
+
     @extend_schema_serializer(component_name="CheckInput")
     class InputSerializer(serializers.Serializer):
         text = TextField()
         key_ids = serializers.ListField(
-            child=serializers.IntegerField(), required=False, allow_empty=False
+            child=serializers.UUIDField(), required=False, allow_empty=False
         )
 
     @extend_schema(request=InputSerializer, responses={202: CheckDetailOutput})
@@ -133,7 +160,7 @@ class CheckListCreateApi(APIView):
 
 class CheckDetailApi(APIView):
     @extend_schema(responses=CheckDetailOutput)
-    def get(self, request: Request, check_id: int) -> Response:
+    def get(self, request: Request, check_id: uuid.UUID) -> Response:
         return Response(CheckDetailOutput(selectors.check_get(request.user, check_id)).data)
 
 
@@ -159,6 +186,8 @@ class AuditOutput(serializers.ModelSerializer):
 
 
 class AuditListCreateApi(APIView):
+    throttle_classes = DETECT_THROTTLES
+
     @extend_schema_serializer(component_name="AuditInput")
     class InputSerializer(serializers.Serializer):
         # Items are checked by the service (one clear message naming the bad index).
@@ -168,7 +197,7 @@ class AuditListCreateApi(APIView):
             help_text='[{"client_id": "doc-1", "text": "..."}, ...], at most 10,000',
         )
         key_ids = serializers.ListField(
-            child=serializers.IntegerField(), required=False, allow_empty=False
+            child=serializers.UUIDField(), required=False, allow_empty=False
         )
 
     @extend_schema(
@@ -199,13 +228,13 @@ class AuditListCreateApi(APIView):
 
 class AuditDetailApi(APIView):
     @extend_schema(responses=AuditOutput)
-    def get(self, request: Request, audit_id: int) -> Response:
+    def get(self, request: Request, audit_id: uuid.UUID) -> Response:
         return Response(AuditOutput(selectors.audit_get(request.user, audit_id)).data)
 
 
 class AuditItemsApi(APIView):
     @extend_schema(responses=CheckSummaryOutput(many=True))
-    def get(self, request: Request, audit_id: int) -> Response:
+    def get(self, request: Request, audit_id: uuid.UUID) -> Response:
         audit = selectors.audit_get(request.user, audit_id)
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(selectors.audit_items(audit), request, self)
@@ -225,7 +254,7 @@ def _csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 
 def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    yield json.dumps({"audit": audit.id, "status": audit.status})[:-1] + ', "results": ['
+    yield json.dumps({"audit": str(audit.id), "status": audit.status})[:-1] + ', "results": ['
     for i, row in enumerate(rows):
         yield ("," if i else "") + json.dumps(row)
     yield "]}"
@@ -234,7 +263,7 @@ def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 class AuditExportApi(APIView):
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
     def get(self, request: Request, audit_id: str, fmt: str) -> StreamingHttpResponse:
-        audit = selectors.audit_get(request.user, int(audit_id))
+        audit = selectors.audit_get(request.user, audit_id)
         rows = selectors.audit_export_rows(audit)
         if fmt == "csv":
             response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv")
@@ -248,6 +277,8 @@ class AuditExportApi(APIView):
 
 class DetectApi(APIView):
     """Drop-in for vLLM's example detection server: same request, same fields, plus ours."""
+
+    throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="DetectInput")
     class InputSerializer(serializers.Serializer):
@@ -289,7 +320,7 @@ def _detect_body(result: Any) -> dict[str, Any]:
         "tokenizer": best.tokenizer.name if best else None,
         "hypotheses": [
             {
-                "key_id": h.key.id,
+                "key_id": str(h.key.id),
                 "key_name": h.key.name,
                 "tokenizer": h.tokenizer.name,
                 "score": h.detection.score,

@@ -9,6 +9,7 @@ prepared once and plain numbers and strings go to the driver as they are.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -31,7 +32,9 @@ class _Prep:
         if value is None:
             return None
         if isinstance(value, models.Model):
-            return value.pk
+            value = value.pk
+        if isinstance(value, uuid.UUID):  # ids: distinct per row, nothing to memoize
+            return field.get_db_prep_save(value, connection)
         if isinstance(field, models.JSONField) or not isinstance(value, (bool, int, float, str)):
             return self._memoized(field, value)
         return value  # numbers and strings: the driver adapts them
@@ -72,7 +75,8 @@ def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
 def update_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence]) -> None:
     """UPDATE by primary key: each row is (pk, *values in the order of ``names``)."""
     prep = _Prep(model, names)
-    params = [[*prep.row(row[1:]), row[0]] for row in rows]
+    pk_field = model._meta.pk
+    params = [[*prep.row(row[1:]), prep.value(pk_field, row[0])] for row in rows]
     if not params:
         return
     table = connection.ops.quote_name(model._meta.db_table)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -18,6 +20,8 @@ class Status(models.TextChoices):
 
 
 class Audit(models.Model):
+    # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audits")
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="audits"
@@ -47,6 +51,8 @@ class Audit(models.Model):
 
 
 class Check(models.Model):
+    # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="checks")
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="checks"
@@ -55,6 +61,8 @@ class Check(models.Model):
         Audit, null=True, blank=True, on_delete=models.CASCADE, related_name="checks"
     )
     client_id = models.CharField(max_length=200, blank=True)
+    # Submission order within an audit (ids are random, so they cannot order the items).
+    position = models.PositiveIntegerField(default=0)
     text = models.TextField()
     key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
     threshold = models.FloatField()
@@ -75,13 +83,20 @@ class Check(models.Model):
     # Heatmap of the best hypothesis: offsets, scores, scored mask, cumulative evidence.
     token_data = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the scoring task last reached the broker; empty while the broker was down.
+    queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     scoring_ms = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["audit", "status"])]
+        indexes = [
+            models.Index(fields=["audit", "status"]),
+            models.Index(fields=["audit", "position"]),
+            # The sweeper looks for open checks by age.
+            models.Index(fields=["status", "created_at"]),
+        ]
 
     def __str__(self) -> str:
         return f"check {self.pk} ({self.status})"
@@ -112,3 +127,38 @@ class Hypothesis(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key_name} x {self.tokenizer_name}"
+
+
+class DetectionLog(models.Model):
+    """Who checked what against which keys: the detector is an oracle for forging and
+    scrubbing, so every use is recorded (text by hash; key ids and names, never values)."""
+
+    class Kind(models.TextChoices):
+        CHECK = "check", "check"
+        AUDIT = "audit", "audit"
+        DETECT = "detect", "detect (synchronous)"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    username = models.CharField(max_length=150)  # kept when the user row goes
+    team = models.ForeignKey(Team, null=True, on_delete=models.SET_NULL, related_name="+")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    check_run = models.ForeignKey(
+        Check, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    audit = models.ForeignKey(
+        Audit, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    num_texts = models.PositiveIntegerField()
+    text_sha256 = models.CharField(max_length=64, blank=True)
+    key_ids = models.JSONField()
+    key_names = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.username} {self.kind} ({self.num_texts} text(s))"

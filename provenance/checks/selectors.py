@@ -20,7 +20,7 @@ def checks_for_user(user: AbstractBaseUser) -> QuerySet[Check]:
     return Check.objects.filter(team=team, audit__isnull=True).select_related("best_key")
 
 
-def check_get(user: AbstractBaseUser, check_id: int) -> Check:
+def check_get(user: AbstractBaseUser, check_id: Any) -> Check:
     team = team_for_user(user)
     check = (
         Check.objects.filter(id=check_id, team=team)
@@ -42,7 +42,7 @@ def audits_for_user(user: AbstractBaseUser) -> QuerySet[Audit]:
     return Audit.objects.filter(team=team)
 
 
-def audit_get(user: AbstractBaseUser, audit_id: int) -> Audit:
+def audit_get(user: AbstractBaseUser, audit_id: Any) -> Audit:
     audit = audits_for_user(user).filter(id=audit_id).first()
     if audit is None:
         raise Http404("no such audit")
@@ -60,7 +60,7 @@ def audit_counts(audit: Audit) -> dict[str, int]:
 
 
 def audit_items(audit: Audit) -> QuerySet[Check]:
-    return audit.checks.order_by("id").select_related("best_key")
+    return audit.checks.order_by("position").select_related("best_key")
 
 
 EXPORT_FIELDS = [

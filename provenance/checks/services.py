@@ -6,18 +6,20 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import bulk
-from provenance.checks.models import Audit, Check, Hypothesis, Status
+from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis, Status
 from provenance.checks.scoring import (
     KeyGroup,
     ScoringError,
@@ -58,59 +60,81 @@ def _team_required(user: AbstractBaseUser) -> Team:
     return team
 
 
-def _enqueue(task: Any, *args: Any) -> None:
-    # Runs after commit; a broker outage must not leave rows pending forever unnoticed.
+QUEUE_DOWN = (
+    "the scoring queue is unavailable; the check waits as pending and is scored when the "
+    "queue is back"
+)
+
+
+def _enqueue(task: Any, *args: Any) -> bool:
+    """Publish a task (after commit); False when the broker is down. The row stays pending
+    and the sweeper (checks_sweep) enqueues it again: the database is the source of truth."""
     try:
         task.delay(*args)
-    except Exception:
-        logger.exception("could not enqueue %s%r", task.name, args)
-        raise
+    except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
+        logger.warning("could not enqueue %s (%s); the sweeper will retry", task.name,
+                       type(exc).__name__)  # fmt: skip
+        return False
+    return True
 
 
 def check_create(
-    *, user: AbstractBaseUser, text: Any, key_ids: Sequence[int] | None = None
+    *, user: AbstractBaseUser, text: Any, key_ids: Sequence[Any] | None = None
 ) -> Check:
-    """Store a check and queue its scoring; invalid input stores nothing."""
+    """Store a check and queue its scoring; invalid input stores nothing. With the broker
+    down the check is kept as pending (``queued_at`` stays empty) for the sweeper."""
     team = _team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
+    quota_consume(user, 1)
     with transaction.atomic():
         check = Check.objects.create(
             team=team,
             submitted_by=user,
             text=text,
-            key_ids=[key.id for key in keys],
+            key_ids=[str(key.id) for key in keys],
             threshold=settings.PROVENANCE_THRESHOLD,
         )
-        transaction.on_commit(lambda: _enqueue_check(check.id))
+        _log(user, team, DetectionLog.Kind.CHECK, keys, 1, check=check, text=text)
+        transaction.on_commit(lambda: check_enqueue([check.id]))
+    check.refresh_from_db(fields=["queued_at"])
     return check
 
 
-def _enqueue_check(check_id: int) -> None:
+def check_enqueue(check_ids: Sequence[Any]) -> int:
+    """Queue single checks; returns how many reached the broker (their queued_at is set)."""
     from provenance.checks.tasks import check_score_task
 
-    try:
-        _enqueue(check_score_task, check_id)
-    except Exception:
-        check_fail(check_id, "the scoring queue is unavailable; submit the text again")
+    queued = [cid for cid in check_ids if _enqueue(check_score_task, str(cid))]
+    Check.objects.filter(id__in=queued).update(queued_at=timezone.now())
+    return len(queued)
 
 
-def check_fail(check_id: int, reason: str) -> None:
+def queue_notice(check: Check) -> str:
+    """What the API and pages say about a check that is waiting for the broker."""
+    if check.status == Status.PENDING and check.queued_at is None:
+        return QUEUE_DOWN
+    return ""
+
+
+def check_fail(check_id: Any, reason: str) -> None:
     Check.objects.filter(id=check_id).exclude(status=Status.DONE).update(
         status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
     )
 
 
-def _ordered_keys(key_ids: list[int]) -> list[WatermarkKey]:
-    found = WatermarkKey.objects.select_related("tokenizer").in_bulk(key_ids)
-    missing = [key_id for key_id in key_ids if key_id not in found]
+def _ordered_keys(key_ids: list[str]) -> list[WatermarkKey]:
+    wanted = [uuid.UUID(str(key_id)) for key_id in key_ids]
+    found = WatermarkKey.objects.select_related("tokenizer").in_bulk(wanted)
+    missing = [str(key_id) for key_id in wanted if key_id not in found]
     if missing:
-        raise ScoringError(f"key(s) {missing} were deleted before scoring")
-    return [found[key_id] for key_id in key_ids]
+        raise ScoringError(f"{len(missing)} key(s) were deleted before scoring")
+    return [found[key_id] for key_id in wanted]
 
 
-def check_score(check_id: int) -> None:
-    """Score one check (the task body). Done or failed checks are left as they are."""
+def check_score(check_id: Any) -> None:
+    """Score one check (the task body). Done or failed checks are left as they are; a
+    redelivered or re-swept task that races another one stores nothing twice."""
     check = Check.objects.filter(id=check_id).first()
     if check is None or check.status in (Status.DONE, Status.FAILED):
         return
@@ -121,8 +145,17 @@ def check_score(check_id: int) -> None:
     except ScoringError as exc:
         check_fail(check_id, str(exc))
         return
-    with transaction.atomic():
-        _store_results([(check, result)])
+    _store_once([(check, result)])
+
+
+def _store_once(pairs: list[tuple[Check, TextResult]]) -> None:
+    """Results and status "done" in one transaction. A duplicate delivery that lost the race
+    hits the unique (check, index) constraint: the winner's rows stand, nothing doubles."""
+    try:
+        with transaction.atomic():
+            _store_results(pairs)
+    except IntegrityError:
+        logger.info("results of %d check(s) were already stored by another task", len(pairs))
 
 
 def _store_results(pairs: list[tuple[Check, TextResult]]) -> None:
@@ -180,10 +213,12 @@ def _hypothesis_row(check: Check, h: Any) -> tuple:
 
 
 def detect_now(*, user: AbstractBaseUser, text: Any) -> TextResult:
-    """Synchronous detection for the vLLM-compatible /detect route (nothing stored)."""
+    """Synchronous detection for the vLLM-compatible /detect route (only the log is stored)."""
     team = _team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, None)
+    quota_consume(user, 1)
+    _log(user, team, DetectionLog.Kind.DETECT, keys, 1, text=text)
     try:
         groups = prepare_keys(keys)
     except ScoringError as exc:
@@ -211,7 +246,7 @@ def _audit_items(items: Any) -> list[tuple[str, str]]:
     return cleaned
 
 
-def _request_hash(items: list[tuple[str, str]], key_ids: Sequence[int] | None) -> str:
+def _request_hash(items: list[tuple[str, str]], key_ids: Sequence[Any] | None) -> str:
     canonical = json.dumps({"texts": items, "key_ids": key_ids}, ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -220,7 +255,7 @@ def audit_submit(
     *,
     user: AbstractBaseUser,
     texts: Any,
-    key_ids: Sequence[int] | None = None,
+    key_ids: Sequence[Any] | None = None,
     idempotency_key: str = "",
 ) -> tuple[Audit, bool]:
     """Store an audit and queue it; returns (audit, created). A replayed Idempotency-Key
@@ -230,11 +265,12 @@ def audit_submit(
         raise ProblemError("Idempotency-Key is longer than 200 characters")
     items = _audit_items(texts)
     keys = keys_for_check(team, key_ids)
-    digest = _request_hash(items, None if key_ids is None else list(key_ids))
+    digest = _request_hash(items, None if key_ids is None else [str(k) for k in key_ids])
     if idempotency_key:
         existing = _audit_replay(team, idempotency_key, digest)
         if existing is not None:
             return existing, False
+    quota_consume(user, len(items))
     try:
         return _audit_store(user, team, items, keys, idempotency_key, digest), True
     except IntegrityError:
@@ -261,7 +297,7 @@ def _audit_store(
     idempotency_key: str,
     digest: str,
 ) -> Audit:
-    key_ids = [key.id for key in keys]
+    key_ids = [str(key.id) for key in keys]
     audit = Audit.objects.create(
         team=team,
         submitted_by=user,
@@ -272,37 +308,42 @@ def _audit_store(
         threshold=settings.PROVENANCE_THRESHOLD,
     )
     now = timezone.now()
+    check_ids = [uuid.uuid4() for _ in items]
     bulk.insert_rows(
         Check,
-        ["team", "submitted_by", "audit", "client_id", "text", "key_ids", "threshold",
-         "status", "failure_reason", "created_at"],
-        ((team.id, user.pk, audit.id, client_id, text, key_ids, audit.threshold,
-          Status.PENDING, "", now) for client_id, text in items),
+        ["id", "team", "submitted_by", "audit", "position", "client_id", "text", "key_ids",
+         "threshold", "status", "failure_reason", "created_at"],
+        ((check_id, team.id, user.pk, audit.id, i, client_id, text, key_ids, audit.threshold,
+          Status.PENDING, "", now) for i, (check_id, (client_id, text))
+         in enumerate(zip(check_ids, items, strict=True))),
     )  # fmt: skip
-    check_ids = list(audit.checks.order_by("id").values_list("id", flat=True))
-    transaction.on_commit(lambda: _enqueue_audit(audit.id, check_ids))
+    _log(user, team, DetectionLog.Kind.AUDIT, keys, len(items), audit=audit)
+    transaction.on_commit(lambda: audit_enqueue(audit.id, check_ids))
     return audit
 
 
-def _enqueue_audit(audit_id: int, check_ids: list[int]) -> None:
+def audit_enqueue(audit_id: Any, check_ids: Sequence[Any]) -> int:
+    """Queue an audit's checks in chunks; returns how many checks reached the broker."""
     from provenance.checks.tasks import audit_score_chunk_task
 
-    size = settings.PROVENANCE_AUDIT_CHUNK
-    try:
-        for start in range(0, len(check_ids), size):
-            _enqueue(audit_score_chunk_task, audit_id, check_ids[start : start + size])
-    except Exception:
-        audit_fail(audit_id, "the scoring queue is unavailable; submit the audit again")
+    size, queued = settings.PROVENANCE_AUDIT_CHUNK, 0
+    for start in range(0, len(check_ids), size):
+        chunk = [str(cid) for cid in check_ids[start : start + size]]
+        if not _enqueue(audit_score_chunk_task, str(audit_id), chunk):
+            break  # the broker is down: the sweeper takes the rest
+        Check.objects.filter(id__in=chunk).update(queued_at=timezone.now())
+        queued += len(chunk)
+    return queued
 
 
-def audit_fail(audit_id: int, reason: str) -> None:
+def audit_fail(audit_id: Any, reason: str) -> None:
     Check.objects.filter(audit_id=audit_id, status__in=[Status.PENDING, Status.RUNNING]).update(
         status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
     )
     audit_refresh(audit_id)
 
 
-def audit_score_chunk(audit_id: int, check_ids: list[int]) -> None:
+def audit_score_chunk(audit_id: Any, check_ids: list[Any]) -> None:
     """Score a slice of an audit (the task body): keys decrypted once, rows written in bulk."""
     audit = Audit.objects.filter(id=audit_id).first()
     if audit is None:
@@ -334,8 +375,7 @@ def _score_many(checks: list[Check], groups: list[KeyGroup]) -> None:
         pairs = list(zip(checks, results, strict=True))
     except (ScoringError, ValueError):
         pairs = _score_one_by_one(checks, groups)  # isolates the text that cannot be scored
-    with transaction.atomic():
-        _store_results(pairs)
+    _store_once(pairs)
 
 
 def _threshold(checks: list[Check]) -> float:
@@ -357,7 +397,7 @@ def _score_one_by_one(checks: list[Check], groups: list[KeyGroup]) -> list[tuple
     return pairs
 
 
-def audit_refresh(audit_id: int) -> None:
+def audit_refresh(audit_id: Any) -> None:
     """Mark the audit done once none of its checks is pending or running."""
     with transaction.atomic():
         open_checks = Check.objects.filter(
@@ -385,3 +425,88 @@ def tokenizers_warm() -> int:
             logger.warning("%s", exc)
     logger.info("warmed %d tokenizer(s)", count)
     return count
+
+
+# --- oracle limits and the audit log ------------------------------------------------------
+
+
+def quota_used_today(user: AbstractBaseUser) -> int:
+    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    used = DetectionLog.objects.filter(user=user, created_at__gte=start).aggregate(
+        n=Sum("num_texts")
+    )
+    return int(used["n"] or 0)
+
+
+def quota_consume(user: AbstractBaseUser, num_texts: int) -> None:
+    """The detector is an oracle for forging and scrubbing: cap texts per user per UTC day.
+    Counted from the audit log, so every process and restart agrees."""
+    limit = settings.PROVENANCE_DAILY_QUOTA
+    used = quota_used_today(user)
+    if used + num_texts > limit:
+        raise ProblemError(
+            f"daily quota exceeded: {used} of {limit} texts checked today; "
+            f"this request needs {num_texts}",
+            status_code=429,
+        )
+
+
+def _log(
+    user: AbstractBaseUser,
+    team: Team,
+    kind: str,
+    keys: Sequence[WatermarkKey],
+    num_texts: int,
+    *,
+    check: Check | None = None,
+    audit: Audit | None = None,
+    text: str | None = None,
+) -> None:
+    """Who checked what against which keys (ids and names only; never a key value)."""
+    DetectionLog.objects.create(
+        user=user,
+        username=user.get_username(),
+        team=team,
+        kind=kind,
+        check_run=check,
+        audit=audit,
+        num_texts=num_texts,
+        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest() if text else "",
+        key_ids=[str(key.id) for key in keys],
+        key_names=[key.name for key in keys],
+    )
+
+
+# --- the sweeper: the database is the source of truth, the broker only a delivery ------
+
+
+def checks_sweep(*, pending_after: float, running_after: float) -> dict[str, int]:
+    """Queue again what the broker lost: pending checks never queued or queued longer ago
+    than ``pending_after`` seconds, and running checks whose worker died (started longer ago
+    than ``running_after``, which must exceed the tasks' hard time limits). Idempotent tasks
+    make a spurious re-queue cost a lookup, never a second result."""
+    now = timezone.now()
+    stale_pending = Q(status=Status.PENDING) & (
+        Q(queued_at__isnull=True, created_at__lt=now - _seconds(min(pending_after, 5.0)))
+        | Q(queued_at__lt=now - _seconds(pending_after))
+    )
+    stale_running = Q(status=Status.RUNNING, started_at__lt=now - _seconds(running_after))
+    stuck = Check.objects.filter(stale_pending | stale_running)
+    rows = list(stuck.order_by("audit_id", "position").values_list("id", "audit_id"))
+    singles = [cid for cid, audit_id in rows if audit_id is None]
+    by_audit: dict[Any, list[Any]] = {}
+    for cid, audit_id in rows:
+        if audit_id is not None:
+            by_audit.setdefault(audit_id, []).append(cid)
+    queued = check_enqueue(singles) if singles else 0
+    for audit_id, ids in by_audit.items():
+        queued += audit_enqueue(audit_id, ids)
+    if rows:
+        logger.info("sweeper: %d stuck check(s), %d queued again", len(rows), queued)
+    return {"stuck": len(rows), "queued": queued}
+
+
+def _seconds(value: float) -> Any:
+    from datetime import timedelta
+
+    return timedelta(seconds=value)

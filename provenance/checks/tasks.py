@@ -1,6 +1,7 @@
 """Celery tasks: thin adapters that take ids and call the services.
 
-Keys are loaded and decrypted inside the worker; messages carry only ids (JSON).
+Keys are loaded and decrypted inside the worker; messages carry only ids (UUID strings,
+JSON). Tasks may run twice (late acks, the sweeper): the services make that harmless.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class AuditChunkTask(Task):
     time_limit=90,
     **COMMON,
 )
-def check_score_task(check_id: int) -> None:
+def check_score_task(check_id: str) -> None:
     try:
         services.check_score(check_id)
     except SoftTimeLimitExceeded:
@@ -64,7 +65,7 @@ def check_score_task(check_id: int) -> None:
     time_limit=660,
     **COMMON,
 )
-def audit_score_chunk_task(audit_id: int, check_ids: list[int]) -> None:
+def audit_score_chunk_task(audit_id: str, check_ids: list[str]) -> None:
     try:
         services.audit_score_chunk(audit_id, check_ids)
     except SoftTimeLimitExceeded:

@@ -3,6 +3,8 @@ service or selector, render."""
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -30,7 +32,7 @@ def check_new(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def check_detail(request: HttpRequest, check_id: int) -> HttpResponse:
+def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
     check = selectors.check_get(request.user, check_id)
     finished = check.status in (Status.DONE, Status.FAILED)
     hypotheses = list(check.hypotheses.all())
@@ -41,6 +43,7 @@ def check_detail(request: HttpRequest, check_id: int) -> HttpResponse:
         "best": min(hypotheses, key=lambda h: h.adjusted_log10_p, default=None),
         "segments": heatmap.segments(check.text, check.token_data) if finished else [],
         "chart": heatmap.chart(check.token_data, check.threshold, check.num_hypotheses or 1),
+        "notice": services.queue_notice(check),
     }
     return render(request, "checks/check_detail.html", context)
 
@@ -58,7 +61,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
+def audit_detail(request: HttpRequest, audit_id: uuid.UUID) -> HttpResponse:
     audit = selectors.audit_get(request.user, audit_id)
     page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
     context = {"audit": audit, "counts": selectors.audit_counts(audit), "page": page}

@@ -81,7 +81,9 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     queryset = WatermarkKey.objects.none()  # for the permission class's model lookup
 
     def get_queryset(self) -> QuerySet[WatermarkKey]:
-        return selectors.keys_visible_to(team_for_user(self.request.user)).order_by("id")
+        return selectors.keys_visible_to(team_for_user(self.request.user)).order_by(
+            "created_at", "id"
+        )
 
     @extend_schema(request=KeyInput, responses={201: KeyCreatedOutput})
     def create(self, request: Request) -> Response:

@@ -63,3 +63,36 @@ def decrypt_value(token: bytes | memoryview) -> int:
         # No detail: the message must not help anyone and must not carry the value.
         raise KeyDecryptionError("stored key does not decrypt with the configured KEK") from None
     return int(plain.decode())
+
+
+def kek_file_prepend_new() -> Path:
+    """Embedded default: put a fresh KEK in front of the file's (the old ones still decrypt
+    until ``kek_file_keep_first`` drops them after re-encryption)."""
+    path = _kek_file()
+    old = _load_or_create_kek_file()
+    _write_private(path, Fernet.generate_key().decode() + "," + old)
+    _fernet.cache_clear()
+    return path
+
+
+def kek_file_keep_first() -> None:
+    path = _kek_file()
+    first = path.read_text().strip().split(",")[0]
+    _write_private(path, first)
+    _fernet.cache_clear()
+
+
+def _write_private(path: Path, text: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text + "\n")
+    os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one
+
+
+def reencrypt(token: bytes | memoryview) -> bytes:
+    """Decrypt with any configured KEK, encrypt with the first (the value never leaves)."""
+    try:
+        return _fernet(settings.PROVENANCE_KEK).rotate(bytes(token))
+    except InvalidToken:
+        raise KeyDecryptionError("stored key does not decrypt with the configured KEK") from None

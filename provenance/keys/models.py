@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -45,6 +47,8 @@ class WatermarkKey(models.Model):
         # Retired keys no longer mark new text but still detect old text.
         RETIRED = "retired", "retired"
 
+    # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=100)
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="keys")
     shared = models.BooleanField(default=False, help_text="Usable by checks of every team.")

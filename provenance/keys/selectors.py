@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.views.decorators.debug import sensitive_variables
@@ -27,13 +29,13 @@ def keys_visible_to(team: Team | None) -> QuerySet[WatermarkKey]:
     )
 
 
-def keys_for_check(team: Team | None, key_ids: Iterable[int] | None = None) -> list[WatermarkKey]:
+def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> list[WatermarkKey]:
     """The hypotheses of a check: every usable key, or the active subset the caller named.
 
     Retired keys are tested by default (old text must still be detected) but cannot be
     named explicitly: a caller who narrows the set asks about keys in use.
     """
-    visible = keys_visible_to(team).order_by("id")
+    visible = keys_visible_to(team).order_by("created_at", "id")
     if key_ids is None:
         keys = list(visible)
         if not keys:
@@ -50,11 +52,13 @@ def keys_for_check(team: Team | None, key_ids: Iterable[int] | None = None) -> l
     return [found[key_id] for key_id in wanted]
 
 
-def _unique_ids(key_ids: Iterable[int]) -> list[int]:
-    wanted: list[int] = []
-    for key_id in key_ids:
-        if isinstance(key_id, bool) or not isinstance(key_id, int):
-            raise KeySelectionError("key ids must be integers")
+def _unique_ids(key_ids: Iterable[Any]) -> list[uuid.UUID]:
+    wanted: list[uuid.UUID] = []
+    for raw in key_ids:
+        try:
+            key_id = raw if isinstance(raw, uuid.UUID) else uuid.UUID(str(raw))
+        except ValueError:
+            raise KeySelectionError("key ids must be UUIDs") from None
         if key_id not in wanted:
             wanted.append(key_id)
     if not wanted:

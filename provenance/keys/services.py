@@ -14,7 +14,7 @@ from detector.prf import check_key
 from detector.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
 from provenance.errors import ProblemError
-from provenance.keys.crypto import encrypt_value
+from provenance.keys.crypto import encrypt_value, reencrypt
 from provenance.keys.models import Tokenizer, WatermarkKey
 
 
@@ -175,3 +175,16 @@ def key_rotate(
         created_by=created_by,
         rotated_from=key,
     )
+
+
+@transaction.atomic
+def keys_reencrypt() -> int:
+    """Re-encrypt every stored key under the first configured KEK (KEK rotation), all or
+    nothing: a key that does not decrypt aborts the whole run."""
+    count = 0
+    for key in WatermarkKey.objects.select_for_update().only("id", "encrypted_value"):
+        WatermarkKey.objects.filter(id=key.id).update(
+            encrypted_value=reencrypt(key.encrypted_value)
+        )
+        count += 1
+    return count

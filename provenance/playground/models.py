@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -10,6 +12,8 @@ from provenance.keys.models import WatermarkKey
 
 
 class Conversation(models.Model):
+    # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="conversations")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
@@ -36,6 +40,8 @@ class Message(models.Model):
         STOPPED = "stopped", "stopped"  # the user stopped it: the partial reply is kept
         FAILED = "failed", "failed"
 
+    # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
@@ -65,7 +71,8 @@ class Message(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["conversation", "id"]
+        # Ids are random: creation time orders the turns (one insert each, never equal).
+        ordering = ["conversation", "created_at"]
 
     def __str__(self) -> str:
         return f"{self.role} message {self.pk}"

@@ -60,12 +60,12 @@ def message_get(user: AbstractBaseUser, message_id: object) -> Message:
 
 
 def conversation_messages(conversation: Conversation) -> QuerySet[Message]:
-    return conversation.messages.order_by("id").select_related("key")
+    return conversation.messages.order_by("created_at").select_related("key")
 
 
 def history(conversation: Conversation) -> list[dict[str, str]]:
     """What the generator is shown: user turns and the replies that came through."""
     kept = [Message.Status.DONE, Message.Status.STOPPED]
-    rows = conversation.messages.filter(status__in=kept).exclude(content="").order_by("-id")
+    rows = conversation.messages.filter(status__in=kept).exclude(content="").order_by("-created_at")
     recent = list(rows.values_list("role", "content")[:HISTORY_MESSAGES])
     return [{"role": role, "content": content} for role, content in reversed(recent)]

@@ -229,7 +229,7 @@ def reply_stream(message: Message) -> Iterator[dict[str, Any]]:
         return
     state = _Reply(message)
     try:
-        yield {"type": "start", "message": message.pk, "key": message.key_name}
+        yield {"type": "start", "message": str(message.pk), "key": message.key_name}
         yield from state.run()
     except GeneratorExit:
         state.status = Message.Status.STOPPED
@@ -306,7 +306,7 @@ class _Reply:
 
     def _summary(self) -> dict[str, Any]:
         return {
-            "message": self.message.pk,
+            "message": str(self.message.pk),
             "finish_reason": self.finish,
             "watermarked": bool(self.provenance.get("watermarked", self.message.watermarked)),
             "model": self.provenance.get("model", ""),
@@ -344,7 +344,7 @@ def _finish(message: Message, status: str, **fields: Any) -> None:
 
 
 def _error_event(message: Message, text: str, kind: str) -> dict[str, Any]:
-    return {"type": "error", "message": message.pk, "error": text, "kind": kind, "retry": True}
+    return {"type": "error", "message": str(message.pk), "error": text, "kind": kind, "retry": True}
 
 
 def reply_check(*, user: AbstractBaseUser, message: Message, text: str | None = None) -> Check:

@@ -3,6 +3,7 @@ Scoring is run in-process where a test needs results; the worker tests cover the
 
 from __future__ import annotations
 
+import uuid
 import csv
 import io
 import json
@@ -39,7 +40,7 @@ def test_a_scored_check_reads_back_with_hypotheses_and_heatmap(alice, alice_key,
     body = alice.get(f"/api/v1/checks/{check_id}").json()
     assert body["status"] == "done" and body["is_watermarked"] is True
     assert body["best_key"] == "acme-main" and body["num_hypotheses"] == 1
-    assert body["hypotheses"][0]["key_id"] == alice_key.id
+    assert body["hypotheses"][0]["key_id"] == str(alice_key.id)
     assert len(body["heatmap"]["scores"]) == body["num_tokens"]
 
 
@@ -80,7 +81,7 @@ def response_detect(client, text):
         ({"text": 5}, 400, "string"),
         ({"text": "ok", "key_ids": []}, 400, "key_ids"),
         ({"text": "ok", "key_ids": ["x"]}, 400, "key_ids"),
-        ({"text": "ok", "key_ids": [999999]}, 400, "unknown key"),
+        ({"text": "ok", "key_ids": [str(uuid.uuid4())]}, 400, "unknown key"),
     ],
 )
 def test_bad_check_bodies_get_a_clear_4xx(alice, alice_key, body, status, fragment):
@@ -227,7 +228,7 @@ def test_the_idempotency_key_header_replays_and_detects_conflicts(alice, alice_k
         ({"texts": [{"client_id": "a"}]}, 400, "texts[0]"),
         ({"texts": [{"text": ""}]}, 400, "texts[0].text is empty"),
         ({"texts": [{"text": "ok", "client_id": 7}]}, 400, "client_id"),
-        ({"texts": [{"text": "ok"}], "key_ids": [424242]}, 400, "unknown key"),
+        ({"texts": [{"text": "ok"}], "key_ids": [str(uuid.uuid4())]}, 400, "unknown key"),
     ],
 )
 def test_bad_audit_bodies_get_a_clear_4xx_and_store_nothing(
@@ -312,7 +313,7 @@ def test_throttling_is_per_user(api_for, alice_key, monkeypatch):
     from django.core.cache import cache
     from rest_framework.throttling import UserRateThrottle
 
-    monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "2/min"})
+    monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "2/min", "detect": "5/min"})
     cache.clear()
     alice, bob = api_for("alice"), api_for("bob")
     codes = [alice.get("/api/v1/checks").status_code for _ in range(3)]

@@ -23,7 +23,7 @@ def _heatmap(page: str) -> str:
 def _submit(client, text):
     response = client.post("/", {"text": text})
     assert response.status_code == 302
-    return int(re.search(r"/checks/(\d+)/", response["Location"]).group(1))
+    return re.search(r"/checks/([0-9a-f-]{36})/", response["Location"]).group(1)
 
 
 def test_pages_need_a_login(client, db):
@@ -121,7 +121,7 @@ def test_the_history_and_audit_pages_list_the_teams_work(api_for, client, cast, 
     _submit(client, "bob's text")
     assert "pending" in client.get("/checks/").content.decode()
     audits = client.get("/audits/").content.decode()
-    audit_id = re.search(r'href="/audits/(\d+)/"', audits).group(1)
+    audit_id = re.search(r'href="/audits/([0-9a-f-]{36})/"', audits).group(1)
     detail = client.get(f"/audits/{audit_id}/").content.decode()
     assert "export.csv" in detail and "1 texts" in detail
 

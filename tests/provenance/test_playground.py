@@ -172,7 +172,7 @@ def test_a_generator_that_is_down_gives_a_clear_error_and_keeps_the_turn(
     last = events(response)[-1]
     assert last["type"] == "error" and last["kind"] == "down" and last["retry"]
     assert "not reachable" in last["error"]
-    user, reply = conversation.messages.order_by("id")
+    user, reply = conversation.messages.order_by("created_at")
     assert user.content == "Tell me about cats." and user.role == "user"
     assert reply.status == "failed" and "not reachable" in reply.error
 
@@ -183,7 +183,7 @@ def test_retry_asks_again_for_the_last_turn_without_repeating_it(
     generator_at(f"http://127.0.0.1:{_closed_port()}")
     events(send(bob, conversation, alice_key))
     events(send(bob, conversation, alice_key, content=""))  # the page's Retry button
-    roles = list(conversation.messages.order_by("id").values_list("role", "status"))
+    roles = list(conversation.messages.order_by("created_at").values_list("role", "status"))
     assert roles == [("user", "done"), ("assistant", "failed"), ("assistant", "failed")]
 
 
@@ -279,7 +279,7 @@ def test_check_this_reply_opens_the_check_of_its_text(bob, conversation, alice_k
     check = Check.objects.get()
     assert response.status_code == 302
     assert response["Location"] == reverse("check-detail", args=[check.pk])
-    assert check.text == "The reply text." and check.key_ids == [alice_key.pk]
+    assert check.text == "The reply text." and check.key_ids == [str(alice_key.pk)]
 
 
 def test_edit_and_check_checks_the_edited_text(bob, conversation, alice_key):

@@ -3,6 +3,7 @@ a file SQLite database that both processes open."""
 
 from __future__ import annotations
 
+import uuid
 import time
 
 import pytest
@@ -68,7 +69,7 @@ def test_a_key_deleted_before_scoring_fails_the_check_with_a_reason(
 ):
     check = Check.objects.create(
         team=cast["acme"], submitted_by=cast["alice"], text=human_text,
-        key_ids=[alice_key.id + 1000], threshold=0.01,
+        key_ids=[str(uuid.uuid4())], threshold=0.01,
     )  # fmt: skip
     check_score_task.delay(check.id)
     _wait(lambda: _finished(check.id))

@@ -1,0 +1,43 @@
+"""Queue again the checks the broker lost (Redis restarted empty, a worker killed mid-task).
+
+One pass by default; ``--every N`` loops (docker compose runs it so; ``make run`` calls the
+same service from its supervision loop).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import DatabaseError, close_old_connections
+
+from provenance.checks.services import checks_sweep
+
+
+class Command(BaseCommand):
+    help = "Re-enqueue pending/running checks stuck past their timeouts."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--every", type=float, default=0, help="loop: seconds between passes")
+        parser.add_argument("--pending-after", type=float, default=None)
+        parser.add_argument("--running-after", type=float, default=None)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        pending = options["pending_after"] or settings.PROVENANCE_SWEEP_PENDING_AFTER
+        running = options["running_after"] or settings.PROVENANCE_SWEEP_RUNNING_AFTER
+        while True:
+            close_old_connections()
+            try:
+                found = checks_sweep(pending_after=pending, running_after=running)
+            except DatabaseError as exc:
+                if not options["every"]:
+                    raise
+                self.stderr.write(f"sweep failed ({type(exc).__name__}); retrying")
+            else:
+                self.stdout.write(f"stuck {found['stuck']}, queued {found['queued']}")
+                self.stdout.flush()
+            if not options["every"]:
+                return
+            time.sleep(options["every"])

@@ -1,0 +1,57 @@
+"""Cross-cutting HTTP behaviour: the content security policy, and a clear 503 when the
+database cannot be reached or stays locked (instead of a 500 and a stack trace)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
+
+UNAVAILABLE = "the database is unavailable or busy; nothing was stored, try again shortly"
+
+
+class ContentSecurityPolicyMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+        return response
+
+
+class DatabaseUnavailableMiddleware:
+    """OperationalError/InterfaceError reaching the top: the database is down or locked.
+    Every write is in a transaction that was rolled back, so nothing half-stored remains."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        # The atomic blocks the error crossed have rolled back already.
+        if not isinstance(exc, (OperationalError, InterfaceError)):
+            return None
+        logger.warning("database unavailable on %s %s: %s", request.method, request.path,
+                       type(exc).__name__)  # fmt: skip
+        return unavailable_response(request)
+
+
+def unavailable_response(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith(("/api/", "/detect")):
+        response: HttpResponse = JsonResponse({"detail": UNAVAILABLE}, status=503)
+    else:
+        response = HttpResponse(
+            f"<!doctype html><title>Unavailable</title><h1>Service unavailable</h1>"
+            f"<p>{UNAVAILABLE.capitalize()}.</p>",
+            status=503,
+        )
+    response["Retry-After"] = "5"
+    return response
