@@ -22,6 +22,8 @@ def engine_env(keys_file: str | os.PathLike[str] | None, default_key: str | None
     from generator.vllm_v1 import DEFAULT_KEY_ENV
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    # vLLM logs to stdout by default; the CLI's stdout carries the JSON result.
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if keys_file is not None:
         os.environ[KEYS_FILE_ENV] = str(Path(keys_file).resolve())
