@@ -3,8 +3,8 @@ a registered key with a known value, a real Redis server and a real Celery worke
 
 from __future__ import annotations
 
+import hashlib
 import os
-import secrets
 import subprocess
 import sys
 import time
@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 from provenance.accounts.services import team_create, user_create
 from provenance.keys.services import key_create, tokenizer_default
 from provenance.redis_server import RedisServer
+from tests.provenance import capture
 from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,8 +28,12 @@ TEST_KEK = Fernet.generate_key().decode()
 settings.PROVENANCE_KEK = TEST_KEK
 # The cast is created for every test: a deliberately slow password hash would dominate.
 settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-# A fresh random key value per session: the secret-scanning tests look for its forms.
-KEY_VALUE = secrets.randbits(63) | (1 << 63)
+# Everything the product says during the session is kept for the secret scan.
+capture.install(settings)
+# A fixed, random-looking 64-bit value: the secret scans look for its forms, and fixed, the
+# statistical outcomes of the tests are fixed too (a text checked against it gets the same
+# p-value in every run, so "not watermarked" assertions cannot fail one run in a hundred).
+KEY_VALUE = int.from_bytes(hashlib.sha256(b"provenance test key").digest()[:8], "big") | (1 << 63)
 
 
 @pytest.fixture(autouse=True)
@@ -104,37 +109,63 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory):
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker, redis_server, tmp_path_factory):
-    """A real worker process (solo pool) on the test database and the test Redis."""
+def point_celery_at(url: str) -> None:
+    """Send this process's task messages to ``url`` (drops pooled connections to another)."""
     from provenance.celery import app
 
-    app.conf.broker_url = redis_server.url
+    app.conf.broker_url = url
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     db = settings.DATABASES["default"]
     if db["ENGINE"] != "django.db.backends.sqlite3":
-        pytest.skip("the worker fixture supports the SQLite test database only")
-    log = tmp_path_factory.mktemp("worker") / "worker.log"
-    env = {
+        pytest.skip("the worker fixtures support the SQLite test database only")
+    return {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{db['NAME']}",
-        "REDIS_URL": redis_server.url,
+        "REDIS_URL": redis_url,
         "PROVENANCE_KEK": TEST_KEK,
         "OMP_NUM_THREADS": "1",
+        **extra,
     }
+
+
+def spawn_worker(redis_url: str, log: Path) -> subprocess.Popen:
+    """A real worker process (solo pool), ready to take tasks; its log joins the scan."""
     args = [sys.executable, "-m", "celery", "-A", "provenance", "worker", "--pool=solo",
             "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
             "--without-heartbeat"]  # fmt: skip
-    with log.open("wb") as out:
-        worker = subprocess.Popen(args, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    _wait_for(lambda: b"ready." in log.read_bytes(), 60, worker, log)
+    with log.open("ab") as out:
+        start = log.stat().st_size
+        worker = subprocess.Popen(
+            args, cwd=REPO, env=worker_env(redis_url), stdout=out, stderr=subprocess.STDOUT
+        )
+    _wait_for(lambda: b"ready." in log.read_bytes()[start:], 60, worker, log)
     worker.log_path = log  # type: ignore[attr-defined]
-    yield worker
-    worker.terminate()
+    capture.files.append(log)
+    return worker
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 20) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
     try:
-        worker.wait(20)
+        process.wait(timeout)
     except subprocess.TimeoutExpired:
-        worker.kill()
-        worker.wait()
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker, redis_server, tmp_path_factory):
+    """A real worker process (solo pool) on the test database and the test Redis."""
+    point_celery_at(redis_server.url)
+    worker = spawn_worker(redis_server.url, tmp_path_factory.mktemp("worker") / "worker.log")
+    yield worker
+    stop_process(worker)
 
 
 def _wait_for(predicate, timeout: float, process: subprocess.Popen, log: Path) -> None:

@@ -3,10 +3,10 @@ Scoring is run in-process where a test needs results; the worker tests cover the
 
 from __future__ import annotations
 
-import uuid
 import csv
 import io
 import json
+import uuid
 
 import pytest
 from rest_framework.test import APIClient

@@ -3,8 +3,8 @@ a file SQLite database that both processes open."""
 
 from __future__ import annotations
 
-import uuid
 import time
+import uuid
 
 import pytest
 

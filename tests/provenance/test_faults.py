@@ -1,0 +1,203 @@
+"""Faults, for real: a Celery worker SIGKILLed mid-audit, Redis killed with checks queued and
+restarted empty, the database locked by another process. Every check still completes exactly
+once (the sweeper re-enqueues from the database, the tasks are idempotent), and what cannot
+be stored gets a clear 503 with nothing half-stored.
+
+This module runs its own Redis and workers (the session's worker must not take its tasks),
+and points this process's Celery producer at them for its duration.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from django.conf import settings as django_settings
+
+from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
+from provenance.redis_server import RedisServer
+from tests.provenance import capture
+from tests.provenance.conftest import (
+    REPO,
+    point_celery_at,
+    spawn_worker,
+    stop_process,
+    worker_env,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def fault_redis(tmp_path_factory):
+    from provenance.celery import app
+
+    previous = app.conf.broker_url
+    server = RedisServer(tmp_path_factory.mktemp("fault-redis")).start()
+    point_celery_at(server.url)
+    yield server
+    server.stop()
+    point_celery_at(previous)
+
+
+@pytest.fixture(scope="module")
+def worker_log(tmp_path_factory):
+    return tmp_path_factory.mktemp("fault-worker") / "worker.log"
+
+
+def _sweep(redis_url: str, *, pending_after: float, running_after: float) -> str:
+    """One pass of ``manage.py checks_sweep`` in its own process; returns its output."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "checks_sweep", "--pending-after", str(pending_after),
+         "--running-after", str(running_after)],
+        cwd=REPO, env=worker_env(redis_url), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    capture.record("checks_sweep", done.stdout + done.stderr)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _wait(predicate, timeout: float = 90.0, step: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(step)
+    raise AssertionError("timed out")
+
+
+def _exactly_once(check_ids: list, keys: int = 1) -> None:
+    """Done, with one result set each: one row per hypothesis, no more, no less."""
+    checks = Check.objects.filter(id__in=check_ids)
+    assert checks.count() == len(check_ids)
+    assert set(checks.values_list("status", flat=True)) == {"done"}
+    assert Hypothesis.objects.filter(check_run__in=check_ids).count() == keys * len(check_ids)
+    assert not checks.filter(finished_at__isnull=True).exists()
+
+
+def test_a_worker_killed_mid_audit_loses_and_doubles_nothing(
+    fault_redis, worker_log, api_for, alice_key, wm_text, human_text, settings
+):
+    settings.PROVENANCE_AUDIT_CHUNK = 1  # one task per text: the kill lands inside the audit
+    texts = [(wm_text if i % 2 else human_text) * 3 for i in range(60)]
+    worker = spawn_worker(fault_redis.url, worker_log)
+    try:
+        items = [{"client_id": f"doc-{i}", "text": t} for i, t in enumerate(texts)]
+        answer = api_for("alice").post("/api/v1/audits", {"texts": items}, format="json")
+        assert answer.status_code == 202
+        audit_id = answer.json()["id"]
+        ids = list(Check.objects.filter(audit_id=audit_id).values_list("id", flat=True))
+        _wait(
+            lambda: Check.objects.filter(audit_id=audit_id, status="done").count() >= 5, 120, 0.01
+        )
+        worker.kill()  # SIGKILL: no shutdown, no ack, whatever it held is in flight
+        worker.wait()
+    finally:
+        stop_process(worker)
+    done_before = dict(
+        Check.objects.filter(audit_id=audit_id, status="done").values_list("id", "finished_at")
+    )
+    assert 0 < len(done_before) < len(texts), "the kill must land mid-audit"
+
+    worker = spawn_worker(fault_redis.url, worker_log)
+    try:
+        time.sleep(1.2)  # the task that died has now been "running" for longer than 1 s
+        _sweep(fault_redis.url, pending_after=600, running_after=1)
+        _wait(lambda: Audit.objects.get(id=audit_id).status == "done", 180)
+    finally:
+        stop_process(worker)
+    _exactly_once(ids)
+    after = dict(Check.objects.filter(id__in=done_before).values_list("id", "finished_at"))
+    assert after == done_before  # what was done before the kill was not scored again
+    counts = api_for("alice").get(f"/api/v1/audits/{audit_id}").json()["counts"]
+    assert counts == {"done": 60, "failed": 0, "open": 0, "watermarked": 30}
+
+
+def test_redis_lost_with_checks_queued_the_sweeper_completes_them(
+    fault_redis, worker_log, api_for, alice_key, wm_text, human_text
+):
+    alice = api_for("alice")
+    queued = [alice.post("/api/v1/checks", {"text": t}, format="json").json()
+              for t in (wm_text, human_text, wm_text[:500])]  # fmt: skip
+    assert all(body["queued_at"] and not body["notice"] for body in queued)
+
+    fault_redis.process.kill()  # by PID, with the three messages in it and no worker
+    fault_redis.process.wait()
+    started = time.monotonic()
+    waiting = [alice.post("/api/v1/checks", {"text": t}, format="json")
+               for t in (human_text, wm_text)]  # fmt: skip
+    assert time.monotonic() - started < 20  # the web app does not hang on the broker
+    for answer in waiting:  # accepted, kept, and the API says why nothing moves
+        assert answer.status_code == 202
+        body = answer.json()
+        assert body["status"] == "pending" and body["queued_at"] is None
+        assert "queue is unavailable" in body["notice"]
+        assert "queue is unavailable" in alice.get(f"/api/v1/checks/{body['id']}").json()["notice"]
+
+    fault_redis.start()  # same port, empty: the three queued messages are gone
+    worker = spawn_worker(fault_redis.url, worker_log)
+    try:
+        time.sleep(1.2)
+        out = _sweep(fault_redis.url, pending_after=1, running_after=600)
+        assert "stuck 5, queued 5" in out
+        ids = [body["id"] for body in queued] + [a.json()["id"] for a in waiting]
+        _wait(lambda: Check.objects.filter(id__in=ids, status="done").count() == 5)
+        time.sleep(0.5)
+        assert "stuck 0" in _sweep(fault_redis.url, pending_after=1, running_after=600)
+    finally:
+        stop_process(worker)
+    _exactly_once(ids)
+    verdicts = Check.objects.filter(id__in=ids).values_list("text", "is_watermarked")
+    assert {text[:30]: flag for text, flag in verdicts}[wm_text[:30]] is True
+
+
+def _short_lock_wait(connection) -> None:
+    # This process gives up on a held lock after 0.3 s instead of 20 s (a fresh connection).
+    connection.close()
+    connection.settings_dict["OPTIONS"]["timeout"] = 0.3
+
+
+def test_a_locked_database_answers_503_and_stores_nothing(
+    api_for, client, cast, alice_key, human_text
+):
+    from django.db import connection
+
+    alice = api_for("alice")
+    client.force_login(cast["alice"])
+    timeout = connection.settings_dict["OPTIONS"].get("timeout")
+    before = (Check.objects.count(), Audit.objects.count(), DetectionLog.objects.count())
+    holder = _hold_lock()
+    try:
+        _short_lock_wait(connection)
+        api = alice.post("/api/v1/checks", {"text": human_text}, format="json")
+        audit = alice.post("/api/v1/audits", {"texts": [{"text": human_text}]}, format="json")
+        page = client.post("/", {"text": human_text})
+    finally:
+        holder.kill()
+        holder.wait()
+        connection.close()
+        connection.settings_dict["OPTIONS"]["timeout"] = timeout
+    for answer in (api, audit):
+        assert answer.status_code == 503 and answer["Retry-After"]
+        assert "database is unavailable or busy" in answer.json()["detail"]
+    assert page.status_code == 503 and b"nothing was stored" in page.content
+    after = (Check.objects.count(), Audit.objects.count(), DetectionLog.objects.count())
+    assert after == before
+    assert alice.post("/api/v1/checks", {"text": human_text}, format="json").status_code == 202
+
+
+def _hold_lock() -> subprocess.Popen:
+    db = django_settings.DATABASES["default"]
+    if db["ENGINE"] != "django.db.backends.sqlite3":
+        pytest.skip("locks the SQLite test database")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sqlite3, time\n"
+         f"c = sqlite3.connect({str(db['NAME'])!r}, isolation_level=None, timeout=30)\n"
+         "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
