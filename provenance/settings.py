@@ -278,6 +278,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Detect vLLM's keyed Gumbel-max watermark in texts.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and docs are for signed-in users (scripts send their token).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

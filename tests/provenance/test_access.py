@@ -1,0 +1,160 @@
+"""The access matrix: every API route and page, for anonymous, charlie (another team), bob
+(alice's team), alice (owner) and staff (an administrator on no team). Objects of another
+team do not exist for the caller (404, never 403), and their ids are random UUIDs."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.contrib.auth.models import Permission
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from provenance.accounts.services import user_create
+from provenance.checks.services import audit_submit, check_create
+from provenance.playground.models import Conversation, Message
+
+pytestmark = pytest.mark.django_db
+
+ACTORS = ["anonymous", "charlie", "bob", "alice", "staff"]
+
+
+@pytest.fixture
+def world(cast, alice_key, human_text):
+    """alice's objects, and the cast with the playground granted (ownership must decide)."""
+    staff = user_create(username="staff", password="x", is_staff=True, is_superuser=True)
+    perm = Permission.objects.get(codename="use_playground")
+    for name in ("alice", "bob", "charlie"):
+        cast[name].user_permissions.add(perm)
+    conversation = Conversation.objects.create(team=cast["acme"], user=cast["alice"])
+    reply = Message.objects.create(
+        conversation=conversation, role="assistant", content="A reply.", key=alice_key
+    )
+    audit, _ = audit_submit(user=cast["alice"], texts=[{"client_id": "a", "text": human_text}])
+    return {
+        **cast,
+        "staff": staff,
+        "ids": {
+            "check": check_create(user=cast["alice"], text=human_text).id,
+            "audit": audit.id,
+            "key": alice_key.id,
+            "conversation": conversation.id,
+            "message": reply.id,
+        },
+    }
+
+
+def _api(world, actor: str) -> APIClient:
+    client = APIClient()
+    if actor != "anonymous":
+        token, _ = Token.objects.get_or_create(user=world[actor])
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def _page(world, actor: str, client):
+    if actor != "anonymous":
+        client.force_login(world[actor])
+    return client
+
+
+# (method, url, body, expected status per actor in ACTORS order)
+OWNED = (401, 404, 200, 200, 404)  # team objects: alice's team sees them, others get 404
+LISTED = (401, 200, 200, 200, 200)  # team-scoped lists: everyone signed in, own rows only
+API_ROUTES = [
+    ("get", "/api/v1/checks", None, LISTED),
+    ("get", "/api/v1/checks/{check}", None, OWNED),
+    ("get", "/api/v1/audits", None, LISTED),
+    ("get", "/api/v1/audits/{audit}", None, OWNED),
+    ("get", "/api/v1/audits/{audit}/items", None, OWNED),
+    ("get", "/api/v1/audits/{audit}/export.csv", None, OWNED),
+    ("get", "/api/v1/audits/{audit}/export.json", None, OWNED),
+    ("get", "/api/v1/keys", None, LISTED),
+    ("get", "/api/v1/keys/{key}", None, OWNED),
+    # Writes: another team's key is unknown (the same 400 as a random id); no team, 403.
+    ("post", "/api/v1/checks", {"text": "t", "key_ids": ["{key}"]}, (401, 400, 202, 202, 403)),
+    ("post", "/api/v1/audits", {"texts": [{"text": "t"}]}, (401, 400, 202, 202, 403)),
+    ("post", "/detect", {"text": "some text"}, (401, 400, 200, 200, 403)),
+    # The registry: changing keys needs the model permission, which only staff holds here.
+    ("post", "/api/v1/keys", {"name": "new"}, (401, 403, 403, 403, 403)),
+    ("post", "/api/v1/keys/{key}/rotate", None, (401, 403, 403, 403, 404)),
+    ("post", "/api/v1/keys/{key}/retire", None, (401, 403, 403, 403, 404)),
+    # The playground: a conversation is its user's own.
+    ("get", "/api/v1/playground/replies/{message}", None, (401, 404, 404, 200, 404)),
+    ("get", "/api/schema/", None, (401, 200, 200, 200, 200)),
+]
+LOGIN = 302
+PAGES = [
+    ("/", (LOGIN, 200, 200, 200, 200)),
+    ("/checks/", (LOGIN, 200, 200, 200, 200)),
+    ("/checks/{check}/", (LOGIN, 404, 200, 200, 404)),
+    ("/audits/", (LOGIN, 200, 200, 200, 200)),
+    ("/audits/{audit}/", (LOGIN, 404, 200, 200, 404)),
+    ("/keys/", (LOGIN, 200, 200, 200, 200)),
+    ("/accounts/token/", (LOGIN, 200, 200, 200, 200)),
+    ("/api/docs/", (401, 200, 200, 200, 200)),
+    ("/playground/", (LOGIN, 200, 200, 200, 200)),
+    ("/playground/c/{conversation}/", (LOGIN, 404, 404, 200, 404)),
+    ("/playground/m/{message}/edit", (LOGIN, 404, 404, 200, 404)),
+    ("/admin/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
+    ("/admin/checks/check/{check}/change/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
+    ("/admin/checks/detectionlog/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
+]
+
+
+def _fill(template, ids):
+    if isinstance(template, str):
+        return template.format(**{name: str(value) for name, value in ids.items()})
+    if isinstance(template, list):
+        return [_fill(item, ids) for item in template]
+    if isinstance(template, dict):
+        return {key: _fill(value, ids) for key, value in template.items()}
+    return template
+
+
+@pytest.mark.parametrize("actor", ACTORS)
+def test_every_api_route_answers_each_actor_as_the_matrix_says(world, actor):
+    client, ids, got = _api(world, actor), world["ids"], []
+    for method, url, body, expected in API_ROUTES:
+        response = getattr(client, method)(_fill(url, ids), _fill(body, ids), format="json")
+        got.append((method, url, response.status_code, expected[ACTORS.index(actor)]))
+    assert [g for g in got if g[2] != g[3]] == []
+
+
+@pytest.mark.parametrize("actor", ACTORS)
+def test_every_page_answers_each_actor_as_the_matrix_says(world, actor, client):
+    client, ids, got = _page(world, actor, client), world["ids"], []
+    for url, expected in PAGES:
+        response = client.get(_fill(url, ids))
+        got.append((url, response.status_code, expected[ACTORS.index(actor)]))
+    assert [g for g in got if g[1] != g[2]] == []
+
+
+@pytest.mark.parametrize("actor", ["charlie", "staff"])
+def test_lists_show_nothing_of_another_team(world, actor, client):
+    api, ids = _api(world, actor), {k: str(v) for k, v in world["ids"].items()}
+    bodies = [api.get(url).content.decode() for url in
+              ("/api/v1/checks", "/api/v1/audits", "/api/v1/keys")]  # fmt: skip
+    client = _page(world, actor, client)
+    bodies += [client.get(url).content.decode() for url in ("/checks/", "/audits/", "/keys/")]
+    for body in bodies:
+        assert not any(value in body for value in ids.values())
+
+
+def test_another_teams_object_and_a_random_id_answer_alike(world):
+    charlie = _api(world, "charlie")
+    theirs = charlie.get(f"/api/v1/checks/{world['ids']['check']}")
+    nobody = charlie.get(f"/api/v1/checks/{uuid.uuid4()}")
+    assert theirs.status_code == nobody.status_code == 404
+    assert theirs.json() == nobody.json()
+    malformed = charlie.get("/api/v1/keys/12")
+    assert malformed.status_code == 404
+
+
+def test_ids_in_urls_and_answers_are_random_uuids(world):
+    alice = _api(world, "alice")
+    body = alice.post("/api/v1/checks", {"text": "another text"}, format="json").json()
+    for value in (body["id"], *[str(v) for v in world["ids"].values()]):
+        assert uuid.UUID(value).version == 4
+    assert alice.get("/api/v1/checks/1").status_code == 404  # no sequential ids to walk

@@ -1,0 +1,70 @@
+"""The session-wide secret scan, run last among the web product's tests (hence the name):
+every response body, log record (with its exception text), Celery message body and child
+process log that the suite's scenarios produced so far (tests/provenance/capture.py), and
+those of its own scenario, searched for every key value created in this process in decimal,
+hex and base64. The one-time answers that create a key are the only exemption."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from provenance.checks.models import Check
+from provenance.keys.models import WatermarkKey
+from tests.provenance import capture
+from tests.provenance.conftest import KEY_VALUE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _scenario(celery_worker, api_for, client, cast, alice_key, wm_text) -> None:
+    """Enough of everything to scan even when this file runs alone."""
+    alice = api_for("alice")
+    check_id = alice.post("/api/v1/checks", {"text": wm_text}, format="json").json()["id"]
+    audit = alice.post("/api/v1/audits", {"texts": [{"text": wm_text}]}, format="json").json()
+    alice.post("/detect", {"text": wm_text}, format="json")
+    alice.post("/detect", {"text": "\x00"}, format="json")  # a 4xx with its message
+    deadline = time.monotonic() + 60
+    while Check.objects.filter(id=check_id, status="done").count() == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    client.force_login(cast["alice"])
+    for url in ("/", f"/checks/{check_id}/", "/checks/", f"/audits/{audit['id']}/", "/keys/"):
+        client.get(url)
+    alice.get(f"/api/v1/audits/{audit['id']}/export.json")
+    # A key the worker cannot decrypt: its failure text and logs are scanned too.
+    WatermarkKey.objects.filter(id=alice_key.id).update(encrypted_value=b"not a fernet token")
+    broken = alice.post("/api/v1/checks", {"text": wm_text}, format="json").json()["id"]
+    while Check.objects.get(id=broken).status not in ("done", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert "decrypt" in Check.objects.get(id=broken).failure_reason
+
+
+def test_nothing_the_suite_produced_shows_a_key(
+    celery_worker, api_for, client, cast, alice_key, wm_text
+):
+    _scenario(celery_worker, api_for, client, cast, alice_key, wm_text)
+    values = capture.scanned(capture.key_values | {KEY_VALUE})
+    assert KEY_VALUE in values
+    labels = [label for label, _ in capture.texts]
+    assert any(label.startswith("log ") for label in labels)
+    assert any(label.startswith("celery ") for label in labels)
+    assert any(" /api/v1/checks" in label for label in labels)
+    assert any(" /checks/" in label for label in labels)
+    found = {}
+    for label, text in capture.texts:
+        if hits := capture.leaks(text, values):
+            found[label] = hits
+    for path in capture.files:
+        if path.exists() and (hits := capture.leaks(path.read_text("utf-8", "replace"), values)):
+            found[str(path)] = hits
+    assert not found, f"key values leaked in: {sorted(found)[:10]}"
+
+
+def test_the_scan_would_find_a_leak():
+    # The scanner itself: each spelling of a key is found where it appears.
+    for form in sorted(capture.forms(KEY_VALUE)):
+        assert capture.leaks(f"<p>value: {form}</p>", [KEY_VALUE]), form
+    assert not capture.leaks("nothing here", [KEY_VALUE])
