@@ -10,6 +10,7 @@ a repr, a log line or an error message; names do.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -35,6 +36,7 @@ _FIELDS = {
     "prf",
     "allow_target_only_watermarking",
 }
+log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
@@ -107,11 +109,19 @@ class WatermarkSettings:
         )
 
 
+def _stamp(path: Path) -> tuple[int, int, int]:
+    # The inode catches atomic replaces within one timestamp tick; size and mtime, edits.
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
 class KeyStore(Mapping[str, WatermarkSettings]):
     """Named watermark settings; the generator looks keys up by name per request."""
 
     def __init__(self, entries: Mapping[str, WatermarkSettings]) -> None:
         self._entries = dict(entries)
+        self._source: Path | None = None  # the key file, when loaded from one
+        self._stamp: tuple[int, int, int] | None = None
 
     def __getitem__(self, name: str) -> WatermarkSettings:
         try:
@@ -147,6 +157,7 @@ class KeyStore(Mapping[str, WatermarkSettings]):
         """Load a key file; errors name the file and the key name, never a key value."""
         path = Path(path)
         try:
+            stamp = _stamp(path)
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise KeyFileError(f"cannot read key file {path}: {exc.strerror}") from None
@@ -155,7 +166,26 @@ class KeyStore(Mapping[str, WatermarkSettings]):
         except json.JSONDecodeError as exc:
             # The decoder's message quotes no document text, only a position.
             raise KeyFileError(f"key file {path} is not valid JSON (line {exc.lineno})") from None
-        return cls.from_mapping(data)
+        store = cls.from_mapping(data)
+        store._source, store._stamp = path, stamp
+        return store
+
+    def refreshed(self) -> KeyStore:
+        """This store, or a fresh one when its key file changed (keys added, retired, rotated).
+
+        A running engine calls this as requests arrive, so a rewritten key file takes effect
+        without a restart. A file that has become unreadable or malformed keeps the last good
+        keys (and logs the file's problem, never a value).
+        """
+        if self._source is None:
+            return self
+        try:
+            if _stamp(self._source) == self._stamp:
+                return self
+            return KeyStore.from_file(self._source)
+        except (OSError, KeyFileError) as exc:
+            log.error("keeping the previous keys: %s", exc)
+            return self
 
     @classmethod
     def from_env(cls) -> KeyStore | None:

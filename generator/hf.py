@@ -106,6 +106,8 @@ class TransformersBackend:
             yield step[0]
 
     def _decode(self, requests: Sequence[GenerationRequest]) -> Iterator[list[Generation]]:
+        if self.store is not None:
+            self.store = self.store.refreshed()  # a rewritten key file applies without restart
         prompts = [self.encode_prompt(r) for r in requests]
         outs: list[list[int]] = [[] for _ in requests]
         rows = [self._row(r, p, o) for r, p, o in zip(requests, prompts, outs, strict=True)]

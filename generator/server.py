@@ -81,6 +81,7 @@ def parse_request(body: Any, chat: bool) -> tuple[GenerationRequest, bool]:
         key_name=xargs.get("watermark_key"),
         watermark=watermark,
         seed=body.get("seed"),
+        ignore_eos=body.get("ignore_eos") is True,  # vLLM's extra parameter, same meaning
     )
     if chat:
         messages = body.get("messages")

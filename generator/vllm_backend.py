@@ -100,6 +100,8 @@ class VLLMBackend:
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         # Resolve here too: a bad name fails before the engine sees it, and we learn the key name.
+        if self.store is not None:
+            self.store = self.store.refreshed()
         names = [
             resolve_settings(r.extra_args(), r.sampling, self.store, self.default_key)
             for r in requests

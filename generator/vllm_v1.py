@@ -89,17 +89,13 @@ class WatermarkLogitsProcessor(LogitsProcessor):
 
     def _add(self, index: int, params: SamplingParams, prompt: Any, output: list[int]) -> None:
         self.rows.pop(index, None)
+        # The front end validated against the key file as it is now; follow its changes.
+        self.store = self.store.refreshed() if self.store is not None else _store()
         try:
             row = build_row(params, prompt, output, self.store)
-        except WatermarkRequestError:
-            # The front end validated against the file as it is now: it may have gained a key
-            # since this engine started. Reload once; log (names only) if it still fails.
-            self.store = _store()
-            try:
-                row = build_row(params, prompt, output, self.store)
-            except WatermarkRequestError as exc:
-                log.error("request left unwatermarked: %s", exc)
-                return
+        except WatermarkRequestError as exc:  # only if the file changed again in between
+            log.error("request left unwatermarked: %s", exc)
+            return
         if row is not None:
             self.rows[index] = row
 

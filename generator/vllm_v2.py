@@ -92,6 +92,7 @@ class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
         # Slots are recycled: drop whatever the previous occupant left.
         self.rows.pop(req_idx, None)
         self.pending.pop(req_idx, None)
+        self.store = self.store.refreshed() if self.store is not None else KeyStore.from_env()
         try:
             pending = _resolve(sampling_params, self.store)
         except WatermarkRequestError as exc:

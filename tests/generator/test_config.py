@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -83,3 +84,28 @@ def test_a_missing_key_file_is_a_clear_error(tmp_path):
 def test_a_bare_vllm_watermark_config_is_one_key_named_default():
     store = KeyStore.from_mapping({"algorithm": "dual_key_gumbel", "key": SECRET, "alpha": 0.2})
     assert list(store) == ["default"] and store["default"].alpha == 0.2
+
+
+def _rewrite(path, data, bump):
+    path.write_text(json.dumps(data))
+    os.utime(path, ns=(bump, bump))  # a distinct mtime even within one timestamp tick
+
+
+def test_a_store_follows_its_key_file_when_it_changes(tmp_path):
+    path = tmp_path / "keys.json"
+    _rewrite(path, {"a": {"key": 1}}, 10**18)
+    store = KeyStore.from_file(path)
+    assert store.refreshed() is store
+    _rewrite(path, {"a": {"key": 2}, "b": {"key": 3}}, 10**18 + 10**9)
+    fresh = store.refreshed()
+    assert fresh["a"].key == 2 and "b" in fresh
+
+
+def test_a_broken_rewrite_keeps_the_last_good_keys(tmp_path, caplog):
+    path = tmp_path / "keys.json"
+    _rewrite(path, {"a": {"key": SECRET}}, 10**18)
+    store = KeyStore.from_file(path)
+    path.write_text('{"a": {"key": ' + str(SECRET + 1) + ', "oops": 1}}')
+    os.utime(path, ns=(10**18 + 10**9, 10**18 + 10**9))
+    assert store.refreshed()["a"].key == SECRET
+    assert "keeping the previous keys" in caplog.text and str(SECRET + 1) not in caplog.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -13,15 +14,21 @@ KEY = 0x0BADC0DE0BADC0DE
 
 
 @pytest.fixture(scope="module")
-def client():
+def keys(tmp_path_factory):
+    path = tmp_path_factory.mktemp("keys") / "keys.json"
+    path.write_text(json.dumps({"team-a": {"key": KEY}}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def client(keys):
     from starlette.testclient import TestClient
 
     from generator.config import KeyStore
     from generator.hf import TransformersBackend
     from generator.server import create_app
 
-    store = KeyStore.from_mapping({"team-a": {"key": KEY}})
-    with TestClient(create_app(TransformersBackend(store))) as c:
+    with TestClient(create_app(TransformersBackend(KeyStore.from_file(keys)))) as c:
         yield c
 
 
@@ -99,3 +106,20 @@ def test_invalid_json_is_a_400(client):
         "/v1/completions", content=b"{nope", headers={"content-type": "application/json"}
     )
     assert r.status_code == 400
+
+
+def test_a_key_added_to_the_file_works_without_a_restart(client, keys):
+    keys.write_text(json.dumps({"team-a": {"key": KEY}, "team-new": {"key": 31337}}))
+    os.utime(keys, ns=(2 * 10**18, 2 * 10**18))
+    r = client.post(
+        "/v1/completions",
+        json={
+            "prompt": "The sea was",
+            "max_tokens": 40,
+            "ignore_eos": True,
+            "vllm_xargs": {"watermark_key": "team-new"},
+        },
+    )
+    assert r.status_code == 200 and r.json()["provenance"]["key"] == "team-new"
+    ids = r.json()["choices"][0]["token_ids"]
+    assert len(ids) == 40 and detect_ids(ids, 31337).p_value < 0.01
