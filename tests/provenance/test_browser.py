@@ -29,9 +29,18 @@ def browser_page():
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page()
         page.set_default_timeout(30_000)
+        # Chromium reports what the Content-Security-Policy blocked on its console.
+        page.csp_violations = []
+        page.on("console", lambda msg: _csp(page, msg.text))
         yield page
         browser.close()
+        assert page.csp_violations == [], "the pages broke their own CSP"
     os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def _csp(page, text: str) -> None:
+    if "Content Security Policy" in text:
+        page.csp_violations.append(text)
 
 
 def _check(page, base: str, text: str) -> None:
@@ -65,3 +74,24 @@ def test_a_user_pastes_texts_and_sees_verdicts_and_heatmaps(
     hot = page.locator("#heatmap .tok.h3, #heatmap .tok.h4").count()
     cool = page.locator("#heatmap .tok.h0, #heatmap .tok.h1").count()
     assert cool > hot
+
+
+def test_the_csp_holds_on_the_api_docs_and_the_listener_sees_a_violation(
+    live_server, cast, browser_page
+):
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-pass-123")
+    page.click("button[type=submit]")
+    page.goto(f"{live_server.url}/api/docs/")
+    page.wait_for_selector(".swagger-ui .info", timeout=30_000)  # rendered from local assets
+    page.goto(f"{live_server.url}/keys/")
+    assert page.csp_violations == []
+    # The listener works: markup with an inline style attribute is refused and reported.
+    page.evaluate(
+        "document.body.insertAdjacentHTML('beforeend', '<b style=\\'color: red\\'>x</b>')"
+    )
+    page.wait_for_timeout(300)
+    assert any("style-src" in text for text in page.csp_violations)
+    page.csp_violations.clear()
