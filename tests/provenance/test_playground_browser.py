@@ -17,10 +17,11 @@ generator = test_playground_generator.generator
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-def _chat(page, prompt: str, watermark: bool) -> str:
+def _chat(page, prompt: str, watermark: bool, temperature: str = "1") -> str:
     """Send a prompt; wait until the reply is seen streaming, then complete; returns it."""
     page.fill("#id_content", prompt)
     page.set_checked("#id_watermark", watermark)
+    page.fill("#id_temperature", temperature)
     page.fill("#id_max_tokens", "80")
     before = page.locator(".msg.assistant.done").count()
     page.click("#send")
@@ -97,7 +98,11 @@ def test_a_user_chats_sees_the_reply_stream_and_checks_it(
 
     page.goto(conversation)  # the conversation is kept: both turns are on the page
     assert "about the sea" in page.text_content("#messages")
-    reply = _chat(page, "Now write about mountains.", watermark=False)
+    # Watermark off, greedy, in a fresh conversation: the same reply in every run, checked
+    # against the fixed test key, so the verdict cannot flip one run in a hundred.
+    page.goto(f"{live_server.url}/playground/")
+    page.click("#new-conversation")
+    page.wait_for_selector("#chat-form")
+    reply = _chat(page, "Now write about mountains.", watermark=False, temperature="0")
     assert len(reply.split()) > 10
-    # At the 1% level by design: about one run in a hundred finds a false positive.
     assert _check_last_reply(page) == "not-watermarked"
