@@ -73,24 +73,17 @@ def _first_of_each(keys: NDArray) -> NDArray[np.bool_]:
 def first_occurrence(contexts: NDArray[np.int64]) -> NDArray[np.bool_]:
     """True at the first position of each distinct context.
 
-    Exact, and faster than sorting every key: a multiplicative hash spreads packed keys over a
-    table ~8x larger than the text; a key alone in its bucket is certainly a first occurrence,
-    and only the keys that share a bucket (repeats, plus ~1 in 8 by collision) are sorted.
-    Measured 7 ms instead of 22 ms on 240 K tokens of prose here.
+    Packed keys go through pandas' hash table (``duplicated``): 4 ms on 260 K tokens here,
+    against 12-20 ms for a sort; byte-string keys (wide contexts, large ids) are sorted.
     """
     keys = _row_keys(contexts)
-    n = keys.shape[0]
-    if n < 4096 or keys.dtype != np.uint64:
-        return _first_of_each(keys) if n else np.zeros(0, np.bool_)
-    bits = min(26, int(n - 1).bit_length() + 3)
-    with np.errstate(over="ignore"):
-        buckets = ((keys * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)).astype(np.intp)
-    shared = np.bincount(buckets, minlength=1 << bits)[buckets] > 1
-    mask = ~shared
-    idx = np.flatnonzero(shared)  # ascending, so the subset's first index is the text's first
-    if idx.size:
-        mask[idx[_first_of_each(keys[idx])]] = True
-    return mask
+    if keys.shape[0] == 0:
+        return np.zeros(0, np.bool_)
+    if keys.dtype == np.uint64:
+        import pandas as pd  # imported here: it costs 0.2 s, which the CLI's start need not pay
+
+        return ~pd.Series(keys, copy=False).duplicated(keep="first").to_numpy()
+    return _first_of_each(keys)
 
 
 def previous_occurrence(contexts: NDArray[np.int64]) -> NDArray[np.int64]:
