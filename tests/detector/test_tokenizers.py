@@ -69,3 +69,11 @@ def test_a_watermarked_text_is_detected_through_text_and_a_human_text_is_not(tok
     assert result.tokenizer_hash == tok.content_hash
     human = "It was the best of times, it was the worst of times, it was the age of wisdom."
     assert not detect_text(human, tok, [KEY, KEY + 1]).is_watermarked
+
+
+def test_a_gguf_file_path_loads_the_same_tokenizer_as_the_default(tok):
+    from detector.tokenizers import embedded_gguf_path
+
+    by_path = load_tokenizer(embedded_gguf_path())
+    assert by_path.content_hash == tok.content_hash
+    assert by_path.name == "SmolLM2-135M-Instruct.Q4_1"
