@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Generator as Gen
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from generator.core import SamplingSettings, WatermarkRequestError
 from generator.provenance_asgi import provenance_headers
@@ -149,24 +150,25 @@ def create_app(backend: Any) -> Starlette:
         } | {"x-provenance-model": g.model, "x-provenance-tokenizer": g.tokenizer_hash}
 
     def _sse(
-        rid: str, first: Generation, steps: Gen[Generation, None, None], chat: bool
+        rid: str, first: Generation, steps: Iterator[Generation], chat: bool, ids: bool
     ) -> Iterator[bytes]:
-        sent = ""
-        try:
-            for g in _chain(first, steps):
-                delta, sent = g.text[len(sent) :], g.text
-                chunk = _envelope(rid, g, chat, _choice(g, chat, delta))
-                chunk["object"] = "chat.completion.chunk" if chat else "text_completion"
-                yield f"data: {json.dumps(chunk)}\n\n".encode()
-        finally:
-            steps.close()  # a client that hangs up must not keep the model lock
+        sent, count = "", 0
+        for g in _chain(first, steps):
+            delta, sent = g.text[len(sent) :], g.text
+            chunk = _envelope(rid, g, chat, _choice(g, chat, delta))
+            chunk["object"] = "chat.completion.chunk" if chat else "text_completion"
+            if ids:  # vLLM's ``return_token_ids``: the ids new in this chunk
+                chunk["choices"][0]["token_ids"] = list(g.token_ids[count:])
+                count = len(g.token_ids)
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
         tail = {"id": rid, "usage": _usage(g), "provenance": g.provenance()}
         yield f"data: {json.dumps(tail)}\n\n".encode()
         yield b"data: [DONE]\n\n"
 
     async def complete(request: Request, chat: bool) -> Any:
         try:
-            req, stream = parse_request(await request.json(), chat)
+            body = await request.json()
+            req, stream = parse_request(body, chat)
         except json.JSONDecodeError:
             return _error(400, "the request body is not valid JSON")
         except (BadRequest, ValueError, TypeError) as exc:
@@ -176,8 +178,9 @@ def create_app(backend: Any) -> Starlette:
             if stream:
                 steps = backend.stream(req)
                 first = await run_in_threadpool(next, steps)  # errors surface before the 200
-                return StreamingResponse(
-                    _sse(rid, first, steps, chat),
+                return _ClosingStream(
+                    steps,
+                    _sse(rid, first, steps, chat, body.get("return_token_ids") is True),
                     media_type="text/event-stream",
                     headers=_headers(first),
                 )
@@ -220,6 +223,29 @@ def create_app(backend: Any) -> Starlette:
             Route("/health", health),
         ]
     )
+
+
+class _ClosingStream(StreamingResponse):
+    """An SSE response that closes the backend's stream as soon as the response ends.
+
+    Starlette cancels a stream whose client hung up (the playground's Stop, a web-side
+    timeout) but leaves the sync generator suspended until garbage collection (>100 s
+    measured), and the suspended decode loop holds the model lock all that time. Closing it
+    here raises GeneratorExit inside the loop, which releases the lock at once.
+    """
+
+    def __init__(self, steps: Iterator[Generation], content: Iterator[bytes], **kw: Any) -> None:
+        super().__init__(content, **kw)
+        self.steps = steps
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Shielded: we may be here because of a cancellation. No ``next`` is running by
+            # now: anyio waits for a worker thread to finish before it delivers the cancel.
+            with anyio.CancelScope(shield=True):
+                await run_in_threadpool(getattr(self.steps, "close", lambda: None))
 
 
 def _chain(first: Generation, rest: Iterator[Generation]) -> Iterator[Generation]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 
@@ -21,14 +23,20 @@ def keys(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def client(keys):
-    from starlette.testclient import TestClient
-
+def backend(keys):
     from generator.config import KeyStore
     from generator.hf import TransformersBackend
+
+    return TransformersBackend(KeyStore.from_file(keys))
+
+
+@pytest.fixture(scope="module")
+def client(backend):
+    from starlette.testclient import TestClient
+
     from generator.server import create_app
 
-    with TestClient(create_app(TransformersBackend(KeyStore.from_file(keys)))) as c:
+    with TestClient(create_app(backend)) as c:
         yield c
 
 
@@ -123,3 +131,57 @@ def test_a_key_added_to_the_file_works_without_a_restart(client, keys):
     assert r.status_code == 200 and r.json()["provenance"]["key"] == "team-new"
     ids = r.json()["choices"][0]["token_ids"]
     assert len(ids) == 40 and detect_ids(ids, 31337).p_value < 0.01
+
+
+def test_streamed_chunks_carry_the_new_token_ids_when_asked(client, backend):
+    payload = _chat(max_tokens=12, stream=True, return_token_ids=True, ignore_eos=True)
+    payload["vllm_xargs"] = {"watermark_key": "team-a"}
+    with client.stream("POST", "/v1/chat/completions", json=payload) as r:
+        lines = [ln for ln in r.iter_lines() if ln.startswith("data: {")]
+    choices = [json.loads(ln[6:])["choices"][0] for ln in lines if '"choices"' in ln]
+    ids = [i for c in choices for i in c["token_ids"]]
+    assert all(len(c["token_ids"]) == 1 for c in choices) and len(ids) == 12
+    text = "".join(c["delta"]["content"] for c in choices)
+    assert backend.tokenizer.decode(ids, skip_special_tokens=True) == text
+
+
+async def _hang_up_after_first_chunk(app, body: bytes) -> list[dict]:
+    """Drive the ASGI app as uvicorn does, the client disconnecting after one body chunk."""
+    sent: list[dict] = []
+    got_chunk = asyncio.Event()
+    requested = False
+
+    async def receive() -> dict:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await got_chunk.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and message.get("body"):
+            got_chunk.set()
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+        "method": "POST", "scheme": "http", "path": "/v1/completions", "raw_path": b"",
+        "query_string": b"", "root_path": "", "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2),
+    }  # fmt: skip
+    await app(scope, receive, send)
+    return sent
+
+
+def test_a_client_that_hangs_up_releases_the_model_at_once(client, backend):
+    body = {"prompt": "Once upon a time", "max_tokens": 200, "ignore_eos": True, "stream": True}
+    body["vllm_xargs"] = {"watermark_key": "team-a"}
+    gc.disable()  # the stream must be closed by the server, not found later by the collector
+    try:
+        sent = asyncio.run(_hang_up_after_first_chunk(client.app, json.dumps(body).encode()))
+        assert not backend.lock.locked()
+    finally:
+        gc.enable()
+    chunks = [m for m in sent if m["type"] == "http.response.body" and m.get("body")]
+    assert 1 <= len(chunks) < 200  # stopped long before the 200 tokens

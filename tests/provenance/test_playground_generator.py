@@ -132,11 +132,6 @@ def test_stopping_a_reply_keeps_the_partial_text(bob, cast, alice_key, generator
     assert 0 < len(reply.token_ids) < 200
 
 
-@pytest.mark.xfail(
-    reason="generator/server.py keeps the model lock after a client hangs up (the suspended "
-    "SSE generator is not closed when Starlette cancels the stream); reported",
-    strict=False,
-)
 def test_after_a_stop_the_generator_answers_the_next_reply(
     bob, cast, alice_key, generator, settings
 ):
