@@ -35,10 +35,12 @@ def _env(tmp: Path, redis_url: str) -> dict[str, str]:
         "REDIS_URL": redis_url,
         "PROVENANCE_KEK": Fernet.generate_key().decode(),
         "PROVENANCE_USER_THROTTLE": "100000/min",
+        "PROVENANCE_DETECT_THROTTLE": "100000/min",
         "OMP_NUM_THREADS": "1",
         "PROVENANCE_LOG_LEVEL": "WARNING",
     }
     shared = ["DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "PROVENANCE_USER_THROTTLE",
+              "PROVENANCE_DETECT_THROTTLE",
               "PROVENANCE_LOG_LEVEL"]  # fmt: skip
     os.environ.update({name: env[name] for name in shared})  # this process sets up the DB
     return env

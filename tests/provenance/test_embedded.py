@@ -39,6 +39,10 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
         "PROVENANCE_PORT": str(port),
         "PROVENANCE_DEMO_KEY": str(DEMO_KEY),
         "OMP_NUM_THREADS": "1",
+        # No playground generator here (converting the model into this fresh data dir costs
+        # minutes): an external URL makes the runner start none. test_playground_generator
+        # starts the embedded generator the way the runner does.
+        "PROVENANCE_GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
     }
     for name in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE"):
         env.pop(name, None)

@@ -12,9 +12,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import pytest
+import redis
 from django.conf import settings as django_settings
+from django.utils import timezone
 
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
 from provenance.redis_server import RedisServer
@@ -201,3 +204,24 @@ def _hold_lock() -> subprocess.Popen:
     )  # fmt: skip
     assert holder.stdout.readline().strip() == "locked"
     return holder
+
+
+def test_make_runs_sweeper_queues_a_check_the_broker_never_got(
+    fault_redis, api_for, alice_key, human_text, monkeypatch
+):
+    from provenance.celery import app
+    from provenance.embedded import _Sweeper
+
+    point_celery_at("redis://127.0.0.1:1/0")  # nothing listens there: the broker is down
+    try:
+        body = api_for("alice").post("/api/v1/checks", {"text": human_text}, format="json").json()
+    finally:
+        point_celery_at(fault_redis.url)
+    assert body["queued_at"] is None and app.conf.broker_url == fault_redis.url
+    Check.objects.filter(id=body["id"]).update(created_at=timezone.now() - timedelta(seconds=30))
+    sweeper = _Sweeper()
+    sweeper.last -= sweeper.every  # due now
+    sweeper.tick()
+    assert Check.objects.get(id=body["id"]).queued_at is not None
+    messages = redis.Redis.from_url(fault_redis.url).lrange("celery", 0, -1)
+    assert any(body["id"].encode() in message for message in messages)

@@ -1,11 +1,13 @@
-"""The playground against the real generator server on the embedded SmolLM2 (started the
-way ``make run`` starts it, from a key file written from the registry): streamed replies with
-their provenance and meter, stop, and a restart when the key set changes."""
+"""The playground against the real generator server on the embedded SmolLM2, started the way
+``make run`` starts it (vLLM's server with our processor when vLLM is installed, else ours), on
+a key file written from the registry: streamed replies with their provenance, token ids and
+meter, stop, and keys that apply without a restart."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import httpx
@@ -13,7 +15,8 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from provenance.keys.services import key_create
+from provenance.keys.services import key_create, key_retire
+from provenance.playground.client import ChatRequest, ClientConfig, GeneratorError, stream_chat
 from provenance.playground.embedded import EmbeddedGenerator
 from provenance.playground.keyfile import generator_key_name
 from provenance.playground.models import Conversation, Message
@@ -22,31 +25,40 @@ from provenance.redis_server import free_port
 pytestmark = pytest.mark.slow
 
 
-def wait_healthy(url: str, process, timeout: float = 240) -> dict:
+def wait_healthy(url: str, process, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             raise RuntimeError("the generator exited")
         try:
-            return httpx.get(f"{url}/health", timeout=1).raise_for_status().json()
+            httpx.get(f"{url}/health", timeout=2).raise_for_status()
+            return
         except httpx.HTTPError:
-            time.sleep(0.3)
+            time.sleep(0.5)
     raise RuntimeError("the generator did not start")
 
 
-@pytest.fixture
-def generator(tmp_path, settings, alice_key):
-    """The embedded generator on the test registry's keys; the playground points at it."""
+@pytest.fixture(scope="module")
+def running(tmp_path_factory, django_db_setup, django_db_blocker):
+    """One embedded generator for the module (vLLM starts in ~35 s), on an empty key set."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    running = EmbeddedGenerator(tmp_path, free_port(), env).start()
+    with django_db_blocker.unblock():
+        started = EmbeddedGenerator(tmp_path_factory.mktemp("gen"), free_port(), env).start()
+    try:
+        wait_healthy(started.url, started.process)
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def generator(running, settings, alice_key):
+    """The running generator on this test's registry keys; the playground points at it."""
+    running.write_keys()
     settings.PROVENANCE_PLAYGROUND = {
         **settings.PROVENANCE_PLAYGROUND, "GENERATOR_URL": running.url, "READ_TIMEOUT": 60,
     }  # fmt: skip
-    try:
-        wait_healthy(running.url, running.process)
-        yield running
-    finally:
-        running.stop()
+    return running
 
 
 @pytest.fixture
@@ -95,6 +107,7 @@ def test_a_watermarked_reply_streams_with_a_growing_meter_and_is_stored(
     assert reply.tokenizer_hash == alice_key.tokenizer.content_hash
     assert (reply.temperature, reply.top_p, reply.max_tokens) == (1.0, 1.0, 60)
     assert 10 < len(reply.token_ids) <= 60 and reply.log10_p == events[-1]["log10_p"]
+    assert reply.token_ids_exact  # the ids the generator sampled, not a re-tokenization
 
 
 def test_a_reply_without_watermark_shows_no_evidence(bob, cast, alice_key, generator):
@@ -141,11 +154,26 @@ def test_after_a_stop_the_generator_answers_the_next_reply(
     assert events[-1]["type"] == "done"
 
 
-def test_the_embedded_generator_restarts_with_a_new_key(cast, tokenizer_row, generator):
-    first = wait_healthy(generator.url, generator.process)
+def _a_few_tokens(generator, key) -> list:
+    config = ClientConfig(url=generator.url, read_timeout=60)
+    request = ChatRequest(
+        messages=({"role": "user", "content": "Hi"},), key_name=generator_key_name(key),
+        watermark=True, temperature=1.0, top_p=1.0, max_tokens=3,
+    )  # fmt: skip
+    return list(stream_chat(config, request))
+
+
+def test_keys_added_and_retired_apply_without_a_restart(cast, tokenizer_row, generator):
+    pid = generator.process.pid
     key, _ = key_create(name="fresh", team=cast["acme"], tokenizer=tokenizer_row)
-    assert generator_key_name(key) not in first["keys"]
+    with pytest.raises(GeneratorError, match=re.escape(generator_key_name(key))):
+        _a_few_tokens(generator, key)  # not in the key file yet: refused, naming the key name
     generator.checked = 0.0
     generator.refresh()
-    health = wait_healthy(generator.url, generator.process)
-    assert generator_key_name(key) in health["keys"]
+    assert any(chunk.text for chunk in _a_few_tokens(generator, key))
+    key_retire(key=key)
+    generator.checked = 0.0
+    generator.refresh()
+    with pytest.raises(GeneratorError, match="refused"):
+        _a_few_tokens(generator, key)
+    assert generator.process.pid == pid and generator.alive()

@@ -1,0 +1,216 @@
+"""Load benchmark: concurrent API clients against the embedded default (``make run``: SQLite,
+the embedded Redis, one solo Celery worker, gunicorn), on loopback.
+
+Each client submits a check (``POST /api/v1/checks``), polls it until done, and starts the
+next, for DURATION seconds or until the request budget is spent. Texts alternate between
+watermarked (under the demo key, set through PROVENANCE_DEMO_KEY) and human prose, 100-300
+tokens each. Printed: checks/s, p50/p95 of the submit latency and of submit-to-verdict, and
+the error count, which must be 0 (any non-2xx answer, a failed check, or a wrong verdict).
+
+The per-user detection rate limit and daily quota are raised for the run (one demo user
+stands for all clients; at the defaults most requests would be 429 by design).
+
+Run: ``python benchmarks/bench_load.py`` (``--clients 8 --seconds 30 --max-requests 20000``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+DEMO_KEY = 0x5EED_0F_10AD_BE_5C
+
+
+@dataclass
+class Tally:
+    submit_ms: list[float] = field(default_factory=list)
+    verdict_ms: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    requests: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self) -> bool:
+        """One request from the shared budget; False when it is spent."""
+        with self.lock:
+            self.requests += 1
+            return self.requests <= self.budget
+
+    budget: int = 0
+
+
+def _texts() -> list[tuple[str, bool]]:
+    from detector.tokenizers import load_tokenizer
+    from tests.provenance.watermark import HUMAN_TEXT, watermarked_ids
+
+    tokenizer = load_tokenizer("default")
+    human = (HUMAN_TEXT + " ") * 10
+    words = human.split()
+    texts = []
+    for i in range(16):
+        n = 100 + 20 * i % 200
+        texts.append((tokenizer.decode(watermarked_ids(DEMO_KEY, n, seed=i)), True))
+        texts.append((" ".join(words[i * 7 : i * 7 + n // 2]), False))
+    return texts
+
+
+def _login_token(base: str, password: str) -> str:
+    """As a user would: log in, create an API token on its page, read it once."""
+    with httpx.Client(base_url=base, follow_redirects=True, timeout=30) as web:
+        csrf = _csrf(web.get("/accounts/login/").text)
+        web.post("/accounts/login/", data={"username": "demo", "password": password,
+                                           "csrfmiddlewaretoken": csrf})  # fmt: skip
+        page = web.post("/accounts/token/", data={"csrfmiddlewaretoken": _csrf(web.get(
+            "/accounts/token/").text)}).text  # fmt: skip
+    return re.search(r'<code id="api-token">([0-9a-f]+)</code>', page).group(1)
+
+
+def _csrf(page: str) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+def _client_loop(base: str, token: str, texts, tally: Tally, stop_at: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    headers = {"Authorization": f"Token {token}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=60) as api:
+        while time.monotonic() < stop_at and tally.take():
+            text, expected = texts[int(rng.integers(len(texts)))]
+            try:
+                _one(api, text, expected, tally, stop_at)
+            except (httpx.HTTPError, KeyError, ValueError) as exc:
+                tally.errors.append(f"{type(exc).__name__}: {exc}")
+
+
+def _one(api: httpx.Client, text: str, expected: bool, tally: Tally, stop_at: float) -> None:
+    start = time.perf_counter()
+    answer = api.post("/api/v1/checks", json={"text": text})
+    submitted = time.perf_counter()
+    if answer.status_code != 202:
+        tally.errors.append(f"POST {answer.status_code}: {answer.text[:200]}")
+        return
+    check = answer.json()
+    while check["status"] in ("pending", "running"):
+        time.sleep(0.02)
+        tally.take()  # polls count against the request budget too
+        polled = api.get(f"/api/v1/checks/{check['id']}")
+        if polled.status_code != 200:
+            tally.errors.append(f"GET {polled.status_code}")
+            return
+        check = polled.json()
+    if check["status"] != "done" or check["is_watermarked"] is not expected:
+        tally.errors.append(f"check {check['status']} {check.get('failure_reason')}")
+        return
+    tally.submit_ms.append((submitted - start) * 1000)
+    tally.verdict_ms.append((time.perf_counter() - start) * 1000)
+
+
+def _start_embedded(tmp: Path, port: int) -> tuple[subprocess.Popen[str], str, list[str]]:
+    from provenance.redis_server import free_port
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update({
+        "PROVENANCE_DATA_DIR": str(tmp), "PROVENANCE_PORT": str(port),
+        "PROVENANCE_DEMO_KEY": str(DEMO_KEY), "OMP_NUM_THREADS": "1",
+        "PROVENANCE_DETECT_THROTTLE": "1000000/min", "PROVENANCE_USER_THROTTLE": "1000000/min",
+        "PROVENANCE_DAILY_QUOTA": "100000000", "PROVENANCE_LOG_LEVEL": "WARNING",
+        # No playground generator: this measures checks.
+        "PROVENANCE_GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
+    })  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "provenance.embedded"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        found = re.search(r"with password '([^']+)'", "".join(lines))
+        if found:
+            return proc, found.group(1), lines
+        if proc.poll() is not None:
+            raise RuntimeError("".join(lines)[-3000:])
+        time.sleep(0.2)
+    raise RuntimeError("the embedded default did not start")
+
+
+def _wait_web(base: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{base}/accounts/login/", timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise RuntimeError("web server not up")
+
+
+def _report(tally: Tally, seconds: float, clients: int) -> None:
+    done = len(tally.verdict_ms)
+    submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
+    print(f"load: {clients} concurrent API clients, {seconds:.1f} s, embedded default "
+          f"(SQLite, embedded Redis, 1 solo worker, gunicorn 1x8 threads), loopback")  # fmt: skip
+    print(f"  checks completed: {done} ({done / seconds:.1f} checks/s); "
+          f"HTTP requests: {min(tally.requests, tally.budget)} (budget {tally.budget})")  # fmt: skip
+    if done:
+        print(f"  submit (POST -> 202):    p50 {np.percentile(submit, 50):6.1f} ms, "
+              f"p95 {np.percentile(submit, 95):6.1f} ms")  # fmt: skip
+        print(f"  submit -> verdict (done): p50 {np.percentile(verdict, 50):6.1f} ms, "
+              f"p95 {np.percentile(verdict, 95):6.1f} ms")  # fmt: skip
+    print(f"  errors: {len(tally.errors)}")
+    for error in tally.errors[:10]:
+        print(f"    {error}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--max-requests", type=int, default=20_000)
+    options = parser.parse_args()
+    from provenance.redis_server import free_port
+
+    texts = _texts()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        port = free_port()
+        proc, password, _ = _start_embedded(Path(tmp_name), port)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            _wait_web(base)
+            token = _login_token(base, password)
+            for text, expected in texts[:4]:  # warm: tokenizer loaded, connections open
+                _one(httpx.Client(base_url=base, headers={"Authorization": f"Token {token}"},
+                                  timeout=60), text, expected, Tally(budget=10), 0)  # fmt: skip
+            tally = Tally(budget=options.max_requests)
+            start = time.monotonic()
+            stop_at = start + options.seconds
+            threads = [threading.Thread(target=_client_loop,
+                                        args=(base, token, texts, tally, stop_at, i))
+                       for i in range(options.clients)]  # fmt: skip
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            _report(tally, time.monotonic() - start, options.clients)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(60)
+    return 1 if tally.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
