@@ -133,8 +133,10 @@ def _start_embedded(tmp: Path, port: int) -> tuple[subprocess.Popen[str], str, l
         # No playground generator: this measures checks.
         "PROVENANCE_GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
     })  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "provenance.embedded"], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "provenance.embedded"], cwd=REPO, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
     deadline = time.monotonic() + 180
@@ -164,8 +166,9 @@ def _report(tally: Tally, seconds: float, clients: int) -> None:
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
     print(f"load: {clients} concurrent API clients, {seconds:.1f} s, embedded default "
           f"(SQLite, embedded Redis, 1 solo worker, gunicorn 1x8 threads), loopback")  # fmt: skip
+    sent = min(tally.requests, tally.budget)
     print(f"  checks completed: {done} ({done / seconds:.1f} checks/s); "
-          f"HTTP requests: {min(tally.requests, tally.budget)} (budget {tally.budget})")  # fmt: skip
+          f"HTTP requests: {sent} (budget {tally.budget})")  # fmt: skip
     if done:
         print(f"  submit (POST -> 202):    p50 {np.percentile(submit, 50):6.1f} ms, "
               f"p95 {np.percentile(submit, 95):6.1f} ms")  # fmt: skip
