@@ -140,8 +140,9 @@ class KeyStore(Mapping[str, WatermarkSettings]):
 
     @classmethod
     def from_mapping(cls, data: Any) -> KeyStore:
-        if not isinstance(data, Mapping) or not data:
-            raise KeyFileError("a key file must be a non-empty JSON object of named configurations")
+        # ``{}`` is a store with no keys (every key retired): it serves only opted-out requests.
+        if not isinstance(data, Mapping):
+            raise KeyFileError("a key file must be a JSON object of named configurations")
         if "key" in data and not isinstance(data["key"], Mapping):
             # A bare vLLM ``--watermark-config`` object: one key, named "default".
             return cls({"default": WatermarkSettings.from_vllm(data, name="default")})

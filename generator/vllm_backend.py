@@ -19,9 +19,11 @@ PROCESSOR_FQCN = "generator.vllm_v1:WatermarkLogitsProcessor"
 
 def engine_env(keys_file: str | os.PathLike[str] | None, default_key: str | None) -> None:
     """Point this process (and the engine processes it spawns) at the key file."""
+    from generator.models import data_dir
     from generator.vllm_v1 import DEFAULT_KEY_ENV
 
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB: plenty for SmolLM2 at 2k context
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(data_dir() / "vllm-cache"))
     # vLLM logs to stdout by default; the CLI's stdout carries the JSON result.
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -85,8 +85,9 @@ def stream_chat(config: ClientConfig, req: ChatRequest) -> Iterator[Chunk]:
         with httpx.Client(timeout=timeout) as client:
             with client.stream("POST", url, json=chat_body(req)) as response:
                 _raise_for_status(response)
+                headers = _header_provenance(response.headers)
                 for chunk in _chunks(response.iter_lines()):
-                    yield chunk
+                    yield replace(chunk, provenance={**headers, **chunk.provenance})
                     if time.monotonic() > deadline:
                         raise GeneratorError(
                             f"the reply took longer than {config.max_seconds:.0f} s and was "
@@ -141,6 +142,11 @@ def _chunks(lines: Iterator[str]) -> Iterator[Chunk]:
 
 def _chunk(event: dict[str, Any]) -> Chunk:
     if "error" in event:
+        # vLLM validates a streamed request inside the stream: a 4xx code there is a refusal.
+        if _error_code(event["error"]) // 100 == 4:
+            raise GeneratorError(
+                f"the generator refused the request: {_error_text(event['error'])}", "refused"
+            )
         raise GeneratorError(f"the generator failed: {_error_text(event['error'])}", "broken")
     choices = event.get("choices") or [{}]
     choice = choices[0]
@@ -154,9 +160,28 @@ def _chunk(event: dict[str, Any]) -> Chunk:
     )
 
 
+def _header_provenance(headers: httpx.Headers) -> dict[str, Any]:
+    """Provenance from the generator's ``x-provenance-*`` headers (the only place vLLM's own
+    server reports the key name, watermark and tokenizer; our server also puts it in JSON)."""
+    found: dict[str, Any] = {}
+    if "x-provenance-watermarked" in headers:
+        found["watermarked"] = headers["x-provenance-watermarked"] == "true"
+    if headers.get("x-provenance-key", "none") != "none":
+        found["key"] = headers["x-provenance-key"]
+    for name, field_name in (("model", "model"), ("tokenizer", "tokenizer_hash")):
+        if headers.get(f"x-provenance-{name}", "unknown") != "unknown":
+            found[field_name] = headers[f"x-provenance-{name}"]
+    return found
+
+
 def _model_only(event: dict[str, Any]) -> dict[str, Any]:
     # vLLM's own server reports provenance in headers only; its chunks still name the model.
     return {"model": event["model"]} if event.get("model") else {}
+
+
+def _error_code(error: Any) -> int:
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 
 def _error_text(error: Any) -> str:

@@ -109,3 +109,11 @@ def test_a_broken_rewrite_keeps_the_last_good_keys(tmp_path, caplog):
     os.utime(path, ns=(10**18 + 10**9, 10**18 + 10**9))
     assert store.refreshed()["a"].key == SECRET
     assert "keeping the previous keys" in caplog.text and str(SECRET + 1) not in caplog.text
+
+
+def test_a_key_file_emptied_of_keys_retires_them_all(tmp_path):
+    path = tmp_path / "keys.json"
+    _rewrite(path, {"a": {"key": SECRET}}, 10**18)
+    store = KeyStore.from_file(path)
+    _rewrite(path, {}, 10**18 + 10**9)
+    assert len(store.refreshed()) == 0

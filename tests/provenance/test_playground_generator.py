@@ -38,22 +38,25 @@ def wait_healthy(url: str, process, timeout: float = 300) -> None:
     raise RuntimeError("the generator did not start")
 
 
-@pytest.fixture(scope="module")
-def running(tmp_path_factory, django_db_setup, django_db_blocker):
-    """One embedded generator for the module (vLLM starts in ~35 s), on an empty key set."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with django_db_blocker.unblock():
+_running: list[EmbeddedGenerator] = []
+
+
+def _shared_generator(tmp_path_factory, config) -> EmbeddedGenerator:
+    """One embedded generator for the session (vLLM starts in ~35 s), stopped at its end;
+    shared with the browser tests, which import the ``generator`` fixture."""
+    if not _running or not _running[0].alive():
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
         started = EmbeddedGenerator(tmp_path_factory.mktemp("gen"), free_port(), env).start()
-    try:
+        config.add_cleanup(started.stop)
+        _running[:] = [started]
         wait_healthy(started.url, started.process)
-        yield started
-    finally:
-        started.stop()
+    return _running[0]
 
 
 @pytest.fixture
-def generator(running, settings, alice_key):
-    """The running generator on this test's registry keys; the playground points at it."""
+def generator(tmp_path_factory, request, settings, alice_key):
+    """The embedded generator on this test's registry keys; the playground points at it."""
+    running = _shared_generator(tmp_path_factory, request.config)
     running.write_keys()
     settings.PROVENANCE_PLAYGROUND = {
         **settings.PROVENANCE_PLAYGROUND, "GENERATOR_URL": running.url, "READ_TIMEOUT": 60,
