@@ -8,13 +8,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from rest_framework.authtoken.models import Token
 
 from provenance.accounts.services import user_create
 from tests.provenance import capture
-from tests.provenance.conftest import REPO, point_celery_at
+from tests.provenance.conftest import point_celery_at
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 MAX_EXAMPLES = 15  # per operation: the whole run stays around a minute on two cores
@@ -42,13 +43,21 @@ def test_no_generated_request_gets_a_5xx(
          "--header", f"Authorization: Token {token.key}",
          "--checks", "not_a_server_error", "--max-examples", str(MAX_EXAMPLES),
          "--seed", "7", "--workers", "1", "--request-timeout", "30", "--max-failures", "5",
-         "--phases", "examples,coverage,fuzzing", "--no-color",
+         "--phases", "examples,coverage,fuzzing", "--no-color", "--generation-database", "none",
          "--report", "junit", "--report-dir", str(tmp_path)],
-        cwd=REPO, env={**os.environ, "SCHEMATHESIS_HOOKS": ""}, capture_output=True,
+        cwd=tmp_path, env={**os.environ, "SCHEMATHESIS_HOOKS": ""}, capture_output=True,
         text=True, timeout=600,
     )  # fmt: skip
     capture.record("schemathesis", done.stdout + done.stderr)
-    summary = done.stdout[-4000:]
-    assert done.returncode == 0, summary + done.stderr[-2000:]
-    assert "Tested: 15" in done.stdout  # every operation of the schema was exercised
+    summary = done.stdout[-4000:] + done.stderr[-2000:]
+    suite = ElementTree.parse(next(tmp_path.glob("*.xml"))).getroot()
+    assert suite.get("tests") == "15", summary  # every operation of the schema was exercised
+    # The only check is not_a_server_error: a failure is a 5xx answer.
+    assert suite.get("failures") == "0", summary
+    # An error is a request that got no answer at all. The test server's own HTTP parser
+    # (Python's http.server, under Django's live server) drops some generated requests, such
+    # as an over-long header line, before the app sees them: that is no 5xx. Anything else is.
+    for error in suite.iter("error"):
+        assert "Connection" in (error.get("message", "") + (error.text or "")), summary
+    assert done.returncode == 0 or suite.get("errors") != "0", summary
     assert "Authentication failed" not in done.stdout and "Rate limited" not in done.stdout
