@@ -166,6 +166,12 @@ class CheckDetailApi(APIView):
 
 class AuditOutput(serializers.ModelSerializer):
     counts = serializers.SerializerMethodField()
+    notice = serializers.SerializerMethodField(
+        help_text="Set while checks of the audit wait for the scoring queue (broker down)."
+    )
+
+    def get_notice(self, audit: Audit) -> str:
+        return services.audit_queue_notice(audit)
 
     class Meta:
         model = Audit
@@ -179,6 +185,7 @@ class AuditOutput(serializers.ModelSerializer):
             "created_at",
             "finished_at",
             "counts",
+            "notice",
         ]
 
     def get_counts(self, audit: Audit) -> dict[str, int]:

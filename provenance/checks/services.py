@@ -117,6 +117,11 @@ def queue_notice(check: Check) -> str:
     return ""
 
 
+def audit_queue_notice(audit: Audit) -> str:
+    waiting = audit.checks.filter(status=Status.PENDING, queued_at__isnull=True)
+    return QUEUE_DOWN.replace("the check waits", "its checks wait") if waiting.exists() else ""
+
+
 def check_fail(check_id: Any, reason: str) -> None:
     Check.objects.filter(id=check_id).exclude(status=Status.DONE).update(
         status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()

@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import heatmap, selectors, services
+from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Status
 from provenance.errors import ProblemError
 from provenance.keys.selectors import keys_visible_to
@@ -22,6 +23,9 @@ def check_new(request: HttpRequest) -> HttpResponse:
     context = {"keys": keys_visible_to(team_for_user(request.user)), "text": ""}
     if request.method == "POST":
         text = request.POST.get("text", "")
+        if not DetectionThrottle().allow_request(request, None):  # the API's per-user rate
+            context.update(error="too many checks in a short time; try again in a minute")
+            return render(request, "checks/check_new.html", context, status=429)
         try:
             check = services.check_create(user=request.user, text=text)
         except ProblemError as exc:

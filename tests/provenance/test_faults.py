@@ -138,20 +138,26 @@ def test_redis_lost_with_checks_queued_the_sweeper_completes_them(
         assert body["status"] == "pending" and body["queued_at"] is None
         assert "queue is unavailable" in body["notice"]
         assert "queue is unavailable" in alice.get(f"/api/v1/checks/{body['id']}").json()["notice"]
+    items = [{"client_id": "x", "text": wm_text}, {"client_id": "y", "text": human_text}]
+    audit = alice.post("/api/v1/audits", {"texts": items}, format="json")
+    assert audit.status_code == 202 and "its checks wait" in audit.json()["notice"]
 
     fault_redis.start()  # same port, empty: the three queued messages are gone
     worker = spawn_worker(fault_redis.url, worker_log)
     try:
         time.sleep(1.2)
         out = _sweep(fault_redis.url, pending_after=1, running_after=600)
-        assert "stuck 5, queued 5" in out
+        assert "stuck 7, queued 7" in out
         ids = [body["id"] for body in queued] + [a.json()["id"] for a in waiting]
-        _wait(lambda: Check.objects.filter(id__in=ids, status="done").count() == 5)
+        ids += list(Check.objects.filter(audit_id=audit.json()["id"]).values_list("id", flat=True))
+        _wait(lambda: Check.objects.filter(id__in=ids, status="done").count() == 7)
         time.sleep(0.5)
         assert "stuck 0" in _sweep(fault_redis.url, pending_after=1, running_after=600)
     finally:
         stop_process(worker)
     _exactly_once(ids)
+    assert Audit.objects.get(id=audit.json()["id"]).status == "done"
+    assert alice.get(f"/api/v1/audits/{audit.json()['id']}").json()["notice"] == ""
     verdicts = Check.objects.filter(id__in=ids).values_list("text", "is_watermarked")
     assert {text[:30]: flag for text, flag in verdicts}[wm_text[:30]] is True
 

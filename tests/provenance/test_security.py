@@ -143,6 +143,16 @@ def test_detection_is_rate_limited_per_user(api_for, alice_key, monkeypatch):
     assert Check.objects.count() == 3
 
 
+def test_the_paste_form_shares_the_detection_rate_limit(client, cast, alice_key, monkeypatch):
+    from rest_framework.throttling import UserRateThrottle
+
+    monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "100/min", "detect": "2/min"})
+    client.force_login(cast["alice"])
+    codes = [client.post("/", {"text": f"text {i}"}).status_code for i in range(3)]
+    assert codes == [302, 302, 429]
+    assert Check.objects.count() == 2
+
+
 def test_the_daily_quota_counts_texts_and_stores_nothing_past_it(
     api_for, alice_key, settings, client, cast
 ):
