@@ -109,6 +109,8 @@ def test_every_page_sends_a_csp_it_satisfies_and_every_form_carries_csrf(
                             "/playground/", "/admin/", "/api/docs/"], limit=120)  # fmt: skip
     html = {url: body for url, body in pages.items() if "<html" in body.lower()}
     assert len(html) > 30
+    browsing = client.get("/api/v1/checks", HTTP_ACCEPT="text/html,*/*;q=0.8")
+    assert browsing["Content-Type"] == "application/json"  # no browsable HTML to police
     policy = client.get("/")["Content-Security-Policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
     for url, body in html.items():
