@@ -231,3 +231,23 @@ def test_make_runs_sweeper_queues_a_check_the_broker_never_got(
     assert Check.objects.get(id=body["id"]).queued_at is not None
     messages = redis.Redis.from_url(fault_redis.url).lrange("celery", 0, -1)
     assert any(body["id"].encode() in message for message in messages)
+
+
+def test_an_unreachable_database_answers_503_not_500(api_for, client, cast, alice_key, tmp_path):
+    from django.db import connection
+
+    alice = api_for("alice")
+    client.force_login(cast["alice"])
+    name = connection.settings_dict["NAME"]
+    connection.close()
+    connection.settings_dict["NAME"] = str(tmp_path / "gone" / "db.sqlite3")  # cannot open
+    try:
+        api = alice.post("/api/v1/checks", {"text": "some text"}, format="json")
+        detect = alice.post("/detect", {"text": "some text"}, format="json")
+        page = client.get("/checks/")
+    finally:
+        connection.close()
+        connection.settings_dict["NAME"] = name
+    assert api.status_code == detect.status_code == page.status_code == 503
+    assert "database is unavailable" in api.json()["detail"] and api["Retry-After"] == "5"
+    assert not Check.objects.exists()
