@@ -58,6 +58,9 @@ class TransformersBackend:
         self.eos_ids = self._eos_ids()
         self.lock = threading.Lock()  # one forward pass at a time: the model is not re-entrant
         self.generator = torch.Generator().manual_seed(torch.seed())
+        from kernels.cpu_scan import warm_up
+
+        warm_up()  # compile the CPU draw at start-up, not on the first request
 
     def _eos_ids(self) -> set[int]:
         ids = {

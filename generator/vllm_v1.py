@@ -73,6 +73,10 @@ class WatermarkLogitsProcessor(LogitsProcessor):
         self.device = device
         self.generator = torch.Generator()  # ordinary randomness for repeated-context rows
         self.generator.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+        if device.type == "cpu":
+            from kernels.cpu_scan import warm_up
+
+            warm_up()  # compile the CPU draw at engine start, not on the first request
 
     def is_argmax_invariant(self) -> bool:
         return False  # it changes which token wins, so vLLM must call it before sampling

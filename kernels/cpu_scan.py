@@ -39,6 +39,7 @@ from kernels.utils import UINT32_MASK
 log = logging.getLogger(__name__)
 BUCKET_BITS = 12  # 4096 buckets: the top one (u > 1 - 2**-12) holds ~12 tokens per 49k row
 COMPILE_ENV = "PROVENANCE_KERNELS_COMPILE"
+CHUNK = 64  # columns per chunk maximum when looking for survivors
 _SHIFT = 32 - BUCKET_BITS
 _MARGIN = 1e-3  # as kernels.gumbel_sample: far above float32 rounding of the noise (~2e-6)
 
@@ -128,20 +129,32 @@ def dense_draw(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torc
     k0, k1 = philox.key_words(keys)
     st = torch.stack(state, dim=1)  # [n, 4]
     tk = torch.stack((k0 ^ st[:, 3], k1 ^ philox.TOKEN_TAG), dim=1)  # [n, 2]
-    # Pad to >= 2 rows and >= 8 tokens: size-0/1 dimensions would each cost a recompile.
-    xp = x.contiguous()
-    if vocab < 8:
-        xp = torch.nn.functional.pad(xp, (0, 8 - vocab), value=float("-inf"))
+    # -inf columns up to a multiple of CHUNK, and >= 2 rows: a size-1 dimension would cost
+    # a recompile. Padding never wins: it scores -inf, and ties go to the lowest id.
+    xp = torch.nn.functional.pad(x, (0, -vocab % CHUNK), value=float("-inf"))
     if n < 2:
         xp, st, tk = (torch.cat([t, t]) for t in (xp, st, tk))
-    words, lower, upper = (t[:n, :vocab] for t in _run(xp, st, tk, LO, HI))
-    bar = lower.amax(dim=-1, keepdim=True)  # the best exact score is at least this
-    row, col = (upper >= bar).nonzero(as_tuple=True)  # a few per row on SmolLM2 logits
+    words, lower, upper = _run(xp, st, tk, LO, HI)  # [n', V'] each
+    row, col = _survivors(lower[:n], upper[:n])
     word = words[row, col].to(torch.int64) & UINT32_MASK
-    scores = x[row, col] + _noise(word)  # upstream's float32 ops, survivors only
+    scores = xp[row, col] + _noise(word)  # upstream's float32 ops, survivors only
     best = torch.full((n,), float("-inf")).scatter_reduce(0, row, scores, "amax")
     ids = torch.where(scores == best[row], col, vocab)  # lowest id among each row's maxima
     return torch.full((n,), vocab, dtype=torch.int64).scatter_reduce(0, row, ids, "amin")
+
+
+def _survivors(lower: torch.Tensor, upper: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(row, column) of the tokens whose upper bound reaches their row's best lower bound.
+
+    Chunk maxima first: a comparison and nonzero over all of ``[n, V]`` cost 0.5 ms at B=8
+    (measured), the chunk maxima 0.03 ms, and only a few chunks per row hold a survivor.
+    """
+    n, width = upper.shape
+    bar = lower.amax(dim=-1)  # [n]: the best exact score is at least this
+    chunks = upper.view(n, width // CHUNK, CHUNK)
+    r, c = (chunks.amax(dim=-1) >= bar[:, None]).nonzero(as_tuple=True)
+    i, j = (chunks[r, c] >= bar[r, None]).nonzero(as_tuple=True)
+    return r[i], c[i] * CHUNK + j
 
 
 def warm_up() -> None:
