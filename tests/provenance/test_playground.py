@@ -332,7 +332,10 @@ def test_the_meter_reads_strong_evidence_on_watermarked_tokens(alice_key):
 
 
 def test_the_meter_finds_nothing_under_another_key(cast, tokenizer_row):
-    other, _ = key_create(name="k2", team=cast["acme"], tokenizer=tokenizer_row)
+    # a fixed other key: a random one would fall under the 1% threshold in 1% of the runs
+    other, _ = key_create(
+        name="k2", team=cast["acme"], tokenizer=tokenizer_row, value=KEY_VALUE ^ 0x5A5A5A5A
+    )
     ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=60, seed=3)]
     assert services.Meter(other).read(ids)["log10_p"] > -2
 
