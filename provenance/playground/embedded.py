@@ -85,13 +85,16 @@ class EmbeddedGenerator:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
-        # The whole group: vLLM's server runs its engine in a child process.
-        _signal_group(process, signal.SIGTERM)
+        # The server first: vLLM's stops its engine processes itself (a group-wide SIGTERM
+        # made the engine die under the server, which then logged errors). Then the group,
+        # so no engine process outlives it.
+        process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
+            process.kill()
             process.wait()
+        _signal_group(process, signal.SIGKILL)
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
