@@ -131,7 +131,9 @@ def dense_draw(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torc
     tk = torch.stack((k0 ^ st[:, 3], k1 ^ philox.TOKEN_TAG), dim=1)  # [n, 2]
     # -inf columns up to a multiple of CHUNK, and >= 2 rows: a size-1 dimension would cost
     # a recompile. Padding never wins: it scores -inf, and ties go to the lowest id.
-    xp = torch.nn.functional.pad(x, (0, -vocab % CHUNK), value=float("-inf"))
+    xp = x.contiguous()
+    if vocab % CHUNK:  # 49152 needs none: skip the copy
+        xp = torch.nn.functional.pad(xp, (0, -vocab % CHUNK), value=float("-inf"))
     if n < 2:
         xp, st, tk = (torch.cat([t, t]) for t in (xp, st, tk))
     words, lower, upper = _run(xp, st, tk, LO, HI)  # [n', V'] each
