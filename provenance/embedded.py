@@ -16,18 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from detector.paths import data_dir as detector_data_dir
 from provenance.redis_server import RedisServer, free_port
 
 DEMO_TEAM = "demo"
 DEMO_USER = "demo"
 DEMO_KEY = "demo-smollm2"
-
-
-def _data_dir() -> Path:
-    root = os.environ.get("PROVENANCE_DATA_DIR")
-    path = Path(root) if root else Path(__file__).resolve().parent.parent / "var"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _setup_django(redis_url: str) -> None:
@@ -105,7 +99,7 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 
 def main() -> int:
-    data_dir = _data_dir()
+    data_dir = detector_data_dir()
     os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
     os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
     host = os.environ.get("PROVENANCE_HOST", "127.0.0.1")
