@@ -1,7 +1,7 @@
 """Benchmark of the keyed Gumbel sampler; prints its figures.
 
 CPU section (always): the generator's hot path, one decode step at V=49152 (SmolLM2), B=1
-and 8: the fast exact draw (``kernels.cpu_scan``: compiled Philox, bucketed noise bounds)
+and 8: the fast exact draw (``kernels.cpu_scan``: Numba-compiled Philox, bucketed noise bounds)
 vs the eager full scan vs plain torch Gumbel-max sampling (no PRF).
 GPU section (when CUDA is present): the fused Triton kernel vs a plain Gumbel-max sampler
 and vs torch.multinomial(softmax) at B in {1, 8, 64, 256}, V in {32000, 152064}, bf16 and
@@ -123,7 +123,7 @@ def cpu_section(repeat: int) -> None:
     torch.set_num_threads(1)
     from kernels.cpu_scan import warm_up
 
-    warm_up()  # the compile (seconds) is start-up cost, not per step
+    warm_up()  # the compile (a second or two, then cached) is start-up cost, not per step
     vocab = 49152
     gen = torch.Generator().manual_seed(0)
     print(f"== CPU, 1 thread, V={vocab}: ms per decode step (ms per row)")

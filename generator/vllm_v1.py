@@ -114,5 +114,7 @@ class WatermarkLogitsProcessor(LogitsProcessor):
         if not self.rows:
             return logits
         rows = [self.rows.get(i) for i in range(logits.shape[0])]
-        chosen = watermark_step(logits, rows, penalties=True, generator=self.generator)
+        chosen = watermark_step(
+            logits, rows, penalties=True, generator=self.generator, inplace=True
+        )
         return force_tokens(logits, chosen)

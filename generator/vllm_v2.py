@@ -129,5 +129,7 @@ class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
         for slot, total in zip(slots, totals, strict=True):
             live = slot >= 0 and (slot in self.rows or slot in self.pending)
             rows.append(self._sync_row(slot, int(total)) if live else None)
-        chosen = watermark_step(logits, rows, penalties=False, generator=self.generator)
+        chosen = watermark_step(
+            logits, rows, penalties=False, generator=self.generator, inplace=True
+        )
         return force_tokens(logits, chosen.to(logits.device))

@@ -1,50 +1,48 @@
-"""CPU dense keyed draw: every token's PRF word in one compiled loop, then exact scores only
-for the tokens that can still win.
+"""CPU keyed draw: every token's PRF word in one compiled loop, exact scores only for the tokens
+that can still win.
 
 Why: an untruncated T=1 row keeps most of the vocabulary inside the logit-only pruning bound
 (``kernels.gumbel_sample``), so it used to take the eager full scan: ~100 int64 passes over
-``[n, V/4]`` plus float32 ``log(-log u)`` over ``[n, V]``, ~0.65 ms per row at V=49152. Here:
+``[n, V/4]`` plus float32 ``log(-log u)`` over ``[n, V]``, ~0.65 ms per row at V=49152. Here,
+one Numba-compiled loop per row (``_candidates``; ~0.04 ms per row at V=49152):
 
-1. ``torch.compile`` (Inductor's C++ backend) fuses the ten Philox rounds into one loop over the
-   vocabulary (integer ops only, so the words are exact by construction; ~0.06 ms per row).
-   In the same loop each word's top ``BUCKET_BITS`` bits pick, from two small tables, a lower
-   and an upper bound of the Gumbel noise that word can give, so the loop also yields
-   ``lower_v = l_v + LO[b_v]`` and ``upper_v = l_v + HI[b_v]`` without any logarithm.
+1. Philox4x32-10 on 32-bit lanes for every group of four token ids (products taken as 32x32 ->
+   64-bit, which LLVM vectorizes as unsigned 32-bit multiplies; integer ops only, so the
+   words are exact by construction). Each word's top ``BUCKET_BITS`` bits pick, from two small
+   tables, a lower and an upper bound of the Gumbel noise that word can give, so the loop
+   yields ``lower_v = l_v + LO[b_v]`` and ``upper_v = l_v + HI[b_v]`` without any logarithm.
 2. The bar is ``max_v lower_v``: every exact score is at least its lower bound, so the best
-   exact score is at least the bar.
-3. Only tokens with ``upper_v >= bar`` get the exact eager noise (2-11 of 49,152 on
-   SmolLM2 T=1 rows); the winner is among them, ties to the lowest id.
+   exact score is at least the bar. The first pass keeps, per chunk of ``CHUNK`` tokens, only
+   the largest upper bound; nothing of size ``[n, V]`` is written. The lower bounds are
+   needed only in the chunks whose largest upper bound reaches a first bar (the lower bounds
+   of the best chunk): the token with the best lower bound lies in one of them.
+3. Those chunks' words are recomputed (a few per row) and their tokens with
+   ``upper_v >= bar`` (2-11 of 49,152 on SmolLM2 T=1 rows) get upstream's float32 noise, in
+   torch; the winner is among them, ties to the lowest id.
 
 Exactness: ``fl(l_v + LO[b_v]) <= s_v = fl(l_v + g_v) <= fl(l_v + HI[b_v])`` (float32
 addition rounds monotonically; ``LO <= g_v <= HI`` with a margin far above float32 rounding),
 so the winner scores ``>= bar`` and survives, with every token that ties it; its score is
-upstream's computation. The compiled bounds need not match eager bit for bit: only be bounds.
-
-No compiler, or ``PROVENANCE_KERNELS_COMPILE=0``: the same function runs eagerly (exact, slower).
+upstream's computation. The compiled bounds need not match torch bit for bit: only be bounds.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import threading
-from collections.abc import Callable
-from typing import Any
-
+import numba
+import numpy as np
 import torch
 
 from kernels import philox
-from kernels.utils import UINT32_MASK
 
-log = logging.getLogger(__name__)
 BUCKET_BITS = 12  # 4096 buckets: the top one (u > 1 - 2**-12) holds ~12 tokens per 49k row
-COMPILE_ENV = "PROVENANCE_KERNELS_COMPILE"
-CHUNK = 64  # columns per chunk maximum when looking for survivors
+CHUNK = 64  # tokens per chunk of the first pass (16 Philox calls)
 _SHIFT = 32 - BUCKET_BITS
 _MARGIN = 1e-3  # as kernels.gumbel_sample: far above float32 rounding of the noise (~2e-6)
+_GROUPS = CHUNK // 4
 
 
 def _noise(words: torch.Tensor) -> torch.Tensor:
+    """Upstream's float32 Gumbel noise of PRF words (uint32 values in int64)."""
     u = philox.uniform(words)
     return u.clamp_min(torch.finfo(torch.float32).tiny).log_().neg_().log_().neg_()
 
@@ -57,114 +55,226 @@ def _bucket_tables() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 LO, HI = _bucket_tables()
+_LO, _HI = LO.numpy(), HI.numpy()
+
+_M0, _M1 = np.uint64(philox.PHILOX_M0), np.uint64(philox.PHILOX_M1)
+_W0, _W1 = np.uint64(philox.PHILOX_W0), np.uint64(philox.PHILOX_W1)
+_MASK, _32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+_CONTEXT_TAG, _TOKEN_TAG = philox.CONTEXT_TAG, philox.TOKEN_TAG
+_JIT = {"cache": True, "nogil": True, "boundscheck": False}
 
 
-def _rounds(c: list[torch.Tensor], k0: torch.Tensor, k1: torch.Tensor) -> list[torch.Tensor]:
-    """Philox4x32-10, functional (uint32 values in int64), for the compiler to fuse."""
-    c0, c1, c2, c3 = c
-    for r in range(10):
-        p0, p1 = c0 * philox.PHILOX_M0, c2 * philox.PHILOX_M1  # exact modulo 2**64
-        c0, c1, c2, c3 = (
-            ((p1 >> 32) ^ c1 ^ k0) & UINT32_MASK,
-            p1 & UINT32_MASK,
-            ((p0 >> 32) ^ c3 ^ k1) & UINT32_MASK,
-            p0 & UINT32_MASK,
-        )
-        if r < 9:
-            k0, k1 = (k0 + philox.PHILOX_W0) & UINT32_MASK, (k1 + philox.PHILOX_W1) & UINT32_MASK
-    return [c0, c1, c2, c3]
+@numba.njit(inline="always", **_JIT)
+def _chunk_words(chunk, s0, s1, s2, key0, key1, out):  # type: ignore[no-untyped-def]
+    """The PRF words of chunk ``chunk``'s ``CHUNK`` token ids into ``out`` (uint32 ``[CHUNK]``).
+
+    Counter ``(group, s0, s1, s2)``, key ``(key0, key1)`` = ``(k0 ^ s3, k1 ^ TOKEN_TAG)``.
+    """
+    for g in range(_GROUPS):
+        c0, c1, c2, c3 = np.uint32(chunk * _GROUPS + g), s0, s1, s2
+        k0, k1 = key0, key1
+        for _ in range(10):
+            p0 = np.uint64(c0) * _M0  # 32 x 32 -> 64 bits: exact
+            p1 = np.uint64(c2) * _M1
+            c0, c1, c2, c3 = (
+                np.uint32((p1 >> _32) ^ c1 ^ k0),
+                np.uint32(p1 & _MASK),
+                np.uint32((p0 >> _32) ^ c3 ^ k1),
+                np.uint32(p0 & _MASK),
+            )
+            k0 = np.uint32((k0 + _W0) & _MASK)  # the last bump is never used: harmless
+            k1 = np.uint32((k1 + _W1) & _MASK)
+        out[4 * g] = c0
+        out[4 * g + 1] = c1
+        out[4 * g + 2] = c2
+        out[4 * g + 3] = c3
 
 
-def _scan(
-    x: torch.Tensor, state: torch.Tensor, keys: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(words as int32 bit patterns, lower, upper score bounds) ``[n, V]`` for logits ``x``.
+@numba.njit(inline="always", **_JIT)
+def _chunk_upper(x, words, lo_or_hi, base, m):  # type: ignore[no-untyped-def]
+    """``max_j x[base + j] + table[words[j] >> _SHIFT]`` over ``j < m``.
 
-    ``state`` ``[n, 4]`` context states, ``keys`` ``[n, 2]`` the Philox key words of the
-    token call (``k0 ^ s3``, ``k1 ^ TOKEN_TAG``).
+    Four accumulators: LLVM keeps this loop scalar on this CPU (gathers priced out, float max
+    reductions not vectorized), so the latency chain of one running max would bound it.
+    """
+    a0 = a1 = a2 = a3 = np.float32(-np.inf)
+    j = 0
+    while j + 4 <= m:
+        v0 = x[base + j] + lo_or_hi[words[j] >> _SHIFT]
+        v1 = x[base + j + 1] + lo_or_hi[words[j + 1] >> _SHIFT]
+        v2 = x[base + j + 2] + lo_or_hi[words[j + 2] >> _SHIFT]
+        v3 = x[base + j + 3] + lo_or_hi[words[j + 3] >> _SHIFT]
+        a0 = v0 if v0 > a0 else a0
+        a1 = v1 if v1 > a1 else a1
+        a2 = v2 if v2 > a2 else a2
+        a3 = v3 if v3 > a3 else a3
+        j += 4
+    while j < m:
+        v0 = x[base + j] + lo_or_hi[words[j] >> _SHIFT]
+        a0 = v0 if v0 > a0 else a0
+        j += 1
+    return max(max(a0, a1), max(a2, a3))
+
+
+@numba.njit(**_JIT)
+def _context_states(keys, contexts):  # type: ignore[no-untyped-def]
+    """``philox.context_state`` in one compiled call: int64 ``[n, 4]`` for int64 key patterns
+    ``keys`` ``[n]`` and int64 contexts ``[n, w]`` (-1 padded; ids taken mod 2**32)."""
+    n, w = contexts.shape
+    out = np.empty((n, 4), np.int64)
+    for r in range(n):
+        key = np.uint64(keys[r])
+        key0, key1 = np.uint32(key & _MASK), np.uint32(key >> _32)
+        s0, s1, s2, s3 = np.uint32(_CONTEXT_TAG), np.uint32(w), np.uint32(0), np.uint32(0)
+        for o in range(0, w, 4):
+            block = np.empty(4, np.uint32)
+            for i in range(4):
+                if o + i < w:
+                    block[i] = np.uint32(np.uint64(contexts[r, o + i]) & _MASK)
+                else:
+                    block[i] = np.uint32(0xFFFFFFFF - i)
+            c0, c1, c2, c3 = s0 ^ block[0], s1 ^ block[1], s2 ^ block[2], s3 ^ block[3]
+            k0, k1 = np.uint32(key0 ^ np.uint32(o)), key1
+            for _ in range(10):
+                p0 = np.uint64(c0) * _M0
+                p1 = np.uint64(c2) * _M1
+                c0, c1, c2, c3 = (
+                    np.uint32((p1 >> _32) ^ c1 ^ k0),
+                    np.uint32(p1 & _MASK),
+                    np.uint32((p0 >> _32) ^ c3 ^ k1),
+                    np.uint32(p0 & _MASK),
+                )
+                k0 = np.uint32((k0 + _W0) & _MASK)
+                k1 = np.uint32((k1 + _W1) & _MASK)
+            s0, s1, s2, s3 = np.uint32(c0), np.uint32(c1), np.uint32(c2), np.uint32(c3)
+        out[r, 0], out[r, 1], out[r, 2], out[r, 3] = s0, s1, s2, s3
+    return out
+
+
+@numba.njit(**_JIT)
+def _token_keys(keys, state):  # type: ignore[no-untyped-def]
+    """The token call's Philox key ``(k0 ^ s3, k1 ^ TOKEN_TAG)`` per row: int64 ``[n, 2]``.
+
+    Kept out of ``_candidates``: derived there, it made LLVM's code for the whole loop ~1.6x
+    slower (measured).
+    """
+    out = np.empty((keys.shape[0], 2), np.int64)
+    for r in range(keys.shape[0]):
+        key = np.uint64(keys[r])
+        out[r, 0] = np.uint32(key & _MASK) ^ np.uint32(state[r, 3])
+        out[r, 1] = np.uint32(key >> _32) ^ np.uint32(_TOKEN_TAG)
+    return out
+
+
+@numba.njit(**_JIT)
+def _candidates(x, state, keys, lo, hi, out_row, out_col, out_word, out_logit):  # type: ignore[no-untyped-def]
+    """Write the tokens of rows ``x`` ``[n, V]`` (no NaN) whose upper bound reaches their row's
+    bar into the ``out_*`` arrays (as many as fit); return how many there are. ``state``
+    ``[n, 4]`` context states, ``keys`` ``[n, 2]`` the token call's keys (``_token_keys``).
+
+    Per row: (1) every chunk's best upper bound; (2) a first bar from the lower bounds of the
+    chunk with the best upper bound (any token's lower bound is a valid bar); (3) the chunks
+    reaching it: their lower bounds give the row's bar (the token with the best lower bound
+    lies in such a chunk), and their tokens with ``upper >= bar`` are the candidates.
     """
     n, vocab = x.shape
-    groups = torch.arange((vocab + 3) // 4, device=x.device, dtype=torch.int64)[None, :]
-    width = groups.shape[1]
-    counter = [groups.expand(n, -1)] + [state[:, i : i + 1].expand(n, width) for i in range(3)]
-    words = torch.stack(_rounds(counter, keys[:, :1], keys[:, 1:]), dim=-1)  # [n, G, 4]
-    words = words.reshape(n, -1)[:, :vocab]
-    bucket = words >> _SHIFT
-    # int32 words: half the bytes to write. The row's bar is taken outside: a reduction in
-    # this graph made Inductor recompute the rounds (3.4 ms against 0.9 ms at B=8, measured).
-    return words.to(torch.int32), x + lo[bucket], x + hi[bucket]
+    n_chunks = (vocab + CHUNK - 1) // CHUNK
+    words = np.empty(CHUNK, np.uint32)
+    chunk_hi = np.empty(n_chunks, np.float32)
+    # tokens of the chunks that pass step 2 (all of a row at worst: a flat or all -inf row)
+    col = np.empty(vocab, np.int64)
+    word = np.empty(vocab, np.uint32)
+    upper = np.empty(vocab, np.float32)
+    cap = out_row.shape[0]
+    count = 0
+    for r in range(n):
+        s0, s1, s2 = np.uint32(state[r, 0]), np.uint32(state[r, 1]), np.uint32(state[r, 2])
+        k0, k1 = np.uint32(keys[r, 0]), np.uint32(keys[r, 1])
+        xr = x[r]
+        top = 0
+        for c in range(n_chunks):
+            _chunk_words(c, s0, s1, s2, k0, k1, words)
+            chunk_hi[c] = _chunk_upper(xr, words, hi, c * CHUNK, min(CHUNK, vocab - c * CHUNK))
+            if chunk_hi[c] > chunk_hi[top]:
+                top = c
+        _chunk_words(top, s0, s1, s2, k0, k1, words)
+        first_bar = _chunk_upper(xr, words, lo, top * CHUNK, min(CHUNK, vocab - top * CHUNK))
+        bar = first_bar
+        kept = 0
+        for c in range(n_chunks):
+            if chunk_hi[c] < first_bar:
+                continue
+            _chunk_words(c, s0, s1, s2, k0, k1, words)
+            base = c * CHUNK
+            for j in range(min(CHUNK, vocab - base)):
+                v = xr[base + j]
+                b = words[j] >> _SHIFT
+                bar = max(bar, v + lo[b])
+                if v + hi[b] >= first_bar:
+                    col[kept], word[kept], upper[kept] = base + j, words[j], v + hi[b]
+                    kept += 1
+        for i in range(kept):
+            if upper[i] >= bar:
+                if count < cap:
+                    out_row[count] = r
+                    out_col[count] = col[i]
+                    out_word[count] = word[i]
+                    out_logit[count] = xr[col[i]]
+                count += 1
+    return count
 
 
-_lock = threading.Lock()
-_compiled: list[Callable[..., Any]] = []
+@numba.njit(**_JIT)
+def _select(n, vocab, row, col, score):  # type: ignore[no-untyped-def]
+    """Per row, the lowest column among its candidates' maximal scores (``vocab`` if none)."""
+    best = np.full(n, -np.inf, np.float32)
+    ids = np.full(n, vocab, np.int64)
+    for i in range(row.shape[0]):
+        r, s = row[i], score[i]
+        if s > best[r] or (s == best[r] and col[i] < ids[r]):
+            best[r] = s
+            ids[r] = col[i]
+    return ids
 
 
-def _scanner() -> Callable[..., Any]:
-    """The compiled ``_scan`` (once per process), or the eager one where compiling fails."""
-    with _lock:
-        if not _compiled:
-            fn: Callable[..., Any] = _scan
-            if os.environ.get(COMPILE_ENV, "1") != "0":
-                fn = torch.compile(_scan, dynamic=True)
-            _compiled.append(fn)
-        return _compiled[0]
+def candidates(
+    x: torch.Tensor, keys: torch.Tensor, state: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(row, column, PRF word, logit) of every token of float32 rows ``x`` ``[n, V]`` (no NaN)
+    that can still win its row's keyed draw; ``state`` int64 ``[n, 4]`` context states."""
+    n, vocab = x.shape
+    xs, token_keys = x.contiguous().numpy(), _token_keys(keys.numpy(), state)
+    cap = 64 * n
+    while True:  # more than 64 per row only on flat or tied rows (an all -inf row: every token)
+        out = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
+               np.empty(cap, np.float32))  # fmt: skip
+        count = _candidates(xs, state, token_keys, _LO, _HI, *out)
+        if count <= cap:
+            return out[0][:count], out[1][:count], out[2][:count], out[3][:count]
+        cap = count
 
 
-def _run(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    fn = _scanner()
-    if fn is _scan:
-        return _scan(*args)
-    try:
-        return fn(*args)
-    except Exception as exc:  # no C++ compiler, an Inductor bug: stay exact, eagerly
-        log.warning("compiled CPU scan unavailable (%s); using the eager scan", type(exc).__name__)
-        with _lock:
-            _compiled[:] = [_scan]
-        return _scan(*args)
+def _draw(x: torch.Tensor, keys: torch.Tensor, state: np.ndarray) -> torch.Tensor:
+    n, vocab = x.shape
+    row, col, word, logit = candidates(x, keys, state)
+    scores = torch.from_numpy(logit) + _noise(torch.from_numpy(word))  # upstream's float32 ops
+    return torch.from_numpy(_select(n, vocab, row, col, scores.numpy()))
+
+
+def draw(x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
+    """Exact keyed draw (upstream's token) for float32 rows ``x`` ``[n, V]`` (no NaN) on CPU,
+    int64 key patterns ``keys`` ``[n]`` and int64 contexts ``[n, w]`` (-1 padded)."""
+    return _draw(x, keys, _context_states(keys.numpy(), contexts.contiguous().numpy()))
 
 
 def dense_draw(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torch.Tensor:
-    """Exact keyed draw (upstream's token) for float32 rows ``x`` ``[n, V]`` on CPU."""
-    n, vocab = x.shape
-    k0, k1 = philox.key_words(keys)
-    st = torch.stack(state, dim=1)  # [n, 4]
-    tk = torch.stack((k0 ^ st[:, 3], k1 ^ philox.TOKEN_TAG), dim=1)  # [n, 2]
-    # -inf columns up to a multiple of CHUNK, and >= 2 rows: a size-1 dimension would cost
-    # a recompile. Padding never wins: it scores -inf, and ties go to the lowest id.
-    xp = x.contiguous()
-    if vocab % CHUNK:  # 49152 needs none: skip the copy
-        xp = torch.nn.functional.pad(xp, (0, -vocab % CHUNK), value=float("-inf"))
-    if n < 2:
-        xp, st, tk = (torch.cat([t, t]) for t in (xp, st, tk))
-    words, lower, upper = _run(xp, st, tk, LO, HI)  # [n', V'] each
-    row, col = _survivors(lower[:n], upper[:n])
-    word = words[row, col].to(torch.int64) & UINT32_MASK
-    scores = xp[row, col] + _noise(word)  # upstream's float32 ops, survivors only
-    best = torch.full((n,), float("-inf")).scatter_reduce(0, row, scores, "amax")
-    ids = torch.where(scores == best[row], col, vocab)  # lowest id among each row's maxima
-    return torch.full((n,), vocab, dtype=torch.int64).scatter_reduce(0, row, ids, "amin")
-
-
-def _survivors(lower: torch.Tensor, upper: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(row, column) of the tokens whose upper bound reaches their row's best lower bound.
-
-    Chunk maxima first: a comparison and nonzero over all of ``[n, V]`` cost 0.5 ms at B=8
-    (measured), the chunk maxima 0.03 ms, and only a few chunks per row hold a survivor.
-    """
-    n, width = upper.shape
-    bar = lower.amax(dim=-1)  # [n]: the best exact score is at least this
-    chunks = upper.view(n, width // CHUNK, CHUNK)
-    r, c = (chunks.amax(dim=-1) >= bar[:, None]).nonzero(as_tuple=True)
-    i, j = (chunks[r, c] >= bar[r, None]).nonzero(as_tuple=True)
-    return r[i], c[i] * CHUNK + j
+    """:func:`draw` from context states already computed (``philox.context_state``)."""
+    return _draw(x, keys, torch.stack(state, dim=1).numpy())
 
 
 def warm_up() -> None:
-    """Compile now (a few seconds; ~20 s with a cold Inductor cache) rather than on the first
-    sampled token."""
-    x = torch.zeros(2, 64)
-    dense_draw(
-        x,
-        torch.tensor([1, 2]),
-        philox.context_state(torch.tensor([1, 2]), torch.zeros(2, 4, dtype=torch.int64)),
-    )
+    """Compile now (a few seconds; cached on disk afterwards) rather than on the first token."""
+    keys = torch.arange(1, 3)
+    contexts = torch.zeros(2, 4, dtype=torch.int64)
+    draw(torch.zeros(2, 3), keys, contexts)
+    dense_draw(torch.zeros(2, 3), keys, philox.context_state(keys, contexts))

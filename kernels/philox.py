@@ -214,7 +214,9 @@ def _prf_words_kernel(keys_ptr, ctx_ptr, tok_ptr, out_ptr, n, W: tl.constexpr, B
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     valid = offs < n
     k0, k1 = split_key(tl.load(keys_ptr + offs, mask=valid, other=0))
-    s0, s1, s2, s3 = philox_context_state(ctx_ptr + offs.to(tl.int64) * W, 0, k0, k1, W)
+    # Lanes past n load no context (pad = W masks every slot): their rows do not exist.
+    pad = tl.where(valid, 0, W)
+    s0, s1, s2, s3 = philox_context_state(ctx_ptr + offs.to(tl.int64) * W, pad, k0, k1, W)
     t = tl.load(tok_ptr + offs, mask=valid, other=0).to(tl.uint32)
     w0, w1, w2, w3 = philox_candidates(t >> 2, s0, s1, s2, s3, k0, k1)
     lane = t & 3

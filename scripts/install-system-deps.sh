@@ -5,9 +5,6 @@ set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 [ -x /usr/bin/chromium ] || need+=(chromium)
-# torch.compile's C++ backend builds the CPU keyed draw (kernels/cpu_scan.py); without it the
-# draw stays exact but runs eagerly, several times slower.
-command -v g++ >/dev/null 2>&1 || need+=(g++)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "missing Debian packages: ${need[*]} (run as root or install them)" >&2
