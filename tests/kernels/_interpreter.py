@@ -32,3 +32,34 @@ def call(module: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     if "generator_seed" in kwargs:
         kwargs["generator"] = torch.Generator().manual_seed(kwargs.pop("generator_seed"))
     return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+
+def guarded_prf_words(width: int, n: int = 300) -> None:
+    """Run ``philox.prf_words_kernel`` on contexts that end exactly at an unreadable page.
+
+    A load past the contexts (e.g. for lanes past ``n`` in the last program) faults at once,
+    so the process dies instead of silently reading whatever follows the tensor.
+    """
+    import ctypes
+    import mmap
+
+    import numpy as np
+    import torch
+
+    from kernels import philox
+
+    page = mmap.PAGESIZE
+    nbytes = n * width * 8
+    size = -(-nbytes // page) * page
+    buf = mmap.mmap(-1, size + page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    guard = np.frombuffer(buf, dtype=np.uint8)
+    libc = ctypes.CDLL(None)
+    addr = ctypes.c_void_p(guard.ctypes.data + size)
+    if libc.mprotect(addr, ctypes.c_size_t(page), 0) != 0:  # PROT_NONE on the last page
+        raise OSError(ctypes.get_errno(), "mprotect failed")
+    contexts = np.frombuffer(buf, dtype=np.int64, count=n * width, offset=size - nbytes)
+    contexts = contexts.reshape(n, width)
+    contexts[:] = np.arange(n * width).reshape(n, width) % 1000
+    ctx = torch.from_numpy(contexts)
+    words = philox.prf_words_kernel(torch.arange(1, n + 1), ctx, torch.arange(n, dtype=torch.int64))
+    assert words.shape == (n,)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +15,7 @@ from detector import prf as reference_prf
 from kernels import philox
 from kernels.utils import key_pattern, keys_tensor
 
+ROOT = Path(__file__).resolve().parents[2]
 KEYS = [0, 1, 42, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 0x0123456789ABCDEF]
 
 
@@ -84,3 +90,15 @@ def test_key_patterns_round_trip_and_reject_bad_keys() -> None:
     for bad in (-1, 2**64, True, 1.0):
         with pytest.raises(ValueError):
             key_pattern(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("width", [1, 5])
+def test_triton_prf_reads_nothing_past_the_contexts(width: int) -> None:
+    # Lanes past n (the last program's tail) once loaded their "contexts" past the tensor's
+    # end; with the contexts ending at an unreadable page such a load kills the process.
+    code = f"from tests.kernels._interpreter import guarded_prf_words; guarded_prf_words({width})"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
