@@ -28,6 +28,9 @@ upstream's computation. The compiled bounds need not match torch bit for bit: on
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numba
 import numpy as np
 import torch
@@ -61,10 +64,24 @@ _M0, _M1 = np.uint64(philox.PHILOX_M0), np.uint64(philox.PHILOX_M1)
 _W0, _W1 = np.uint64(philox.PHILOX_W0), np.uint64(philox.PHILOX_W1)
 _MASK, _32 = np.uint64(0xFFFFFFFF), np.uint64(32)
 _CONTEXT_TAG, _TOKEN_TAG = philox.CONTEXT_TAG, philox.TOKEN_TAG
-_JIT = {"cache": True, "nogil": True, "boundscheck": False}
 
 
-@numba.njit(inline="always", **_JIT)
+def _jit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit`` cached on disk (next to this file, or in the user's cache directory);
+    without any writable cache location (a read-only install and no home) Numba refuses
+    ``cache=True`` at import time: then compile at every start instead (about 2 s)."""
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        flags = {"nogil": True, "boundscheck": False, **options}
+        try:
+            return numba.njit(cache=True, **flags)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return numba.njit(cache=False, **flags)(fn)
+
+    return wrap
+
+
+@_jit(inline="always")
 def _chunk_words(chunk, s0, s1, s2, key0, key1, out):  # type: ignore[no-untyped-def]
     """The PRF words of chunk ``chunk``'s ``CHUNK`` token ids into ``out`` (uint32 ``[CHUNK]``).
 
@@ -90,7 +107,7 @@ def _chunk_words(chunk, s0, s1, s2, key0, key1, out):  # type: ignore[no-untyped
         out[4 * g + 3] = c3
 
 
-@numba.njit(inline="always", **_JIT)
+@_jit(inline="always")
 def _chunk_upper(x, words, lo_or_hi, base, m):  # type: ignore[no-untyped-def]
     """``max_j x[base + j] + table[words[j] >> _SHIFT]`` over ``j < m``.
 
@@ -116,7 +133,7 @@ def _chunk_upper(x, words, lo_or_hi, base, m):  # type: ignore[no-untyped-def]
     return max(max(a0, a1), max(a2, a3))
 
 
-@numba.njit(**_JIT)
+@_jit()
 def _context_states(keys, contexts):  # type: ignore[no-untyped-def]
     """``philox.context_state`` in one compiled call: int64 ``[n, 4]`` for int64 key patterns
     ``keys`` ``[n]`` and int64 contexts ``[n, w]`` (-1 padded; ids taken mod 2**32)."""
@@ -151,7 +168,7 @@ def _context_states(keys, contexts):  # type: ignore[no-untyped-def]
     return out
 
 
-@numba.njit(**_JIT)
+@_jit()
 def _token_keys(keys, state):  # type: ignore[no-untyped-def]
     """The token call's Philox key ``(k0 ^ s3, k1 ^ TOKEN_TAG)`` per row: int64 ``[n, 2]``.
 
@@ -166,7 +183,7 @@ def _token_keys(keys, state):  # type: ignore[no-untyped-def]
     return out
 
 
-@numba.njit(**_JIT)
+@_jit()
 def _candidates(x, state, keys, lo, hi, out_row, out_col, out_word, out_logit):  # type: ignore[no-untyped-def]
     """Write the tokens of rows ``x`` ``[n, V]`` (no NaN) whose upper bound reaches their row's
     bar into the ``out_*`` arrays (as many as fit); return how many there are. ``state``
@@ -224,7 +241,7 @@ def _candidates(x, state, keys, lo, hi, out_row, out_col, out_word, out_logit): 
     return count
 
 
-@numba.njit(**_JIT)
+@_jit()
 def _select(n, vocab, row, col, score):  # type: ignore[no-untyped-def]
     """Per row, the lowest column among its candidates' maximal scores (``vocab`` if none)."""
     best = np.full(n, -np.inf, np.float32)

@@ -3,6 +3,7 @@ that can still win, the full scan's token."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 import torch
@@ -105,3 +106,20 @@ def test_a_single_row_is_drawn_like_a_batch_row(gen) -> None:
         for i in range(4)
     ]
     assert batch.tolist() == one
+
+
+def test_without_a_writable_cache_location_the_draw_compiles_uncached(monkeypatch) -> None:
+    # Numba refuses cache=True at decoration when no cache directory is writable (a read-only
+    # install without a home); the module must still import and run.
+    real = numba.njit
+    calls: list[bool] = []
+
+    def njit(*args, cache=False, **kwargs):
+        calls.append(cache)
+        if cache:
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'f.py'")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", njit)
+    add_one = cpu_scan._jit()(lambda x: x + 1)
+    assert add_one(41) == 42 and calls == [True, False]
