@@ -134,7 +134,10 @@ class TransformersBackend:
 
     def _sample(self, logits: torch.Tensor, rows: list[Any]) -> torch.Tensor:
         keyed = [r if isinstance(r, RowState) else None for r in rows]
-        chosen = watermark_step(logits, keyed, penalties=True, generator=self.generator)
+        # In place: a batch of keyed rows only is not read again; a mixed one is copied inside.
+        chosen = watermark_step(
+            logits, keyed, penalties=True, generator=self.generator, inplace=True
+        )
         plain = [i for i, r in enumerate(rows) if not isinstance(r, RowState)]
         if plain:
             chosen[plain] = self._plain_sample(logits[plain], [rows[i] for i in plain])
@@ -145,6 +148,7 @@ class TransformersBackend:
             logits,
             [_Plain(_nonzero_t(r.sampling), r.prompt_ids, r.output_ids) for r in rows],
             penalties=True,
+            inplace=True,  # logits[plain] is already a copy
         )
         sampled = torch.multinomial(processed.softmax(-1), 1, generator=self.generator).squeeze(1)
         greedy = torch.tensor([r.sampling.greedy for r in rows])
