@@ -107,7 +107,8 @@ def main() -> int:
     redis = RedisServer(data_dir / "redis", port=free_port()).start()
     children: list[subprocess.Popen[bytes]] = []
     generator = None
-    signal.signal(signal.SIGTERM, _raise_stop)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # kill, a closed terminal: stop cleanly too
+        signal.signal(sig, _raise_stop)
     try:
         _setup_django(redis.url)
         from django.core.management import call_command
@@ -140,6 +141,10 @@ def main() -> int:
         print("\nstopping…", flush=True)
         return 0
     finally:
+        # A second Ctrl-C or kill must not cut the shutdown short: the children run in their
+        # own sessions, so whatever is not stopped here would outlive us. Each stop is bounded.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         for child in reversed(children):  # web first, then the worker
             _stop(child)
         if generator is not None:

@@ -60,13 +60,29 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
         assert verdict == "watermarked"
     finally:
         proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # a second signal while the runner stops its children (impatient user)
+        proc.send_signal(signal.SIGTERM)
         code = proc.wait(60)
     assert code == 0
+    assert _processes_with_data_dir(tmp_path) == []  # no child outlived the runner
     assert not _port_open(port)
     redis_port = int(re.search(r"Redis \(embedded\) on port (\d+)", "".join(lines)).group(1))
     assert not _port_open(redis_port)
     assert (tmp_path / "provenance.sqlite3").exists() and (tmp_path / "kek.key").exists()
     assert str(DEMO_KEY) not in "".join(lines)
+
+
+def _processes_with_data_dir(data_dir: Path) -> list[str]:
+    """Command lines of the live processes started with this data directory."""
+    mark = f"PROVENANCE_DATA_DIR={data_dir}".encode()
+    found = []
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            if mark in (proc_dir / "environ").read_bytes().split(b"\0"):
+                found.append((proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
 
 
 def _wait(predicate, timeout: float) -> None:
