@@ -28,14 +28,12 @@ upstream's computation. The compiled bounds need not match torch bit for bit: on
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import numba
 import numpy as np
 import torch
 
 from kernels import philox
+from kernels.philox import philox_rounds
+from kernels.utils import njit_cached
 
 BUCKET_BITS = 12  # 4096 buckets: the top one (u > 1 - 2**-12) holds ~12 tokens per 49k row
 CHUNK = 64  # tokens per chunk of the first pass (16 Philox calls)
@@ -60,54 +58,24 @@ def _bucket_tables() -> tuple[torch.Tensor, torch.Tensor]:
 LO, HI = _bucket_tables()
 _LO, _HI = LO.numpy(), HI.numpy()
 
-_M0, _M1 = np.uint64(philox.PHILOX_M0), np.uint64(philox.PHILOX_M1)
-_W0, _W1 = np.uint64(philox.PHILOX_W0), np.uint64(philox.PHILOX_W1)
 _MASK, _32 = np.uint64(0xFFFFFFFF), np.uint64(32)
-_CONTEXT_TAG, _TOKEN_TAG = philox.CONTEXT_TAG, philox.TOKEN_TAG
 
 
-def _jit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """``numba.njit`` cached on disk (next to this file, or in the user's cache directory);
-    without any writable cache location (a read-only install and no home) Numba refuses
-    ``cache=True`` at import time: then compile at every start instead (about 2 s)."""
-
-    def wrap(fn: Callable[..., Any]) -> Any:
-        flags = {"nogil": True, "boundscheck": False, **options}
-        try:
-            return numba.njit(cache=True, **flags)(fn)
-        except RuntimeError:  # "cannot cache function ...: no locator available"
-            return numba.njit(cache=False, **flags)(fn)
-
-    return wrap
-
-
-@_jit(inline="always")
+@njit_cached(inline="always")
 def _chunk_words(chunk, s0, s1, s2, key0, key1, out):  # type: ignore[no-untyped-def]
     """The PRF words of chunk ``chunk``'s ``CHUNK`` token ids into ``out`` (uint32 ``[CHUNK]``).
 
     Counter ``(group, s0, s1, s2)``, key ``(key0, key1)`` = ``(k0 ^ s3, k1 ^ TOKEN_TAG)``.
     """
     for g in range(_GROUPS):
-        c0, c1, c2, c3 = np.uint32(chunk * _GROUPS + g), s0, s1, s2
-        k0, k1 = key0, key1
-        for _ in range(10):
-            p0 = np.uint64(c0) * _M0  # 32 x 32 -> 64 bits: exact
-            p1 = np.uint64(c2) * _M1
-            c0, c1, c2, c3 = (
-                np.uint32((p1 >> _32) ^ c1 ^ k0),
-                np.uint32(p1 & _MASK),
-                np.uint32((p0 >> _32) ^ c3 ^ k1),
-                np.uint32(p0 & _MASK),
-            )
-            k0 = np.uint32((k0 + _W0) & _MASK)  # the last bump is never used: harmless
-            k1 = np.uint32((k1 + _W1) & _MASK)
+        c0, c1, c2, c3 = philox_rounds(np.uint32(chunk * _GROUPS + g), s0, s1, s2, key0, key1)
         out[4 * g] = c0
         out[4 * g + 1] = c1
         out[4 * g + 2] = c2
         out[4 * g + 3] = c3
 
 
-@_jit(inline="always")
+@njit_cached(inline="always")
 def _chunk_upper(x, words, lo_or_hi, base, m):  # type: ignore[no-untyped-def]
     """``max_j x[base + j] + table[words[j] >> _SHIFT]`` over ``j < m``.
 
@@ -133,42 +101,7 @@ def _chunk_upper(x, words, lo_or_hi, base, m):  # type: ignore[no-untyped-def]
     return max(max(a0, a1), max(a2, a3))
 
 
-@_jit()
-def _context_states(keys, contexts):  # type: ignore[no-untyped-def]
-    """``philox.context_state`` in one compiled call: int64 ``[n, 4]`` for int64 key patterns
-    ``keys`` ``[n]`` and int64 contexts ``[n, w]`` (-1 padded; ids taken mod 2**32)."""
-    n, w = contexts.shape
-    out = np.empty((n, 4), np.int64)
-    for r in range(n):
-        key = np.uint64(keys[r])
-        key0, key1 = np.uint32(key & _MASK), np.uint32(key >> _32)
-        s0, s1, s2, s3 = np.uint32(_CONTEXT_TAG), np.uint32(w), np.uint32(0), np.uint32(0)
-        for o in range(0, w, 4):
-            block = np.empty(4, np.uint32)
-            for i in range(4):
-                if o + i < w:
-                    block[i] = np.uint32(np.uint64(contexts[r, o + i]) & _MASK)
-                else:
-                    block[i] = np.uint32(0xFFFFFFFF - i)
-            c0, c1, c2, c3 = s0 ^ block[0], s1 ^ block[1], s2 ^ block[2], s3 ^ block[3]
-            k0, k1 = np.uint32(key0 ^ np.uint32(o)), key1
-            for _ in range(10):
-                p0 = np.uint64(c0) * _M0
-                p1 = np.uint64(c2) * _M1
-                c0, c1, c2, c3 = (
-                    np.uint32((p1 >> _32) ^ c1 ^ k0),
-                    np.uint32(p1 & _MASK),
-                    np.uint32((p0 >> _32) ^ c3 ^ k1),
-                    np.uint32(p0 & _MASK),
-                )
-                k0 = np.uint32((k0 + _W0) & _MASK)
-                k1 = np.uint32((k1 + _W1) & _MASK)
-            s0, s1, s2, s3 = np.uint32(c0), np.uint32(c1), np.uint32(c2), np.uint32(c3)
-        out[r, 0], out[r, 1], out[r, 2], out[r, 3] = s0, s1, s2, s3
-    return out
-
-
-@_jit()
+@njit_cached()
 def _token_keys(keys, state):  # type: ignore[no-untyped-def]
     """The token call's Philox key ``(k0 ^ s3, k1 ^ TOKEN_TAG)`` per row: int64 ``[n, 2]``.
 
@@ -179,11 +112,11 @@ def _token_keys(keys, state):  # type: ignore[no-untyped-def]
     for r in range(keys.shape[0]):
         key = np.uint64(keys[r])
         out[r, 0] = np.uint32(key & _MASK) ^ np.uint32(state[r, 3])
-        out[r, 1] = np.uint32(key >> _32) ^ np.uint32(_TOKEN_TAG)
+        out[r, 1] = np.uint32(key >> _32) ^ np.uint32(philox.TOKEN_TAG)
     return out
 
 
-@_jit()
+@njit_cached()
 def _candidates(x, state, keys, lo, hi, out_row, out_col, out_word, out_logit):  # type: ignore[no-untyped-def]
     """Write the tokens of rows ``x`` ``[n, V]`` (no NaN) whose upper bound reaches their row's
     bar into the ``out_*`` arrays (as many as fit); return how many there are. ``state``
@@ -241,7 +174,7 @@ def _candidates(x, state, keys, lo, hi, out_row, out_col, out_word, out_logit): 
     return count
 
 
-@_jit()
+@njit_cached()
 def _select(n, vocab, row, col, score):  # type: ignore[no-untyped-def]
     """Per row, the lowest column among its candidates' maximal scores (``vocab`` if none)."""
     best = np.full(n, -np.inf, np.float32)
@@ -271,27 +204,16 @@ def candidates(
         cap = count
 
 
-def _draw(x: torch.Tensor, keys: torch.Tensor, state: np.ndarray) -> torch.Tensor:
+def dense_draw(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torch.Tensor:
+    """Exact keyed draw (upstream's token) for float32 rows ``x`` ``[n, V]`` (no NaN) on CPU,
+    int64 key patterns ``keys`` ``[n]`` and their context states (``philox.context_state``)."""
     n, vocab = x.shape
-    row, col, word, logit = candidates(x, keys, state)
+    row, col, word, logit = candidates(x, keys, torch.stack(state, dim=1).numpy())
     scores = torch.from_numpy(logit) + _noise(torch.from_numpy(word))  # upstream's float32 ops
     return torch.from_numpy(_select(n, vocab, row, col, scores.numpy()))
-
-
-def draw(x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor) -> torch.Tensor:
-    """Exact keyed draw (upstream's token) for float32 rows ``x`` ``[n, V]`` (no NaN) on CPU,
-    int64 key patterns ``keys`` ``[n]`` and int64 contexts ``[n, w]`` (-1 padded)."""
-    return _draw(x, keys, _context_states(keys.numpy(), contexts.contiguous().numpy()))
-
-
-def dense_draw(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torch.Tensor:
-    """:func:`draw` from context states already computed (``philox.context_state``)."""
-    return _draw(x, keys, torch.stack(state, dim=1).numpy())
 
 
 def warm_up() -> None:
     """Compile now (a few seconds; cached on disk afterwards) rather than on the first token."""
     keys = torch.arange(1, 3)
-    contexts = torch.zeros(2, 4, dtype=torch.int64)
-    draw(torch.zeros(2, 3), keys, contexts)
-    dense_draw(torch.zeros(2, 3), keys, philox.context_state(keys, contexts))
+    dense_draw(torch.zeros(2, 3), keys, philox.context_state(keys, torch.zeros(2, 4).long()))

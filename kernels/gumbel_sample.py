@@ -175,9 +175,9 @@ def _keyed_reference(
 ) -> torch.Tensor:
     """Keyed draw per row; the torch paths in row chunks so their [n, V] buffers stay bounded."""
     if prune and not x.is_cuda:
-        # The compiled CPU draw (contexts hashed inside) beats the logit-only pruning on every
-        # row kind measured, truncated rows included, and writes nothing of size [n, V].
-        return cpu_scan.draw(x, keys, contexts)
+        # The compiled CPU draw beats the logit-only pruning on every row kind measured,
+        # truncated rows included, and writes nothing of size [n, V].
+        return cpu_scan.dense_draw(x, keys, philox.context_state(keys, contexts))
     chunk = max(1, (1 << 21) // x.shape[1])  # ~2 M entries (~16 MB of int64 words) per pass
     parts = []
     for s in range(0, x.shape[0], chunk):

@@ -7,13 +7,16 @@ Torch side: uint32 words live in int64 tensors. A 32x32-bit product fits the 64-
 modulo 2**64 (int64 multiplication wraps in two's complement on CPU and CUDA), so
 ``lo = p & 0xFFFFFFFF`` and ``hi = (p >> 32) & 0xFFFFFFFF`` need no 16-bit splitting.
 Triton side: ``tl.philox_impl`` is Random123's Philox4x32-10 on uint32 lanes.
+Numba side (CPU): ``philox_rounds`` on uint32 scalars, shared by the CPU context states
+(``context_state`` on CPU tensors) and the CPU keyed draw (``kernels.cpu_scan``).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from kernels.utils import UINT32_MASK, tl, triton
+from kernels.utils import UINT32_MASK, njit_cached, tl, triton
 
 PHILOX_M0 = 0xD2511F53
 PHILOX_M1 = 0xCD9E8D57
@@ -54,43 +57,64 @@ def philox4x32_10(c: Words, k0: torch.Tensor | int, k1: torch.Tensor | int) -> W
     return c0, c1.bitwise_and_(UINT32_MASK), c2, c3.bitwise_and_(UINT32_MASK)
 
 
-def _philox_int(c: list[int], k0: int, k1: int) -> list[int]:
-    """Philox4x32-10 on Python ints (one lane): for a handful of rows, ~10x faster than
-    ~130 dispatches of torch ops on tiny tensors."""
-    c0, c1, c2, c3 = c
-    for r in range(10):
-        p0, p1 = c0 * PHILOX_M0, c2 * PHILOX_M1
+_M0, _M1 = np.uint64(PHILOX_M0), np.uint64(PHILOX_M1)
+_W0, _W1 = np.uint64(PHILOX_W0), np.uint64(PHILOX_W1)
+_MASK, _32 = np.uint64(UINT32_MASK), np.uint64(32)
+
+
+@njit_cached(inline="always")
+def philox_rounds(c0, c1, c2, c3, k0, k1):  # type: ignore[no-untyped-def]
+    """Philox4x32-10 on uint32 scalars, compiled (Numba): 32x32 -> 64-bit products, which LLVM
+    vectorizes as unsigned 32-bit multiplies when the caller loops over counters."""
+    for _ in range(10):
+        p0 = np.uint64(c0) * _M0
+        p1 = np.uint64(c2) * _M1
         c0, c1, c2, c3 = (
-            (p1 >> 32) ^ c1 ^ k0,
-            p1 & UINT32_MASK,
-            (p0 >> 32) ^ c3 ^ k1,
-            p0 & UINT32_MASK,
+            np.uint32((p1 >> _32) ^ c1 ^ k0),
+            np.uint32(p1 & _MASK),
+            np.uint32((p0 >> _32) ^ c3 ^ k1),
+            np.uint32(p0 & _MASK),
         )
-        if r < 9:
-            k0, k1 = (k0 + PHILOX_W0) & UINT32_MASK, (k1 + PHILOX_W1) & UINT32_MASK
-    return [c0, c1, c2, c3]
+        k0 = np.uint32((k0 + _W0) & _MASK)  # the last bump is never used: harmless
+        k1 = np.uint32((k1 + _W1) & _MASK)
+    return c0, c1, c2, c3
 
 
-def _context_state_int(keys: list[int], contexts: list[list[int]]) -> list[list[int]]:
-    out = []
-    for key, ctx in zip(keys, contexts, strict=True):
-        k0, k1 = key & UINT32_MASK, (key >> 32) & UINT32_MASK
-        w = len(ctx)
-        state = [CONTEXT_TAG, w, 0, 0]
+@njit_cached()
+def context_states_cpu(keys, contexts):  # type: ignore[no-untyped-def]
+    """:func:`context_state` as int64 ``[n, 4]`` for int64 key patterns ``keys`` ``[n]`` and
+    int64 contexts ``[n, w]`` (numpy; -1 padded, ids taken mod 2**32): one compiled call."""
+    n, w = contexts.shape
+    out = np.empty((n, 4), np.int64)
+    for r in range(n):
+        key = np.uint64(keys[r])
+        k0, k1 = np.uint32(key & _MASK), np.uint32(key >> _32)
+        s0, s1, s2, s3 = np.uint32(CONTEXT_TAG), np.uint32(w), np.uint32(0), np.uint32(0)
         for o in range(0, w, 4):
-            block = [ctx[o + i] & UINT32_MASK if o + i < w else UINT32_MASK - i for i in range(4)]
-            state = _philox_int([s ^ b for s, b in zip(state, block, strict=True)], k0 ^ o, k1)
-        out.append(state)
+            block = np.empty(4, np.uint32)
+            for i in range(4):  # past the context's end: filler 0xFFFFFFFF - i
+                fill = np.uint32(UINT32_MASK - i)
+                block[i] = np.uint32(np.uint64(contexts[r, o + i]) & _MASK) if o + i < w else fill
+            s0, s1, s2, s3 = philox_rounds(
+                s0 ^ block[0], s1 ^ block[1], s2 ^ block[2], s3 ^ block[3],
+                np.uint32(k0 ^ np.uint32(o)), k1,
+            )  # fmt: skip
+        out[r, 0], out[r, 1], out[r, 2], out[r, 3] = s0, s1, s2, s3
     return out
 
 
 def context_state(keys: torch.Tensor, contexts: torch.Tensor) -> Words:
     """Compress contexts ``[n, w]`` (-1 padded) under keys ``[n]`` into four words ``[n]``."""
+    if contexts.is_cuda:
+        return _context_state_torch(keys, contexts)
+    words = context_states_cpu(keys.contiguous().numpy(), contexts.to(torch.int64).numpy())
+    state = torch.from_numpy(words)
+    return state[:, 0], state[:, 1], state[:, 2], state[:, 3]
+
+
+def _context_state_torch(keys: torch.Tensor, contexts: torch.Tensor) -> Words:
+    """:func:`context_state` in torch ops (any device; the CUDA path)."""
     n, w = contexts.shape
-    if not contexts.is_cuda and n <= 64:
-        rows = _context_state_int(keys.tolist(), contexts.tolist())
-        words = torch.tensor(rows, dtype=torch.int64).reshape(n, 4)
-        return words[:, 0], words[:, 1], words[:, 2], words[:, 3]
     ctx = contexts.to(torch.int64) & UINT32_MASK  # -1 -> 0xFFFFFFFF, as upstream
     k0, k1 = key_words(keys)
     zeros = torch.zeros(n, dtype=torch.int64, device=contexts.device)

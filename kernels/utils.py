@@ -15,8 +15,10 @@ Backend rule, one place for all ops (``backend=`` argument of every launcher):
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, Literal
 
+import numba
 import torch
 
 try:  # Triton is optional: CPU-only installs run the references.
@@ -40,6 +42,22 @@ except ImportError:  # pragma: no cover - exercised only where Triton is absent
 
     triton = _TritonStub()  # type: ignore[assignment]
     tl = None  # type: ignore[assignment]
+
+
+def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit`` (nogil, no bounds checks) cached on disk, next to the module or in the
+    user's cache directory. Without any writable cache location (a read-only install and no
+    home) Numba refuses ``cache=True`` at import time: then compile at every start instead."""
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        flags = {"nogil": True, "boundscheck": False, **options}
+        try:
+            return numba.njit(cache=True, **flags)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return numba.njit(cache=False, **flags)(fn)
+
+    return wrap
+
 
 Backend = Literal["auto", "triton", "torch"]
 BACKENDS = ("auto", "triton", "torch")
