@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from detector.paths import data_dir as detector_data_dir
+from provenance.processes import stop_process
 from provenance.redis_server import RedisServer, free_port
 
 DEMO_TEAM = "demo"
@@ -79,17 +80,6 @@ def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(args, env=env, start_new_session=True)
 
 
-def _stop(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 class _Stop(Exception):
     pass
 
@@ -146,7 +136,7 @@ def main() -> int:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)
         for child in reversed(children):  # web first, then the worker
-            _stop(child)
+            stop_process(child, timeout=10.0)
         if generator is not None:
             generator.stop()
         redis.stop()

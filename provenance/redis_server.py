@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from provenance.processes import stop_process
+
 
 class RedisStartError(RuntimeError):
     pass
@@ -84,14 +86,7 @@ class RedisServer:
             return False
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process, timeout)
 
     def __enter__(self) -> RedisServer:
         return self.start()

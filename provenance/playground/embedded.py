@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from provenance.playground.keyfile import keyfile_write, keyset_fingerprint
+from provenance.processes import stop_process
 
 CHECK_EVERY_S = 5.0
 BACKEND_ENV = "PROVENANCE_GENERATOR_BACKEND"
@@ -88,12 +89,7 @@ class EmbeddedGenerator:
         # The server first: vLLM's stops its engine processes itself (a group-wide SIGTERM
         # made the engine die under the server, which then logged errors). Then the group,
         # so no engine process outlives it.
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout)
         _signal_group(process, signal.SIGKILL)
 
 
