@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 
 from provenance.accounts.services import team_create, user_create
 from provenance.keys.services import key_create, tokenizer_default
+from provenance.processes import stop_process
 from provenance.redis_server import RedisServer
 from tests.provenance import capture
 from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
@@ -148,24 +149,13 @@ def spawn_worker(redis_url: str, log: Path) -> subprocess.Popen:
     return worker
 
 
-def stop_process(process: subprocess.Popen, timeout: float = 20) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker, redis_server, tmp_path_factory):
     """A real worker process (solo pool) on the test database and the test Redis."""
     point_celery_at(redis_server.url)
     worker = spawn_worker(redis_server.url, tmp_path_factory.mktemp("worker") / "worker.log")
     yield worker
-    stop_process(worker)
+    stop_process(worker, timeout=20)
 
 
 def _wait_for(predicate, timeout: float, process: subprocess.Popen, log: Path) -> None:

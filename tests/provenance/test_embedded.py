@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from provenance.redis_server import free_port
+from tests.provenance.waiting import wait_until
 from tests.provenance.watermark import watermarked_text
 
 pytestmark = pytest.mark.slow
@@ -55,7 +56,7 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
     try:
         password = _wait_for_login(lines, proc)
         assert str(DEMO_KEY) not in "".join(lines)  # the demo key is never printed
-        _wait(lambda: _port_open(port), 60)
+        wait_until(lambda: _port_open(port), 60, 0.2)
         verdict = _paste_and_check(port, password, watermarked_text(DEMO_KEY, 120, seed=9))
         assert verdict == "watermarked"
     finally:
@@ -83,15 +84,6 @@ def _processes_with_data_dir(data_dir: Path) -> list[str]:
         except OSError:  # gone meanwhile, or not ours to read
             continue
     return found
-
-
-def _wait(predicate, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def _wait_for_login(lines: list[str], proc: subprocess.Popen) -> str:

@@ -20,15 +20,16 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
+from provenance.processes import stop_process
 from provenance.redis_server import RedisServer
 from tests.provenance import capture
 from tests.provenance.conftest import (
     REPO,
     point_celery_at,
     spawn_worker,
-    stop_process,
     worker_env,
 )
+from tests.provenance.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -62,15 +63,6 @@ def _sweep(redis_url: str, *, pending_after: float, running_after: float) -> str
     return done.stdout
 
 
-def _wait(predicate, timeout: float = 90.0, step: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(step)
-    raise AssertionError("timed out")
-
-
 def _exactly_once(check_ids: list, keys: int = 1) -> None:
     """Done, with one result set each: one row per hypothesis, no more, no less."""
     checks = Check.objects.filter(id__in=check_ids)
@@ -92,13 +84,13 @@ def test_a_worker_killed_mid_audit_loses_and_doubles_nothing(
         assert answer.status_code == 202
         audit_id = answer.json()["id"]
         ids = list(Check.objects.filter(audit_id=audit_id).values_list("id", flat=True))
-        _wait(
+        wait_until(
             lambda: Check.objects.filter(audit_id=audit_id, status="done").count() >= 5, 120, 0.01
         )
         worker.kill()  # SIGKILL: no shutdown, no ack, whatever it held is in flight
         worker.wait()
     finally:
-        stop_process(worker)
+        stop_process(worker, timeout=20)
     done_before = dict(
         Check.objects.filter(audit_id=audit_id, status="done").values_list("id", "finished_at")
     )
@@ -115,11 +107,11 @@ def test_a_worker_killed_mid_audit_loses_and_doubles_nothing(
             assert time.monotonic() < deadline, "timed out"
             _sweep(fault_redis.url, pending_after=10, running_after=1)
             try:
-                _wait(lambda: Audit.objects.get(id=audit_id).status == "done", 12)
+                wait_until(lambda: Audit.objects.get(id=audit_id).status == "done", 12)
             except AssertionError:
                 continue
     finally:
-        stop_process(worker)
+        stop_process(worker, timeout=20)
     _exactly_once(ids)
     after = dict(Check.objects.filter(id__in=done_before).values_list("id", "finished_at"))
     assert after == done_before  # what was done before the kill was not scored again
@@ -159,11 +151,11 @@ def test_redis_lost_with_checks_queued_the_sweeper_completes_them(
         assert "stuck 7, queued 7" in out
         ids = [body["id"] for body in queued] + [a.json()["id"] for a in waiting]
         ids += list(Check.objects.filter(audit_id=audit.json()["id"]).values_list("id", flat=True))
-        _wait(lambda: Check.objects.filter(id__in=ids, status="done").count() == 7)
+        wait_until(lambda: Check.objects.filter(id__in=ids, status="done").count() == 7, 90)
         time.sleep(0.5)
         assert "stuck 0" in _sweep(fault_redis.url, pending_after=1, running_after=600)
     finally:
-        stop_process(worker)
+        stop_process(worker, timeout=20)
     _exactly_once(ids)
     assert Audit.objects.get(id=audit.json()["id"]).status == "done"
     assert alice.get(f"/api/v1/audits/{audit.json()['id']}").json()["notice"] == ""

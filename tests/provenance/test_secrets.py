@@ -20,6 +20,7 @@ import redis
 from provenance.accounts.services import membership_set, user_create
 from provenance.checks.models import Audit, Check
 from tests.provenance.conftest import KEY_VALUE
+from tests.provenance.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,8 +97,8 @@ def test_no_page_api_answer_log_or_message_shows_the_key(
         check_id = alice.post("/api/v1/checks", {"text": wm_text}, format="json").json()["id"]
         items = [{"client_id": "a", "text": wm_text}, {"client_id": "b", "text": human_text}]
         audit_id = alice.post("/api/v1/audits", {"texts": items}, format="json").json()["id"]
-        _wait(lambda: Audit.objects.get(id=audit_id).status == "done")
-        _wait(lambda: Check.objects.get(id=check_id).status == "done")
+        wait_until(lambda: Audit.objects.get(id=audit_id).status == "done", 60)
+        wait_until(lambda: Check.objects.get(id=check_id).status == "done", 60)
     assert Check.objects.get(id=check_id).is_watermarked  # the key really was used
 
     answers = {
@@ -149,12 +150,3 @@ def _only_ids(value: object) -> bool:
         return isinstance(value, str) and str(uuid.UUID(value)) == value
     except ValueError:
         return False
-
-
-def _wait(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for the worker")
