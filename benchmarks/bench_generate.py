@@ -3,7 +3,8 @@
 1. Throughput: tokens/s with the watermark on vs off, same backend, same prompts, batch 1 and
    8, for each backend (vLLM with our V1 processor; transformers). "Off" is the same engine with
    the requests opted out. Arms are interleaved and the best of ``--repeats`` is kept: on a
-   shared machine other load only ever adds time.
+   shared machine other load only ever adds time. For vLLM, then the per-step costs behind
+   the figure (``step_costs``).
 2. Detection power (default backend): creative and coding prompts at temperature 1 and at
    temperature 0.7 / top-p 0.9; share detected at p <= 0.01 after 25/50/100/200 tokens, beside
    the false-positive share of the same detector (same key) on unwatermarked generations of the
@@ -22,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +192,54 @@ def _print_power_row(r: dict[str, Any]) -> None:
     print(f"| {r['kind']:8} | {r['sampling']:16} | {r['n']:3} | {pw} | {fp} |", flush=True)
 
 
+def step_costs(repeats: int) -> None:
+    """Per decode step on real SmolLM2 logits: our V1 processor's whole work (processing, keyed
+    draw, forcing) and vLLM's CPU sampler (``fused_gumbel_argmax``) on plain vs forced rows,
+    which is why the watermarked arm can come out faster. Best of ``repeats`` interleaved."""
+    import torch
+    import vllm._C  # noqa: F401  (registers torch.ops._C)
+
+    from benchmarks.bench_kernels import cpu_times, smollm2_logits
+    from generator.config import WatermarkSettings
+    from generator.core import RowState, SamplingSettings, force_tokens, watermark_step
+    from kernels.cpu_scan import warm_up
+
+    warm_up()
+    print("\nper decode step, ms (SmolLM2 T=1 logits, 1 thread)")
+    print("| batch | ours: process + draw + force | vLLM sampler, plain rows | ... forced rows |")
+    for batch in (1, 8):
+        real = smollm2_logits(batch)
+        if real is None:
+            print("(the converted SmolLM2 is not in var/models: run `make run` once)")
+            return
+        rows = [
+            RowState(WatermarkSettings(key=KEY), SamplingSettings(), [1, 2, 3], [5, 6, 7, i])
+            for i in range(batch)
+        ]
+
+        def ours(real=real, rows=rows) -> None:
+            logits = real.clone()
+            force_tokens(logits, watermark_step(logits, rows, penalties=True, inplace=True))
+
+        forced = real.clone()
+        force_tokens(forced, watermark_step(forced, rows, penalties=True, inplace=True))
+        seeds = torch.randint(0, 2**31, (batch,))
+        t_clone, t_ours, t_plain, t_forced = cpu_times(
+            [
+                real.clone,  # ours clones its input each call: subtracted below
+                ours,
+                partial(torch.ops._C.fused_gumbel_argmax, real, seeds),
+                partial(torch.ops._C.fused_gumbel_argmax, forced, seeds),
+            ],
+            repeats,
+        )
+        print(
+            f"| {batch:5} | {(t_ours - t_clone) * 1e3:28.3f} | {t_plain * 1e3:24.3f} "
+            f"| {t_forced * 1e3:15.3f} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", default="vllm,transformers")
@@ -223,6 +273,8 @@ def main() -> None:
                     f"| {batch:5} | {on:8.1f} | {off:9.1f} | {100 * (off - on) / off:7.1f}% |",
                     flush=True,
                 )
+        if not args.skip_throughput and name == "vllm":
+            step_costs(max(50, 20 * args.repeats))
         if not args.skip_power and name == args.power_backend:
             n_creative, n_coding = (200, 50) if args.full else (args.creative, args.coding)
             prompts = {"creative": creative_prompts(n_creative), "coding": coding_prompts(n_coding)}
