@@ -71,10 +71,14 @@ def _login_token(base: str, password: str) -> str:
     """As a user would: log in, create an API token on its page, read it once."""
     with httpx.Client(base_url=base, follow_redirects=True, timeout=30) as web:
         csrf = _csrf(web.get("/accounts/login/").text)
-        web.post("/accounts/login/", data={"username": "demo", "password": password,
-                                           "csrfmiddlewaretoken": csrf})  # fmt: skip
-        page = web.post("/accounts/token/", data={"csrfmiddlewaretoken": _csrf(web.get(
-            "/accounts/token/").text)}).text  # fmt: skip
+        web.post(
+            "/accounts/login/",
+            data={"username": "demo", "password": password, "csrfmiddlewaretoken": csrf},
+        )
+        page = web.post(
+            "/accounts/token/",
+            data={"csrfmiddlewaretoken": _csrf(web.get("/accounts/token/").text)},
+        ).text
     return re.search(r'<code id="api-token">([0-9a-f]+)</code>', page).group(1)
 
 
@@ -125,18 +129,28 @@ def _start_embedded(tmp: Path, port: int) -> tuple[subprocess.Popen[str], str, l
         for k, v in os.environ.items()
         if k not in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE")
     }
-    env.update({
-        "PROVENANCE_DATA_DIR": str(tmp), "PROVENANCE_PORT": str(port),
-        "PROVENANCE_DEMO_KEY": str(DEMO_KEY), "OMP_NUM_THREADS": "1",
-        "PROVENANCE_DETECT_THROTTLE": "1000000/min", "PROVENANCE_USER_THROTTLE": "1000000/min",
-        "PROVENANCE_DAILY_QUOTA": "100000000", "PROVENANCE_LOG_LEVEL": "WARNING",
-        # No playground generator: this measures checks.
-        "PROVENANCE_GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
-    })  # fmt: skip
+    env.update(
+        {
+            "PROVENANCE_DATA_DIR": str(tmp),
+            "PROVENANCE_PORT": str(port),
+            "PROVENANCE_DEMO_KEY": str(DEMO_KEY),
+            "OMP_NUM_THREADS": "1",
+            "PROVENANCE_DETECT_THROTTLE": "1000000/min",
+            "PROVENANCE_USER_THROTTLE": "1000000/min",
+            "PROVENANCE_DAILY_QUOTA": "100000000",
+            "PROVENANCE_LOG_LEVEL": "WARNING",
+            # No playground generator: this measures checks.
+            "PROVENANCE_GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
+        }
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "provenance.embedded"], cwd=REPO, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "provenance.embedded"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
     deadline = time.monotonic() + 180
@@ -164,16 +178,24 @@ def _wait_web(base: str) -> None:
 def _report(tally: Tally, seconds: float, clients: int) -> None:
     done = len(tally.verdict_ms)
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
-    print(f"load: {clients} concurrent API clients, {seconds:.1f} s, embedded default "
-          f"(SQLite, embedded Redis, 1 solo worker, gunicorn 1x8 threads), loopback")  # fmt: skip
+    print(
+        f"load: {clients} concurrent API clients, {seconds:.1f} s, embedded default "
+        f"(SQLite, embedded Redis, 1 solo worker, gunicorn 1x8 threads), loopback"
+    )
     sent = min(tally.requests, tally.budget)
-    print(f"  checks completed: {done} ({done / seconds:.1f} checks/s); "
-          f"HTTP requests: {sent} (budget {tally.budget})")  # fmt: skip
+    print(
+        f"  checks completed: {done} ({done / seconds:.1f} checks/s); "
+        f"HTTP requests: {sent} (budget {tally.budget})"
+    )
     if done:
-        print(f"  submit (POST -> 202):    p50 {np.percentile(submit, 50):6.1f} ms, "
-              f"p95 {np.percentile(submit, 95):6.1f} ms")  # fmt: skip
-        print(f"  submit -> verdict (done): p50 {np.percentile(verdict, 50):6.1f} ms, "
-              f"p95 {np.percentile(verdict, 95):6.1f} ms")  # fmt: skip
+        print(
+            f"  submit (POST -> 202):    p50 {np.percentile(submit, 50):6.1f} ms, "
+            f"p95 {np.percentile(submit, 95):6.1f} ms"
+        )
+        print(
+            f"  submit -> verdict (done): p50 {np.percentile(verdict, 50):6.1f} ms, "
+            f"p95 {np.percentile(verdict, 95):6.1f} ms"
+        )
     print(f"  errors: {len(tally.errors)}")
     for error in tally.errors[:10]:
         print(f"    {error}")
@@ -196,14 +218,22 @@ def main() -> int:
             _wait_web(base)
             token = _login_token(base, password)
             for text, expected in texts[:4]:  # warm: tokenizer loaded, connections open
-                _one(httpx.Client(base_url=base, headers={"Authorization": f"Token {token}"},
-                                  timeout=60), text, expected, Tally(budget=10), 0)  # fmt: skip
+                _one(
+                    httpx.Client(
+                        base_url=base, headers={"Authorization": f"Token {token}"}, timeout=60
+                    ),
+                    text,
+                    expected,
+                    Tally(budget=10),
+                    0,
+                )
             tally = Tally(budget=options.max_requests)
             start = time.monotonic()
             stop_at = start + options.seconds
-            threads = [threading.Thread(target=_client_loop,
-                                        args=(base, token, texts, tally, stop_at, i))
-                       for i in range(options.clients)]  # fmt: skip
+            threads = [
+                threading.Thread(target=_client_loop, args=(base, token, texts, tally, stop_at, i))
+                for i in range(options.clients)
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:

@@ -39,9 +39,14 @@ def _env(tmp: Path, redis_url: str) -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "PROVENANCE_LOG_LEVEL": "WARNING",
     }
-    shared = ["DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "PROVENANCE_USER_THROTTLE",
-              "PROVENANCE_DETECT_THROTTLE",
-              "PROVENANCE_LOG_LEVEL"]  # fmt: skip
+    shared = [
+        "DATABASE_URL",
+        "REDIS_URL",
+        "PROVENANCE_KEK",
+        "PROVENANCE_USER_THROTTLE",
+        "PROVENANCE_DETECT_THROTTLE",
+        "PROVENANCE_LOG_LEVEL",
+    ]
     os.environ.update({name: env[name] for name in shared})  # this process sets up the DB
     return env
 
@@ -134,8 +139,10 @@ def bench_latency(client: httpx.Client, text: str, n: int) -> None:
     wall = np.asarray([r[0] for r in runs])
     scoring = np.asarray([r[1] for r in runs])
     print(f"check latency, 1,000-token text, {n} checks through API + worker (warm):")
-    print(f"  end to end p50 {np.percentile(wall, 50):.1f} ms, p95 {np.percentile(wall, 95):.1f} ms"
-          f" (target p95 <= 300 ms)")  # fmt: skip
+    print(
+        f"  end to end p50 {np.percentile(wall, 50):.1f} ms, p95 {np.percentile(wall, 95):.1f} ms"
+        f" (target p95 <= 300 ms)"
+    )
     print(f"  of which scoring in the worker: p50 {statistics.median(scoring):.1f} ms")
 
 
@@ -166,13 +173,19 @@ def bench_audit(client: httpx.Client, texts: list[str], key_value: int, pids: li
     after, cpu_after, _ = in_process()
     wall_in, cpu_in = (before + after) / 2, (cpu_before + cpu_after) / 2
     n = len(texts)
-    print(f"audit of {n:,} texts (one key; {flagged:,} flagged in process, "
-          f"{audit['counts']['watermarked']:,} by the audit):")  # fmt: skip
-    print(f"  in-process detect_text: {wall_in:.2f} s wall ({n / wall_in:,.0f} texts/s;"
-          f" {before:.2f} / {after:.2f} s before / after), {cpu_in:.2f} s CPU")  # fmt: skip
-    print(f"  API + one worker:       {through_api:.2f} s wall ({n / through_api:,.0f} texts/s;"
-          f" POST {submitted:.2f} s), {service_cpu:.2f} s CPU: worker {cpu_each[0]:.2f},"
-          f" web {cpu_each[1]:.2f} (with the progress polls), Redis {cpu_each[2]:.2f}")  # fmt: skip
+    print(
+        f"audit of {n:,} texts (one key; {flagged:,} flagged in process, "
+        f"{audit['counts']['watermarked']:,} by the audit):"
+    )
+    print(
+        f"  in-process detect_text: {wall_in:.2f} s wall ({n / wall_in:,.0f} texts/s;"
+        f" {before:.2f} / {after:.2f} s before / after), {cpu_in:.2f} s CPU"
+    )
+    print(
+        f"  API + one worker:       {through_api:.2f} s wall ({n / through_api:,.0f} texts/s;"
+        f" POST {submitted:.2f} s), {service_cpu:.2f} s CPU: worker {cpu_each[0]:.2f},"
+        f" web {cpu_each[1]:.2f} (with the progress polls), Redis {cpu_each[2]:.2f}"
+    )
     print(f"  throughput ratio (wall): {wall_in / through_api:.2f} (target >= 0.8)")
     print(f"  cost ratio (CPU, insensitive to other load): {cpu_in / service_cpu:.2f}")
 
@@ -193,13 +206,41 @@ def main() -> None:
         port = free_port()
         py = sys.executable
         children = [
-            _start([py, "-m", "celery", "-A", "provenance", "worker", "--pool=solo",
-                    "--loglevel=WARNING", "--without-gossip", "--without-mingle",
-                    "--without-heartbeat"], env, tmp / "worker.log"),
-            _start([py, "-m", "gunicorn", "provenance.wsgi:application", "--bind",
-                    f"127.0.0.1:{port}", "--workers", "1", "--threads", "4",
-                    "--no-control-socket"], env, tmp / "web.log"),
-        ]  # fmt: skip
+            _start(
+                [
+                    py,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "provenance",
+                    "worker",
+                    "--pool=solo",
+                    "--loglevel=WARNING",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--without-heartbeat",
+                ],
+                env,
+                tmp / "worker.log",
+            ),
+            _start(
+                [
+                    py,
+                    "-m",
+                    "gunicorn",
+                    "provenance.wsgi:application",
+                    "--bind",
+                    f"127.0.0.1:{port}",
+                    "--workers",
+                    "1",
+                    "--threads",
+                    "4",
+                    "--no-control-socket",
+                ],
+                env,
+                tmp / "web.log",
+            ),
+        ]
         try:
             base = f"http://127.0.0.1:{port}"
             headers = {"Authorization": f"Token {token}"}

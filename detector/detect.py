@@ -58,9 +58,12 @@ def _scored_mask(ids: NDArray[np.int64], config: KeyConfig) -> tuple[NDArray, ND
 
 
 def _verdict(
-    ids: NDArray[np.int64], mask: NDArray[np.bool_], scores: NDArray[np.float64],
-    config: KeyConfig, threshold: float,
-) -> Detection:  # fmt: skip
+    ids: NDArray[np.int64],
+    mask: NDArray[np.bool_],
+    scores: NDArray[np.float64],
+    config: KeyConfig,
+    threshold: float,
+) -> Detection:
     n = int(mask.sum())
     total = float(scores.sum())
     if config.algorithm == "dual_key_gumbel":
@@ -129,9 +132,12 @@ def _gpu_scores(arrays: list[NDArray], configs: Sequence[KeyConfig]) -> list[NDA
         groups.setdefault((c.context_width, c.algorithm, c.alpha), []).append(i)
     for (width, algorithm, alpha), members in groups.items():
         got = scoring.kernel_scores(
-            [arrays[i] for i in members], [configs[i].key for i in members],
-            context_width=width, algorithm=algorithm, alpha=alpha,
-        )  # fmt: skip
+            [arrays[i] for i in members],
+            [configs[i].key for i in members],
+            context_width=width,
+            algorithm=algorithm,
+            alpha=alpha,
+        )
         for i, s in zip(members, got, strict=True):
             out[i] = s
     return out

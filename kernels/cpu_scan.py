@@ -196,8 +196,12 @@ def candidates(
     xs, token_keys = x.contiguous().numpy(), _token_keys(keys.numpy(), state)
     cap = 64 * n
     while True:  # more than 64 per row only on flat or tied rows (an all -inf row: every token)
-        out = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
-               np.empty(cap, np.float32))  # fmt: skip
+        out = (
+            np.empty(cap, np.int64),
+            np.empty(cap, np.int64),
+            np.empty(cap, np.int64),
+            np.empty(cap, np.float32),
+        )
         count = _candidates(xs, state, token_keys, _LO, _HI, *out)
         if count <= cap:
             return out[0][:count], out[1][:count], out[2][:count], out[3][:count]

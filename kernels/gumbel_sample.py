@@ -259,11 +259,24 @@ def _launch(
     noise_arg = noise if noise is not None else logits  # unread when HAS_NOISE is False
     noise_stride = noise.stride(0) if noise is not None else 0
     _gumbel_sample_kernel[(b, splits)](
-        logits, logits.stride(0), keys.contiguous(), contexts, contexts.stride(0),
-        use_noise, noise_arg, noise_stride,
-        part_val, part_idx, v, tiles, per_split, splits,
-        W=contexts.shape[1], BLOCK=block, HAS_NOISE=noise is not None,
-    )  # fmt: skip
+        logits,
+        logits.stride(0),
+        keys.contiguous(),
+        contexts,
+        contexts.stride(0),
+        use_noise,
+        noise_arg,
+        noise_stride,
+        part_val,
+        part_idx,
+        v,
+        tiles,
+        per_split,
+        splits,
+        W=contexts.shape[1],
+        BLOCK=block,
+        HAS_NOISE=noise is not None,
+    )
     # torch.argmax returns the first maximum: the lowest split, hence the lowest token id.
     best = part_val.argmax(dim=-1, keepdim=True)
     return part_idx.gather(1, best)[:, 0].to(torch.int64)
@@ -271,11 +284,24 @@ def _launch(
 
 @triton.jit
 def _gumbel_sample_kernel(
-    logits_ptr, logits_stride, keys_ptr, ctx_ptr, ctx_stride,
-    use_noise_ptr, noise_ptr, noise_stride,
-    part_val_ptr, part_idx_ptr, V, n_tiles, tiles_per_split, n_splits,
-    W: tl.constexpr, BLOCK: tl.constexpr, HAS_NOISE: tl.constexpr,
-):  # fmt: skip
+    logits_ptr,
+    logits_stride,
+    keys_ptr,
+    ctx_ptr,
+    ctx_stride,
+    use_noise_ptr,
+    noise_ptr,
+    noise_stride,
+    part_val_ptr,
+    part_idx_ptr,
+    V,
+    n_tiles,
+    tiles_per_split,
+    n_splits,
+    W: tl.constexpr,
+    BLOCK: tl.constexpr,
+    HAS_NOISE: tl.constexpr,
+):
     """Program (row, split): running (max, argmax) over its contiguous range of vocab tiles."""
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)

@@ -96,9 +96,13 @@ def context_states_cpu(keys, contexts):  # type: ignore[no-untyped-def]
                 fill = np.uint32(UINT32_MASK - i)
                 block[i] = np.uint32(np.uint64(contexts[r, o + i]) & _MASK) if o + i < w else fill
             s0, s1, s2, s3 = philox_rounds(
-                s0 ^ block[0], s1 ^ block[1], s2 ^ block[2], s3 ^ block[3],
-                np.uint32(k0 ^ np.uint32(o)), k1,
-            )  # fmt: skip
+                s0 ^ block[0],
+                s1 ^ block[1],
+                s2 ^ block[2],
+                s3 ^ block[3],
+                np.uint32(k0 ^ np.uint32(o)),
+                k1,
+            )
         out[r, 0], out[r, 1], out[r, 2], out[r, 3] = s0, s1, s2, s3
     return out
 
@@ -256,7 +260,12 @@ def prf_words_kernel(
     out = torch.empty(n, dtype=torch.int64, device=contexts.device)
     block = 128
     _prf_words_kernel[(triton.cdiv(n, block),)](
-        keys.contiguous(), contexts.to(torch.int64).contiguous(),
-        token_ids.to(torch.int64).contiguous(), out, n, W=w, BLOCK=block,
-    )  # fmt: skip
+        keys.contiguous(),
+        contexts.to(torch.int64).contiguous(),
+        token_ids.to(torch.int64).contiguous(),
+        out,
+        n,
+        W=w,
+        BLOCK=block,
+    )
     return out

@@ -74,9 +74,15 @@ def repeated_context(
     lens = history_lens.to(torch.int64).contiguous()
     ctx = contexts.to(torch.int64).contiguous()
     _repeated_context_kernel[(b,)](
-        history, h, lens, ctx, out, 0 if max_history is None else max_history,
-        W=contexts.shape[1], BLOCK=_BLOCK,
-    )  # fmt: skip
+        history,
+        h,
+        lens,
+        ctx,
+        out,
+        0 if max_history is None else max_history,
+        W=contexts.shape[1],
+        BLOCK=_BLOCK,
+    )
     return out.bool()
 
 

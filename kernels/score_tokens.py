@@ -36,9 +36,13 @@ def derive_keys(keys: torch.Tensor, domain: bytes) -> torch.Tensor:
 
 
 def _check(
-    token_ids: torch.Tensor, cu_seqlens: torch.Tensor, keys: torch.Tensor,
-    context_width: int, algorithm: str, alpha: float,
-) -> None:  # fmt: skip
+    token_ids: torch.Tensor,
+    cu_seqlens: torch.Tensor,
+    keys: torch.Tensor,
+    context_width: int,
+    algorithm: str,
+    alpha: float,
+) -> None:
     if token_ids.ndim != 1 or token_ids.dtype != torch.int64:
         raise ValueError("token_ids must be an int64 [total] tensor")
     if cu_seqlens.ndim != 1 or cu_seqlens.dtype != torch.int64 or cu_seqlens.numel() < 1:
@@ -144,10 +148,18 @@ def score_tokens(
     # kernel as float32 (0.1 -> 0.10000000149) and shift every dual-key score.
     weights = torch.tensor([1 - alpha, alpha], dtype=torch.float64, device=token_ids.device)
     _score_tokens_kernel[(triton.cdiv(total, _BLOCK),)](
-        token_ids.contiguous(), doc, cu_seqlens.contiguous(), keys_a.contiguous(),
-        keys_b.contiguous(), weights, out, total,
-        W=context_width, DUAL=dual, BLOCK=_BLOCK,
-    )  # fmt: skip
+        token_ids.contiguous(),
+        doc,
+        cu_seqlens.contiguous(),
+        keys_a.contiguous(),
+        keys_b.contiguous(),
+        weights,
+        out,
+        total,
+        W=context_width,
+        DUAL=dual,
+        BLOCK=_BLOCK,
+    )
     return out
 
 
@@ -169,9 +181,18 @@ def _score_under(tok_ptr, offs, pad, t, key, W: tl.constexpr):
 
 @triton.jit
 def _score_tokens_kernel(
-    tok_ptr, doc_ptr, cu_ptr, keys_a_ptr, keys_b_ptr, weights_ptr, out_ptr, total,
-    W: tl.constexpr, DUAL: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
+    tok_ptr,
+    doc_ptr,
+    cu_ptr,
+    keys_a_ptr,
+    keys_b_ptr,
+    weights_ptr,
+    out_ptr,
+    total,
+    W: tl.constexpr,
+    DUAL: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     """One lane per position: context from the same document (-1 before its start), PRF, score."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     valid = offs < total

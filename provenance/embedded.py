@@ -109,15 +109,44 @@ def main() -> int:
         generator = _playground_generator(data_dir, env)  # sets PROVENANCE_GENERATOR_URL
         py = sys.executable
         children.append(
-            _spawn([py, "-m", "celery", "-A", "provenance", "worker", "--pool=solo",
-                    "--concurrency=1", "--loglevel=INFO", "--without-gossip",
-                    "--without-mingle", "--without-heartbeat"], env)
-        )  # fmt: skip
+            _spawn(
+                [
+                    py,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "provenance",
+                    "worker",
+                    "--pool=solo",
+                    "--concurrency=1",
+                    "--loglevel=INFO",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--without-heartbeat",
+                ],
+                env,
+            )
+        )
         children.append(
-            _spawn([py, "-m", "gunicorn", "provenance.wsgi:application", "--bind",
-                    f"{host}:{port}", "--workers", "1", "--threads", "8",
-                    "--access-logfile", "-", "--no-control-socket"], env)
-        )  # fmt: skip
+            _spawn(
+                [
+                    py,
+                    "-m",
+                    "gunicorn",
+                    "provenance.wsgi:application",
+                    "--bind",
+                    f"{host}:{port}",
+                    "--workers",
+                    "1",
+                    "--threads",
+                    "8",
+                    "--access-logfile",
+                    "-",
+                    "--no-control-socket",
+                ],
+                env,
+            )
+        )
         _announce(host, port, password, redis)
         sweeper = _Sweeper()
         while all(child.poll() is None for child in children):

@@ -39,8 +39,9 @@ class DatabaseUnavailableMiddleware:
         # The atomic blocks the error crossed have rolled back already.
         if not isinstance(exc, (OperationalError, InterfaceError)):
             return None
-        logger.warning("database unavailable on %s %s: %s", request.method, request.path,
-                       type(exc).__name__)  # fmt: skip
+        logger.warning(
+            "database unavailable on %s %s: %s", request.method, request.path, type(exc).__name__
+        )
         return unavailable_response(request)
 
 

@@ -56,11 +56,24 @@ class RedisServer:
     def start(self, timeout: float = 10.0) -> RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         args = [
-            self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-            "--dir", str(self.directory), "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--protected-mode", "yes",
-            "--logfile", str(self.directory / "redis.log"),
-        ]  # fmt: skip
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.directory),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "yes",
+            "--logfile",
+            str(self.directory / "redis.log"),
+        ]
         # Own session: a Ctrl-C in the terminal reaches our supervisor, which stops us last.
         self.process = subprocess.Popen(args, start_new_session=True)
         self._wait_ready(timeout)

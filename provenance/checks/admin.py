@@ -13,9 +13,18 @@ class HypothesisInline(admin.TabularInline):
     extra = 0
     can_delete = False
     readonly_fields = [
-        "index", "key", "key_name", "tokenizer_name", "algorithm", "score", "num_tokens",
-        "num_scored_tokens", "p_value", "log10_p", "adjusted_log10_p",
-    ]  # fmt: skip
+        "index",
+        "key",
+        "key_name",
+        "tokenizer_name",
+        "algorithm",
+        "score",
+        "num_tokens",
+        "num_scored_tokens",
+        "p_value",
+        "log10_p",
+        "adjusted_log10_p",
+    ]
     fields = readonly_fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -25,18 +34,37 @@ class HypothesisInline(admin.TabularInline):
 @admin.register(Check)
 class CheckAdmin(admin.ModelAdmin):
     list_display = [
-        "id", "team", "submitted_by", "audit", "status", "is_watermarked", "log10_p",
-        "num_hypotheses", "created_at",
-    ]  # fmt: skip
+        "id",
+        "team",
+        "submitted_by",
+        "audit",
+        "status",
+        "is_watermarked",
+        "log10_p",
+        "num_hypotheses",
+        "created_at",
+    ]
     list_filter = ["status", "is_watermarked", "team"]
     search_fields = ["client_id", "submitted_by__username", "team__name"]
     list_select_related = ["team", "submitted_by", "audit"]
     raw_id_fields = ["audit", "best_key", "submitted_by"]
     readonly_fields = [
-        "status", "failure_reason", "num_hypotheses", "is_watermarked", "p_value", "log10_p",
-        "num_tokens", "num_scored_tokens", "best_key", "created_at", "started_at",
-        "finished_at", "scoring_ms", "key_ids", "threshold",
-    ]  # fmt: skip
+        "status",
+        "failure_reason",
+        "num_hypotheses",
+        "is_watermarked",
+        "p_value",
+        "log10_p",
+        "num_tokens",
+        "num_scored_tokens",
+        "best_key",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "scoring_ms",
+        "key_ids",
+        "threshold",
+    ]
     exclude = ["token_data"]
     inlines = [HypothesisInline]
 
@@ -47,9 +75,14 @@ class AuditAdmin(admin.ModelAdmin):
     list_filter = ["status", "team"]
     search_fields = ["idempotency_key", "submitted_by__username", "team__name"]
     readonly_fields = [
-        "request_hash", "status", "num_texts", "key_ids", "threshold", "created_at",
+        "request_hash",
+        "status",
+        "num_texts",
+        "key_ids",
+        "threshold",
+        "created_at",
         "finished_at",
-    ]  # fmt: skip
+    ]
 
 
 @admin.register(DetectionLog)

@@ -72,8 +72,9 @@ def _enqueue(task: Any, *args: Any) -> bool:
     try:
         task.delay(*args)
     except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
-        logger.warning("could not enqueue %s (%s); the sweeper will retry", task.name,
-                       type(exc).__name__)  # fmt: skip
+        logger.warning(
+            "could not enqueue %s (%s); the sweeper will retry", task.name, type(exc).__name__
+        )
         return False
     return True
 
@@ -180,13 +181,34 @@ def _store_results(pairs: list[tuple[Check, TextResult]]) -> None:
 
 # started_at is not among them: the update that marks a check running sets it.
 RESULT_FIELDS = [
-    "status", "failure_reason", "num_hypotheses", "is_watermarked", "p_value", "log10_p",
-    "num_tokens", "num_scored_tokens", "best_key", "token_data", "finished_at", "scoring_ms",
-]  # fmt: skip
+    "status",
+    "failure_reason",
+    "num_hypotheses",
+    "is_watermarked",
+    "p_value",
+    "log10_p",
+    "num_tokens",
+    "num_scored_tokens",
+    "best_key",
+    "token_data",
+    "finished_at",
+    "scoring_ms",
+]
 HYPOTHESIS_FIELDS = [
-    "check_run", "index", "key", "key_name", "tokenizer", "tokenizer_name", "algorithm",
-    "score", "num_tokens", "num_scored_tokens", "p_value", "log10_p", "adjusted_log10_p",
-]  # fmt: skip
+    "check_run",
+    "index",
+    "key",
+    "key_name",
+    "tokenizer",
+    "tokenizer_name",
+    "algorithm",
+    "score",
+    "num_tokens",
+    "num_scored_tokens",
+    "p_value",
+    "log10_p",
+    "adjusted_log10_p",
+]
 
 
 def _result_row(check: Check, result: TextResult, now: Any) -> tuple:
@@ -211,10 +233,20 @@ def _result_row(check: Check, result: TextResult, now: Any) -> tuple:
 def _hypothesis_row(check: Check, h: Any) -> tuple:
     d = h.detection
     return (
-        check.id, h.index, h.key.id, h.key.name, h.tokenizer.id, h.tokenizer.name,
-        h.key.algorithm, d.score, d.num_tokens, d.num_scored_tokens, d.p_value, d.log10_p,
+        check.id,
+        h.index,
+        h.key.id,
+        h.key.name,
+        h.tokenizer.id,
+        h.tokenizer.name,
+        h.key.algorithm,
+        d.score,
+        d.num_tokens,
+        d.num_scored_tokens,
+        d.p_value,
+        d.log10_p,
         h.adjusted_log10_p,
-    )  # fmt: skip
+    )
 
 
 def detect_now(*, user: AbstractBaseUser, text: Any) -> TextResult:
@@ -316,12 +348,38 @@ def _audit_store(
     check_ids = [uuid.uuid4() for _ in items]
     bulk.insert_rows(
         Check,
-        ["id", "team", "submitted_by", "audit", "position", "client_id", "text", "key_ids",
-         "threshold", "status", "failure_reason", "created_at"],
-        ((check_id, team.id, user.pk, audit.id, i, client_id, text, key_ids, audit.threshold,
-          Status.PENDING, "", now) for i, (check_id, (client_id, text))
-         in enumerate(zip(check_ids, items, strict=True))),
-    )  # fmt: skip
+        [
+            "id",
+            "team",
+            "submitted_by",
+            "audit",
+            "position",
+            "client_id",
+            "text",
+            "key_ids",
+            "threshold",
+            "status",
+            "failure_reason",
+            "created_at",
+        ],
+        (
+            (
+                check_id,
+                team.id,
+                user.pk,
+                audit.id,
+                i,
+                client_id,
+                text,
+                key_ids,
+                audit.threshold,
+                Status.PENDING,
+                "",
+                now,
+            )
+            for i, (check_id, (client_id, text)) in enumerate(zip(check_ids, items, strict=True))
+        ),
+    )
     _log(user, team, DetectionLog.Kind.AUDIT, keys, len(items), audit=audit)
     transaction.on_commit(lambda: audit_enqueue(audit.id, check_ids))
     return audit

@@ -96,10 +96,18 @@ def key_create(
     transaction wrapper would otherwise show it in an error report)."""
     secret = parse_key_value(value)
     key = _key_store(
-        name=name, team=team, tokenizer=tokenizer, ciphertext=encrypt_value(secret),
-        algorithm=algorithm, alpha=alpha, context_width=context_width, deduplicate=deduplicate,
-        shared=shared, created_by=created_by, rotated_from=rotated_from,
-    )  # fmt: skip
+        name=name,
+        team=team,
+        tokenizer=tokenizer,
+        ciphertext=encrypt_value(secret),
+        algorithm=algorithm,
+        alpha=alpha,
+        context_width=context_width,
+        deduplicate=deduplicate,
+        shared=shared,
+        created_by=created_by,
+        rotated_from=rotated_from,
+    )
     return key, secret
 
 

@@ -165,11 +165,19 @@ async def _hang_up_after_first_chunk(app, body: bytes) -> list[dict]:
             got_chunk.set()
 
     scope = {
-        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-        "method": "POST", "scheme": "http", "path": "/v1/completions", "raw_path": b"",
-        "query_string": b"", "root_path": "", "headers": [(b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2),
-    }  # fmt: skip
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/completions",
+        "raw_path": b"",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
     await app(scope, receive, send)
     return sent
 

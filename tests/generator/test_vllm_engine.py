@@ -65,9 +65,24 @@ def server(tmp_path_factory):
     env = dict(os.environ, OMP_NUM_THREADS="1", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1")
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "generator", "serve", "--backend", "vllm", "--keys", str(keys),
-             "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True)  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "generator",
+                "serve",
+                "--backend",
+                "vllm",
+                "--keys",
+                str(keys),
+                "--port",
+                str(port),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait(proc, url, log)

@@ -13,11 +13,21 @@ pytestmark = pytest.mark.skipif(
 )
 
 SAMPLER = {
-    "logits_ptr": "*bf16", "logits_stride": "i64", "keys_ptr": "*i64", "ctx_ptr": "*i64",
-    "ctx_stride": "i64", "use_noise_ptr": "*i8", "noise_ptr": "*fp32", "noise_stride": "i64",
-    "part_val_ptr": "*fp32", "part_idx_ptr": "*i32", "V": "i32", "n_tiles": "i32",
-    "tiles_per_split": "i32", "n_splits": "i32",
-}  # fmt: skip
+    "logits_ptr": "*bf16",
+    "logits_stride": "i64",
+    "keys_ptr": "*i64",
+    "ctx_ptr": "*i64",
+    "ctx_stride": "i64",
+    "use_noise_ptr": "*i8",
+    "noise_ptr": "*fp32",
+    "noise_stride": "i64",
+    "part_val_ptr": "*fp32",
+    "part_idx_ptr": "*i32",
+    "V": "i32",
+    "n_tiles": "i32",
+    "tiles_per_split": "i32",
+    "n_splits": "i32",
+}
 KERNELS = [
     (gumbel_sample._gumbel_sample_kernel, SAMPLER, {"W": 4, "BLOCK": 1024, "HAS_NOISE": False}),
     (gumbel_sample._gumbel_sample_kernel, SAMPLER, {"W": 5, "BLOCK": 1024, "HAS_NOISE": True}),
@@ -34,7 +44,7 @@ KERNELS = [
             "total": "i32",
         },
         {"W": 4, "DUAL": True, "BLOCK": 256},
-    ),  # fmt: skip
+    ),
     (
         repeated_context._repeated_context_kernel,
         {
@@ -46,7 +56,7 @@ KERNELS = [
             "max_history": "i32",
         },
         {"W": 4, "BLOCK": 256},
-    ),  # fmt: skip
+    ),
     (
         philox._prf_words_kernel,
         {"keys_ptr": "*i64", "ctx_ptr": "*i64", "tok_ptr": "*i64", "out_ptr": "*i64", "n": "i32"},

@@ -212,9 +212,15 @@ def test_kernel_equals_reference_with_mixed_masks(interpret, vocab: int, gen) ->
         logits, keys, contexts, mask, generator=torch.Generator().manual_seed(9)
     )
     got = interpret(
-        "kernels.gumbel_sample", "gumbel_sample", logits, keys, contexts, mask,
-        generator_seed=9, backend="triton",
-    )  # fmt: skip
+        "kernels.gumbel_sample",
+        "gumbel_sample",
+        logits,
+        keys,
+        contexts,
+        mask,
+        generator_seed=9,
+        backend="triton",
+    )
     assert torch.equal(got, expected)
 
 
@@ -231,17 +237,30 @@ def test_kernel_equals_reference_on_bf16_ties_and_noise(interpret, gen) -> None:
     noise = -torch.log(-torch.log(torch.rand(3, vocab, generator=gen)))
     expected = gumbel_sample_reference(logits, keys, contexts, mask, fallback_noise=noise)
     got = interpret(
-        "kernels.gumbel_sample", "gumbel_sample", logits, keys, contexts, mask,
-        fallback_noise=noise, backend="triton",
-    )  # fmt: skip
+        "kernels.gumbel_sample",
+        "gumbel_sample",
+        logits,
+        keys,
+        contexts,
+        mask,
+        fallback_noise=noise,
+        backend="triton",
+    )
     assert torch.equal(got, expected) and got[0].item() == low
 
 
 def test_kernel_splits_a_row_across_programs_exactly(interpret, gen) -> None:
     # 17 tiles of 1024 on one row: two programs per row under the interpreter's heuristics.
     logits, keys, contexts = batch([torch.randn(16385, generator=gen) * 4], gen)
-    got = interpret("kernels.gumbel_sample", "gumbel_sample", logits, keys, contexts,
-                    all_marked(1), backend="triton")  # fmt: skip
+    got = interpret(
+        "kernels.gumbel_sample",
+        "gumbel_sample",
+        logits,
+        keys,
+        contexts,
+        all_marked(1),
+        backend="triton",
+    )
     assert torch.equal(got, gumbel_sample_reference(logits, keys, contexts, all_marked(1)))
 
 

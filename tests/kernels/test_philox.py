@@ -78,9 +78,12 @@ def test_triton_words_equal_detector_words(interpret, width: int) -> None:
     contexts = rng.integers(-1, 200_000, (300, width))
     tokens = rng.integers(0, 2**33, 300)
     got = interpret(
-        "kernels.philox", "prf_words_kernel",
-        keys_tensor(keys), torch.from_numpy(contexts), torch.from_numpy(tokens),
-    )  # fmt: skip
+        "kernels.philox",
+        "prf_words_kernel",
+        keys_tensor(keys),
+        torch.from_numpy(contexts),
+        torch.from_numpy(tokens),
+    )
     assert np.array_equal(got.numpy(), _numpy_words(keys, contexts, tokens))
 
 

@@ -58,8 +58,15 @@ def test_it_rejects_malformed_inputs(gen) -> None:
 def test_kernel_equals_reference(interpret, max_history: int | None, gen) -> None:
     history, lens, contexts = cases(gen, rows=12, h=600, w=3)  # several 256-position blocks
     history[:, 300:] = history[:, :300]  # long-range repeats
-    got = interpret("kernels.repeated_context", "repeated_context", history, lens, contexts,
-                    max_history, backend="triton")  # fmt: skip
+    got = interpret(
+        "kernels.repeated_context",
+        "repeated_context",
+        history,
+        lens,
+        contexts,
+        max_history,
+        backend="triton",
+    )
     assert torch.equal(got, repeated_context_reference(history, lens, contexts, max_history))
 
 

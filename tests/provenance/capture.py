@@ -120,8 +120,10 @@ def forms(value: int) -> set[str]:
     found = {str(value), f"{value:x}", f"{value:016x}"}
     for order in ("big", "little"):
         raw = value.to_bytes(8, order)
-        found |= {base64.b64encode(raw).decode().rstrip("="),
-                  base64.urlsafe_b64encode(raw).decode().rstrip("=")}  # fmt: skip
+        found |= {
+            base64.b64encode(raw).decode().rstrip("="),
+            base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        }
     return found
 
 

@@ -135,9 +135,20 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
 
 def spawn_worker(redis_url: str, log: Path) -> subprocess.Popen:
     """A real worker process (solo pool), ready to take tasks; its log joins the scan."""
-    args = [sys.executable, "-m", "celery", "-A", "provenance", "worker", "--pool=solo",
-            "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
-            "--without-heartbeat"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "provenance",
+        "worker",
+        "--pool=solo",
+        "--concurrency=1",
+        "--loglevel=INFO",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
     with log.open("ab") as out:
         start = log.stat().st_size
         worker = subprocess.Popen(

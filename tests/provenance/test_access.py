@@ -109,11 +109,13 @@ PAGE_POSTS = [
     ("/", {"text": "some text"}, (LOGIN, 400, 302, 302, 403)),
     ("/accounts/token/", {}, (LOGIN, 200, 200, 200, 200)),
     ("/playground/m/{message}/check", {}, (LOGIN, 404, 404, 302, 404)),
-    ("/playground/c/{conversation}/reply", {"content": "hi", "key": "{key}", "temperature": "1",
-                                            "top_p": "1", "max_tokens": "8"},
-     (LOGIN, 404, 404, 200, 404)),
+    (
+        "/playground/c/{conversation}/reply",
+        {"content": "hi", "key": "{key}", "temperature": "1", "top_p": "1", "max_tokens": "8"},
+        (LOGIN, 404, 404, 200, 404),
+    ),
     ("/admin/keys/watermarkkey/{key}/change/", {}, (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
-]  # fmt: skip
+]
 
 
 def _fill(template, ids):
@@ -147,8 +149,10 @@ def test_every_page_answers_each_actor_as_the_matrix_says(world, actor, client):
 @pytest.mark.parametrize("actor", ["charlie", "staff"])
 def test_lists_show_nothing_of_another_team(world, actor, client):
     api, ids = _api(world, actor), {k: str(v) for k, v in world["ids"].items()}
-    bodies = [api.get(url).content.decode() for url in
-              ("/api/v1/checks", "/api/v1/audits", "/api/v1/keys")]  # fmt: skip
+    bodies = [
+        api.get(url).content.decode()
+        for url in ("/api/v1/checks", "/api/v1/audits", "/api/v1/keys")
+    ]
     client = _page(world, actor, client)
     bodies += [client.get(url).content.decode() for url in ("/checks/", "/audits/", "/keys/")]
     for body in bodies:
@@ -178,8 +182,9 @@ def test_every_form_answers_each_actor_as_the_matrix_says(world, actor, client, 
     from provenance.redis_server import free_port
 
     settings.PROVENANCE_PLAYGROUND = {
-        **settings.PROVENANCE_PLAYGROUND, "GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
-    }  # fmt: skip
+        **settings.PROVENANCE_PLAYGROUND,
+        "GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
+    }
     client, ids, got = _page(world, actor, client), world["ids"], []
     for url, form, expected in PAGE_POSTS:
         response = client.post(_fill(url, ids), _fill(form, ids))

@@ -21,10 +21,16 @@ def _add_key(client, tokenizer, team, value="", name="new-key"):
     return client.post(
         "/admin/keys/watermarkkey/add/",
         {
-            "name": name, "team": team.id, "tokenizer": tokenizer.id, "algorithm": "gumbel",
-            "alpha": "0.1", "context_width": "4", "deduplicate": "on", "value": value,
+            "name": name,
+            "team": team.id,
+            "tokenizer": tokenizer.id,
+            "algorithm": "gumbel",
+            "alpha": "0.1",
+            "context_width": "4",
+            "deduplicate": "on",
+            "value": value,
         },
-    )  # fmt: skip
+    )
 
 
 def test_adding_a_key_shows_its_value_once_then_never(admin_client, cast, tokenizer_row):

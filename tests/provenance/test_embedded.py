@@ -48,9 +48,13 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
     for name in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE"):
         env.pop(name, None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "provenance.embedded"], cwd=REPO, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "provenance.embedded"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
     try:
@@ -107,9 +111,14 @@ def _paste_and_check(port: int, password: str, text: str) -> str:
     base = f"http://127.0.0.1:{port}"
     with httpx.Client(base_url=base, follow_redirects=True, timeout=30) as client:
         token = _csrf(client, "/accounts/login/")
-        client.post("/accounts/login/", data={
-            "username": "demo", "password": password, "csrfmiddlewaretoken": token,
-        })  # fmt: skip
+        client.post(
+            "/accounts/login/",
+            data={
+                "username": "demo",
+                "password": password,
+                "csrfmiddlewaretoken": token,
+            },
+        )
         token = _csrf(client, "/")
         response = client.post("/", data={"text": text, "csrfmiddlewaretoken": token})
         url = str(response.url)

@@ -54,10 +54,21 @@ def worker_log(tmp_path_factory):
 def _sweep(redis_url: str, *, pending_after: float, running_after: float) -> str:
     """One pass of ``manage.py checks_sweep`` in its own process; returns its output."""
     done = subprocess.run(
-        [sys.executable, "manage.py", "checks_sweep", "--pending-after", str(pending_after),
-         "--running-after", str(running_after)],
-        cwd=REPO, env=worker_env(redis_url), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "manage.py",
+            "checks_sweep",
+            "--pending-after",
+            str(pending_after),
+            "--running-after",
+            str(running_after),
+        ],
+        cwd=REPO,
+        env=worker_env(redis_url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     capture.record("checks_sweep", done.stdout + done.stderr)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -123,15 +134,18 @@ def test_redis_lost_with_checks_queued_the_sweeper_completes_them(
     fault_redis, worker_log, api_for, alice_key, wm_text, human_text
 ):
     alice = api_for("alice")
-    queued = [alice.post("/api/v1/checks", {"text": t}, format="json").json()
-              for t in (wm_text, human_text, wm_text[:500])]  # fmt: skip
+    queued = [
+        alice.post("/api/v1/checks", {"text": t}, format="json").json()
+        for t in (wm_text, human_text, wm_text[:500])
+    ]
     assert all(body["queued_at"] and not body["notice"] for body in queued)
 
     fault_redis.process.kill()  # by PID, with the three messages in it and no worker
     fault_redis.process.wait()
     started = time.monotonic()
-    waiting = [alice.post("/api/v1/checks", {"text": t}, format="json")
-               for t in (human_text, wm_text)]  # fmt: skip
+    waiting = [
+        alice.post("/api/v1/checks", {"text": t}, format="json") for t in (human_text, wm_text)
+    ]
     assert time.monotonic() - started < 20  # the web app does not hang on the broker
     for answer in waiting:  # accepted, kept, and the API says why nothing moves
         assert answer.status_code == 202
@@ -203,12 +217,16 @@ def _hold_lock() -> subprocess.Popen:
     if db["ENGINE"] != "django.db.backends.sqlite3":
         pytest.skip("locks the SQLite test database")
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sqlite3, time\n"
-         f"c = sqlite3.connect({str(db['NAME'])!r}, isolation_level=None, timeout=30)\n"
-         "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(120)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, time\n"
+            f"c = sqlite3.connect({str(db['NAME'])!r}, isolation_level=None, timeout=30)\n"
+            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "locked"
     return holder
 

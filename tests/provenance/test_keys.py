@@ -101,9 +101,12 @@ def test_django_error_reports_hide_key_values_in_locals(cast, tokenizer_row, set
     settings.DEBUG = False  # production: error e-mails and logs (DEBUG pages show all)
     try:
         key_create(
-            name="x", team=cast["acme"], tokenizer=tokenizer_row, value=str(KEY_VALUE),
+            name="x",
+            team=cast["acme"],
+            tokenizer=tokenizer_row,
+            value=str(KEY_VALUE),
             algorithm="no-such-algorithm",
-        )  # fmt: skip
+        )
     except RegistryError:
         exc_info = sys.exc_info()
     report = ExceptionReporter(None, *exc_info).get_traceback_html()  # with frame locals

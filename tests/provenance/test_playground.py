@@ -67,8 +67,15 @@ def events(response) -> list[dict]:
 
 
 def send(client, conversation, key, content="Tell me about cats.", **extra):
-    form = {"content": content, "key": key.pk, "watermark": "on", "temperature": "1",
-            "top_p": "1", "max_tokens": "20", **extra}  # fmt: skip
+    form = {
+        "content": content,
+        "key": key.pk,
+        "watermark": "on",
+        "temperature": "1",
+        "top_p": "1",
+        "max_tokens": "20",
+        **extra,
+    }
     return client.post(reverse("playground-reply", args=[conversation.pk]), form)
 
 
@@ -142,9 +149,15 @@ def test_a_new_conversation_opens_the_chat_page(bob, cast, alice_key):
 
 @pytest.mark.parametrize(
     "field,value",
-    [("temperature", "hot"), ("temperature", "9"), ("top_p", "0"), ("max_tokens", "0"),
-     ("max_tokens", "100000"), ("max_tokens", "2.5")],
-)  # fmt: skip
+    [
+        ("temperature", "hot"),
+        ("temperature", "9"),
+        ("top_p", "0"),
+        ("max_tokens", "0"),
+        ("max_tokens", "100000"),
+        ("max_tokens", "2.5"),
+    ],
+)
 def test_bad_sampling_settings_are_refused_clearly(bob, conversation, alice_key, field, value):
     response = send(bob, conversation, alice_key, **{field: value})
     assert response.status_code == 400
@@ -267,10 +280,19 @@ def test_a_reply_left_streaming_by_a_dead_process_is_marked_failed(
 
 def _reply(conversation, key, text: str) -> Message:
     return Message.objects.create(
-        conversation=conversation, role="assistant", content=text, key=key, key_name=key.name,
-        watermarked=True, model="m", temperature=1.0, top_p=1.0, max_tokens=20,
-        token_ids=[1, 2, 3], status="done",
-    )  # fmt: skip
+        conversation=conversation,
+        role="assistant",
+        content=text,
+        key=key,
+        key_name=key.name,
+        watermarked=True,
+        model="m",
+        temperature=1.0,
+        top_p=1.0,
+        max_tokens=20,
+        token_ids=[1, 2, 3],
+        status="done",
+    )
 
 
 def test_check_this_reply_opens_the_check_of_its_text(bob, conversation, alice_key):

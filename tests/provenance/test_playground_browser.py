@@ -62,8 +62,9 @@ def test_a_generator_that_is_down_shows_a_message_and_a_working_retry(
     live_server, cast, alice_key, settings, browser_page
 ):
     settings.PROVENANCE_PLAYGROUND = {
-        **settings.PROVENANCE_PLAYGROUND, "GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
-    }  # fmt: skip
+        **settings.PROVENANCE_PLAYGROUND,
+        "GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
+    }
     cast["alice"].user_permissions.add(Permission.objects.get(codename="use_playground"))
     page = browser_page
     _login_to_a_new_conversation(page, live_server.url)

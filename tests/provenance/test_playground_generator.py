@@ -59,8 +59,10 @@ def generator(tmp_path_factory, request, settings, alice_key):
     running = _shared_generator(tmp_path_factory, request.config)
     running.write_keys()
     settings.PROVENANCE_PLAYGROUND = {
-        **settings.PROVENANCE_PLAYGROUND, "GENERATOR_URL": running.url, "READ_TIMEOUT": 60,
-    }  # fmt: skip
+        **settings.PROVENANCE_PLAYGROUND,
+        "GENERATOR_URL": running.url,
+        "READ_TIMEOUT": 60,
+    }
     return running
 
 
@@ -74,8 +76,13 @@ def bob(client, cast):
 def post_reply(
     client, conversation, key, watermark: bool, max_tokens: int = 60, temperature: str = "1"
 ):
-    form = {"content": "Write a few sentences about the sea.", "key": key.pk,
-            "temperature": temperature, "top_p": "1", "max_tokens": str(max_tokens)}  # fmt: skip
+    form = {
+        "content": "Write a few sentences about the sea.",
+        "key": key.pk,
+        "temperature": temperature,
+        "top_p": "1",
+        "max_tokens": str(max_tokens),
+    }
     if watermark:
         form["watermark"] = "on"
     return client.post(reverse("playground-reply", args=[conversation.pk]), form)
@@ -160,9 +167,13 @@ def test_after_a_stop_the_generator_answers_the_next_reply(
 def _a_few_tokens(generator, key) -> list:
     config = ClientConfig(url=generator.url, read_timeout=60)
     request = ChatRequest(
-        messages=({"role": "user", "content": "Hi"},), key_name=generator_key_name(key),
-        watermark=True, temperature=1.0, top_p=1.0, max_tokens=3,
-    )  # fmt: skip
+        messages=({"role": "user", "content": "Hi"},),
+        key_name=generator_key_name(key),
+        watermark=True,
+        temperature=1.0,
+        top_p=1.0,
+        max_tokens=3,
+    )
     return list(stream_chat(config, request))
 
 

@@ -35,19 +35,49 @@ def test_no_generated_request_gets_a_5xx(
     # Rate limits have their own test; here they would hide the operations behind 429s.
     monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": None, "detect": None})
     # A superuser on alice's team: the key registry and the playground are exercised too.
-    root = user_create(username="root", password="root-pass-123", is_superuser=True,
-                       is_staff=True, team=cast["acme"])  # fmt: skip
+    root = user_create(
+        username="root",
+        password="root-pass-123",
+        is_superuser=True,
+        is_staff=True,
+        team=cast["acme"],
+    )
     token, _ = Token.objects.get_or_create(user=root)
     done = subprocess.run(
-        [*_schemathesis(), "run", f"{live_server.url}/api/schema/",
-         "--header", f"Authorization: Token {token.key}",
-         "--checks", "not_a_server_error", "--max-examples", str(MAX_EXAMPLES),
-         "--seed", "7", "--workers", "1", "--request-timeout", "30", "--max-failures", "5",
-         "--phases", "examples,coverage,fuzzing", "--no-color", "--generation-database", "none",
-         "--report", "junit", "--report-dir", str(tmp_path)],
-        cwd=tmp_path, env={**os.environ, "SCHEMATHESIS_HOOKS": ""}, capture_output=True,
-        text=True, timeout=600,
-    )  # fmt: skip
+        [
+            *_schemathesis(),
+            "run",
+            f"{live_server.url}/api/schema/",
+            "--header",
+            f"Authorization: Token {token.key}",
+            "--checks",
+            "not_a_server_error",
+            "--max-examples",
+            str(MAX_EXAMPLES),
+            "--seed",
+            "7",
+            "--workers",
+            "1",
+            "--request-timeout",
+            "30",
+            "--max-failures",
+            "5",
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--no-color",
+            "--generation-database",
+            "none",
+            "--report",
+            "junit",
+            "--report-dir",
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     capture.record("schemathesis", done.stdout + done.stderr)
     summary = done.stdout[-4000:] + done.stderr[-2000:]
     suite = ElementTree.parse(next(tmp_path.glob("*.xml"))).getroot()

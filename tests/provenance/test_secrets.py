@@ -104,23 +104,36 @@ def test_no_page_api_answer_log_or_message_shows_the_key(
     answers = {
         "detect": alice.post("/detect", {"text": wm_text}, format="json").content.decode(),
         "bad-detect": alice.post("/detect", {"text": ""}, format="json").content.decode(),
-        "bad-key": alice.post("/api/v1/checks", {"text": "x", "key_ids": [str(uuid.uuid4())]},
-                              format="json").content.decode(),
-    }  # fmt: skip
+        "bad-key": alice.post(
+            "/api/v1/checks", {"text": "x", "key_ids": [str(uuid.uuid4())]}, format="json"
+        ).content.decode(),
+    }
     client.force_login(root)
     pages = _crawl(
         client,
         [
-            "/", f"/checks/{check_id}/", "/checks/", "/audits/", f"/audits/{audit_id}/",
-            "/keys/", "/api/docs/", "/api/schema/", "/admin/",
+            "/",
+            f"/checks/{check_id}/",
+            "/checks/",
+            "/audits/",
+            f"/audits/{audit_id}/",
+            "/keys/",
+            "/api/docs/",
+            "/api/schema/",
+            "/admin/",
             f"/admin/keys/watermarkkey/{alice_key.id}/change/",
             f"/admin/checks/check/{check_id}/change/",
-            "/api/v1/checks", f"/api/v1/checks/{check_id}", "/api/v1/audits",
-            f"/api/v1/audits/{audit_id}", f"/api/v1/audits/{audit_id}/items",
-            f"/api/v1/audits/{audit_id}/export.csv", f"/api/v1/audits/{audit_id}/export.json",
-            "/api/v1/keys", f"/api/v1/keys/{alice_key.id}",
+            "/api/v1/checks",
+            f"/api/v1/checks/{check_id}",
+            "/api/v1/audits",
+            f"/api/v1/audits/{audit_id}",
+            f"/api/v1/audits/{audit_id}/items",
+            f"/api/v1/audits/{audit_id}/export.csv",
+            f"/api/v1/audits/{audit_id}/export.json",
+            "/api/v1/keys",
+            f"/api/v1/keys/{alice_key.id}",
         ],
-    )  # fmt: skip
+    )
     assert len(pages) > 40  # the crawl really walked the admin too
     assert '"is_watermarked": true' in json.dumps(json.loads(answers["detect"]))
     for name, body in {**pages, **answers}.items():

@@ -41,9 +41,13 @@ def _production_env(tmp_path, **extra: str) -> dict[str, str]:
 
 def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_check_deploy_is_clean_under_production_settings(tmp_path):
@@ -59,8 +63,9 @@ def test_production_settings_turn_on_https_cookies_and_hsts(tmp_path):
         "s.SECURE_HSTS_SECONDS >= 31536000, s.SECURE_HSTS_INCLUDE_SUBDOMAINS, s.DEBUG)"
     )
     env = {**_production_env(tmp_path), "DJANGO_SETTINGS_MODULE": "provenance.settings"}
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.split() == ["True", "True", "True", "True", "True", "False"], done.stderr
 
 
@@ -81,8 +86,11 @@ def test_secure_responses_carry_hsts_and_secure_cookies(settings, cast):
     assert page["Strict-Transport-Security"].startswith("max-age=31536000")
     assert page.cookies["csrftoken"]["secure"] and page.cookies["csrftoken"]["httponly"]
     token = page.cookies["csrftoken"].value
-    login = client.post("/accounts/login/", {"username": "alice", "password": "alice-pass-123",
-                        "csrfmiddlewaretoken": token}, secure=True)  # fmt: skip
+    login = client.post(
+        "/accounts/login/",
+        {"username": "alice", "password": "alice-pass-123", "csrfmiddlewaretoken": token},
+        secure=True,
+    )
     assert login.status_code == 302
     assert login.cookies["sessionid"]["secure"] and login.cookies["sessionid"]["httponly"]
 
@@ -105,8 +113,20 @@ def test_every_page_sends_a_csp_it_satisfies_and_every_form_carries_csrf(
     membership_set(user=root, team=cast["acme"])
     client.force_login(root)
     client.post("/", {"text": wm_text})
-    pages = _crawl(client, ["/", "/checks/", "/audits/", "/keys/", "/accounts/token/",
-                            "/playground/", "/admin/", "/api/docs/"], limit=120)  # fmt: skip
+    pages = _crawl(
+        client,
+        [
+            "/",
+            "/checks/",
+            "/audits/",
+            "/keys/",
+            "/accounts/token/",
+            "/playground/",
+            "/admin/",
+            "/api/docs/",
+        ],
+        limit=120,
+    )
     html = {url: body for url, body in pages.items() if "<html" in body.lower()}
     assert len(html) > 30
     browsing = client.get("/api/v1/checks", HTTP_ACCEPT="text/html,*/*;q=0.8")
@@ -133,8 +153,10 @@ def test_detection_is_rate_limited_per_user(api_for, alice_key, monkeypatch):
 
     monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "100/min", "detect": "3/min"})
     alice, bob = api_for("alice"), api_for("bob")
-    codes = [alice.post("/api/v1/checks", {"text": f"text {i}"}, format="json").status_code
-             for i in range(3)]  # fmt: skip
+    codes = [
+        alice.post("/api/v1/checks", {"text": f"text {i}"}, format="json").status_code
+        for i in range(3)
+    ]
     assert codes == [202, 202, 202]
     assert alice.post("/detect", {"text": "one more"}, format="json").status_code == 429
     assert (

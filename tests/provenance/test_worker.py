@@ -59,9 +59,12 @@ def test_a_key_deleted_before_scoring_fails_the_check_with_a_reason(
     celery_worker, cast, alice_key, human_text
 ):
     check = Check.objects.create(
-        team=cast["acme"], submitted_by=cast["alice"], text=human_text,
-        key_ids=[str(uuid.uuid4())], threshold=0.01,
-    )  # fmt: skip
+        team=cast["acme"],
+        submitted_by=cast["alice"],
+        text=human_text,
+        key_ids=[str(uuid.uuid4())],
+        threshold=0.01,
+    )
     check_score_task.delay(check.id)
     wait_until(lambda: _finished(check.id), 60)
     check.refresh_from_db()

@@ -20,9 +20,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--generate", action="store_true",
+            "--generate",
+            action="store_true",
             help="embedded default only: generate a new KEK into the data directory first",
-        )  # fmt: skip
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["generate"]:
