@@ -173,7 +173,8 @@ def main() -> int:
 
 class _Sweeper:
     """Runs the checks sweeper every PROVENANCE_SWEEP_INTERVAL seconds: checks the broker
-    lost (Redis restarted empty, a worker killed mid-task) are queued again."""
+    lost (Redis restarted empty, a worker killed mid-task) are queued again, and texts past
+    their retention period are purged."""
 
     def __init__(self) -> None:
         from django.conf import settings
@@ -189,11 +190,13 @@ class _Sweeper:
         self.last = time.monotonic()
         from django.db import close_old_connections
 
+        from provenance.checks.retention import checks_purge
         from provenance.checks.services import checks_sweep
 
         try:
             close_old_connections()
             checks_sweep(pending_after=self.pending_after, running_after=self.running_after)
+            checks_purge()
         except Exception as exc:  # a locked database: the next tick tries again
             print(f"  sweeper: {type(exc).__name__}; retrying later", file=sys.stderr)
 
