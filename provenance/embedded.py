@@ -89,6 +89,10 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 
 def main() -> int:
+    # Every file and directory this process and its children create (database and WAL,
+    # Redis files, logs, key files, converted models) is private from its first byte: the
+    # mode comes from the umask at creation, nothing is chmod-ed afterwards.
+    os.umask(0o077)
     data_dir = detector_data_dir()
     os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
     os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
