@@ -35,6 +35,17 @@ def token_triples(data: dict[str, Any] | None) -> str:
     return ",".join(map(str, out))
 
 
+def compact(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the result page needs of ``token_data``, stored beside it when a check is scored."""
+    if not data:
+        return None
+    return {
+        "context_width": data["context_width"],
+        "chart": data.get("chart") or [],
+        "tokens": token_triples(data),
+    }
+
+
 def chart(data: dict[str, Any] | None, threshold: float, num_hypotheses: int) -> dict[str, Any]:
     """Polyline of -log10 p (cumulative evidence) against token index, and the threshold line
     that the strongest hypothesis must cross (Holm's first step = threshold / m)."""

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
-from provenance.checks import bulk
+from provenance.checks import bulk, heatmap
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis, Status
 from provenance.checks.retention import purged_cleanup
 from provenance.checks.scoring import (
@@ -199,6 +199,7 @@ RESULT_FIELDS = [
     "num_scored_tokens",
     "best_key",
     "token_data",
+    "heatmap_compact",
     "finished_at",
     "scoring_ms",
 ]
@@ -233,6 +234,7 @@ def _result_row(check: Check, result: TextResult, now: Any) -> tuple:
         best.detection.num_scored_tokens if best else 0,
         best.key.id if best else None,
         result.token_data,
+        heatmap.compact(result.token_data),
         now,
         result.elapsed_ms,
     )

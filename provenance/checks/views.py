@@ -41,14 +41,17 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
     check = selectors.check_get(request.user, check_id)
     finished = check.status in (Status.DONE, Status.FAILED)
     hypotheses = list(check.hypotheses.all())
+    shown = check.heatmap_compact
+    if shown is None and finished and check.purged_at is None:  # scored before it was stored
+        shown = heatmap.compact(check.token_data)
     context = {
         "check": check,
         "finished": finished,
         "hypotheses": hypotheses,
         "best": min(hypotheses, key=lambda h: h.adjusted_log10_p, default=None),
-        "tokens": heatmap.token_triples(check.token_data) if finished else "",
+        "heatmap": shown,
         "buckets": ",".join(map(str, heatmap.BUCKETS)),
-        "chart": heatmap.chart(check.token_data, check.threshold, check.num_hypotheses or 1),
+        "chart": heatmap.chart(shown, check.threshold, check.num_hypotheses or 1),
         "notice": services.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
     }

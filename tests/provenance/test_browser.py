@@ -129,8 +129,16 @@ def test_the_heatmap_cuts_tokens_where_the_server_did_with_emoji_and_line_breaks
     page.fill("input[name=password]", "alice-pass-123")
     page.click("button[type=submit]")
     page.wait_for_selector("#id_text")
-    _check(page, live_server.url, "Zeile 🙂 eins\nund <zwei> & drei 🚀🚀 vier\n" * 4)
+    # About 2,500 tokens: three blocks, built as they come near the screen.
+    _check(page, live_server.url, "Zeile 🙂 eins\nund <zwei> & drei 🚀🚀 vier\n" * 100)
     page.wait_for_selector("#heatmap[data-ready]")
+    blocks = page.locator("#heatmap .blk")
+    assert blocks.count() == 3 and blocks.nth(2).locator(".tok").count() == 0  # off screen
+    for k in range(3):
+        blocks.nth(k).scroll_into_view_if_needed()
+    page.wait_for_function(
+        "[...document.querySelectorAll('#heatmap .blk')].every(b => b.querySelector('.tok'))"
+    )
     check = Check.objects.get(id=page.url.rstrip("/").rsplit("/", 1)[1])
     assert "\r\n" in check.text  # the form sends CRLF; the page must keep every character
     assert page.text_content("#heatmap") == check.text

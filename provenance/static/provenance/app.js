@@ -27,15 +27,19 @@
   // data-tokens, three numbers per token: the gap from the previous token's end, its length
   // (both in characters of the stored text) and its score in hundredths, -1 when skipped
   // (provenance/checks/heatmap.py). One compact string instead of 45k server-rendered spans
-  // with titles keeps a 190 kB text's page under 1 MB.
+  // with titles keeps a 190 kB text's page under 1 MB; spans are built only for the blocks
+  // of BLOCK tokens near the screen, so a long text costs no more to open than a short one.
+  var BLOCK = 1000;
+
   function decode(map) {
     var text = map.textContent;
     var nums = map.dataset.tokens.split(",");
     var n = Math.floor(nums.length / 3);
-    var t = { text: text, n: n, width: +map.dataset.width || 0,
-      starts: new Int32Array(n), ends: new Int32Array(n), scores: new Int32Array(n) };
+    var t = { text: text, n: n, width: +map.dataset.width || 0, bounds: [],
+      starts: new Int32Array(n), ends: new Int32Array(n), scores: new Int32Array(n),
+      shown: new Uint8Array(n) };
     var units = codeUnits(text);
-    var cursor = 0;
+    var cursor = 0, shown = 0;
     for (var i = 0; i < n; i++) {
       var start = cursor + +nums[3 * i];
       var end = start + +nums[3 * i + 1];
@@ -43,7 +47,13 @@
       t.starts[i] = units ? units[start] : start;
       t.ends[i] = units ? units[end] : end;
       t.scores[i] = +nums[3 * i + 2];
+      if (i % BLOCK === 0) t.bounds.push(shown); // a block starts where the text shown so far ends
+      if (t.starts[i] >= shown) { // overlapping (byte-fallback) pieces are shown once
+        t.shown[i] = 1;
+        shown = t.ends[i];
+      }
     }
+    t.bounds.push(text.length);
     return t;
   }
 
@@ -67,27 +77,58 @@
     return b;
   }
 
-  function buildHeatmap(map, t) {
-    var edges = map.dataset.buckets.split(",").map(Number);
+  // Replace a block's plain text by its token spans.
+  function buildBlock(el, t, b, edges) {
     var text = t.text;
     var frag = document.createDocumentFragment();
-    var shown = 0;
-    for (var i = 0; i < t.n; i++) {
+    var cur = t.bounds[b];
+    for (var i = b * BLOCK; i < Math.min(t.n, (b + 1) * BLOCK); i++) {
+      if (!t.shown[i]) continue;
       var start = t.starts[i];
-      if (start < shown) continue; // overlapping (byte-fallback) pieces: already shown
-      if (start > shown) frag.appendChild(document.createTextNode(text.slice(shown, start)));
+      if (start > cur) frag.appendChild(document.createTextNode(text.slice(cur, start)));
       var span = document.createElement("span");
       span.className = t.scores[i] < 0 ? "tok skip" : "tok h" + bucket(t.scores[i], edges);
       span.setAttribute("data-i", i);
       span.tabIndex = 0;
       span.textContent = text.slice(start, t.ends[i]);
       frag.appendChild(span);
-      shown = t.ends[i];
+      cur = t.ends[i];
     }
-    if (shown < text.length) frag.appendChild(document.createTextNode(text.slice(shown)));
+    if (cur < t.bounds[b + 1]) frag.appendChild(document.createTextNode(text.slice(cur, t.bounds[b + 1])));
+    el.textContent = "";
+    el.appendChild(frag);
+  }
+
+  function buildHeatmap(map, t) {
+    var edges = map.dataset.buckets.split(",").map(Number);
+    var blocks = [];
     map.textContent = "";
-    map.appendChild(frag);
-    map.setAttribute("data-ready", "1");
+    for (var b = 0; b + 1 < t.bounds.length; b++) {
+      var el = document.createElement("span");
+      el.className = "blk";
+      el.setAttribute("data-b", b);
+      el.textContent = t.text.slice(t.bounds[b], t.bounds[b + 1]);
+      map.appendChild(el);
+      blocks.push(el);
+    }
+    var ready = function () {
+      map.setAttribute("data-ready", "1");
+      if (window.performance && performance.mark) performance.mark("heatmap-ready");
+    };
+    if (!("IntersectionObserver" in window)) {
+      blocks.forEach(function (el, k) { buildBlock(el, t, k, edges); });
+      return ready();
+    }
+    var first = true;
+    var observer = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (!entry.isIntersecting) return;
+        observer.unobserve(entry.target);
+        buildBlock(entry.target, t, +entry.target.getAttribute("data-b"), edges);
+      });
+      if (first) { first = false; ready(); }
+    }, { rootMargin: "1000px 0px" });
+    blocks.forEach(function (el) { observer.observe(el); });
   }
 
   // What a token's hover shows: the token, its score (or why it was skipped), its context.
