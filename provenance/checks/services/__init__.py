@@ -23,7 +23,7 @@ from provenance.checks.services.audits import (
     audit_submit,
 )
 from provenance.checks.services.checks import check_create, check_enqueue, check_score, detect_now
-from provenance.checks.services.detection_log import detection_log_create
+from provenance.checks.services.detection_log import detection_log_create, text_sha256
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import check_fail, results_store
 from provenance.checks.services.sweeper import checks_sweep
@@ -45,6 +45,7 @@ __all__ = [
     "detection_log_create",
     "quota_consume",
     "results_store",
+    "text_sha256",
     "text_validate",
     "tokenizers_warm",
 ]

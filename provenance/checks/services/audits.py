@@ -25,7 +25,7 @@ from provenance.checks.scoring import (
     score_text,
     score_texts,
 )
-from provenance.checks.services.detection_log import detection_log_create
+from provenance.checks.services.detection_log import detection_log_create, text_sha256
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
 from provenance.checks.services.validation import audit_texts_validate, team_required
@@ -83,6 +83,7 @@ CHECK_FIELDS = [
     "position",
     "client_id",
     "text",
+    "text_sha256",
     "key_ids",
     "threshold",
     "status",
@@ -114,8 +115,8 @@ def _audit_store(
     now = timezone.now()
     check_ids = [uuid.uuid4() for _ in items]
     rows = (
-        (cid, team.id, user.pk, audit.id, i, client_id, text, key_ids, audit.threshold)
-        + (Status.PENDING, "", now)
+        (cid, team.id, user.pk, audit.id, i, client_id, text, text_sha256(text), key_ids)
+        + (audit.threshold, Status.PENDING, "", now)
         for i, (cid, (client_id, text)) in enumerate(zip(check_ids, items, strict=True))
     )
     bulk.insert_rows(Check, CHECK_FIELDS, rows)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from provenance.checks import queue
 from provenance.checks.models import Check, DetectionLog, Status
 from provenance.checks.scoring import ScoringError, TextResult, prepare_keys, score_text
-from provenance.checks.services.detection_log import detection_log_create
+from provenance.checks.services.detection_log import detection_log_create, text_sha256
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
 from provenance.checks.services.validation import team_required, text_validate
@@ -37,6 +37,7 @@ def check_create(
             team=team,
             submitted_by=user,
             text=text,
+            text_sha256=text_sha256(text),
             key_ids=[str(key.id) for key in keys],
             threshold=settings.PROVENANCE_THRESHOLD,
         )

@@ -12,6 +12,11 @@ from provenance.checks.models import Audit, Check, DetectionLog
 from provenance.keys.models import WatermarkKey
 
 
+def text_sha256(text: str) -> str:
+    """The digest kept after the text itself is purged (the detection log holds it too)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def detection_log_create(
     *,
     user: AbstractBaseUser,
@@ -33,7 +38,7 @@ def detection_log_create(
         check_run=check,
         audit=audit,
         num_texts=num_texts,
-        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest() if text else "",
+        text_sha256=text_sha256(text) if text else "",
         key_ids=[str(key.id) for key in keys],
         key_names=[key.name for key in keys],
     )

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from provenance.checks import bulk
 from provenance.checks.models import Check, Hypothesis, Status
+from provenance.checks.retention import purged_cleanup
 from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
 from provenance.keys.models import WatermarkKey
 
@@ -48,6 +49,7 @@ def results_store(pairs: list[tuple[Check, TextResult]]) -> int:
         )
         fresh = [(check, result) for check, result in pairs if check.id in open_ids]
         _results_write(fresh)
+        purged_cleanup(list(open_ids))
     if len(fresh) < len(pairs):
         logger.info("%d check(s) were already stored by another task", len(pairs) - len(fresh))
     return len(fresh)
