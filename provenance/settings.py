@@ -221,12 +221,23 @@ PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
 # The detector is an oracle for forging and scrubbing: texts per user per UTC day, counted
 # from the audit log (checks, audit texts and /detect calls alike).
 PROVENANCE_DAILY_QUOTA = env_int("PROVENANCE_DAILY_QUOTA", 50_000, minimum=1)
-# The sweeper (manage.py checks_sweep; make run runs it) queues again checks the broker lost:
-# pending and queued longer ago than PENDING_AFTER, running for longer than RUNNING_AFTER
-# (above the audit chunk's hard time limit, 660 s, so a live task is never doubled).
-PROVENANCE_SWEEP_INTERVAL = env_int("PROVENANCE_SWEEP_INTERVAL", 30, minimum=1)
-PROVENANCE_SWEEP_PENDING_AFTER = env_int("PROVENANCE_SWEEP_PENDING_AFTER", 600, minimum=1)
-PROVENANCE_SWEEP_RUNNING_AFTER = env_int("PROVENANCE_SWEEP_RUNNING_AFTER", 900, minimum=1)
+# Workers beat every WORKER_HEARTBEAT seconds; one silent for five beats is dead and the
+# checks it held are queued again at once (a worker restarted under the same node name
+# replaces the old one at start, without waiting for that).
+PROVENANCE_WORKER_HEARTBEAT = env_int("PROVENANCE_WORKER_HEARTBEAT", 2, minimum=1)
+PROVENANCE_WORKER_DEAD_AFTER = 5 * PROVENANCE_WORKER_HEARTBEAT
+# The sweeper (manage.py checks_sweep; make run runs it) passes every SWEEP_INTERVAL seconds:
+# it reaps dead workers and queues again what is lost. A queued check counts as lost only
+# when the broker's queue is empty, no worker holds it and it was queued PENDING_AFTER
+# seconds ago (Redis restarted empty; a worker died with the message in hand): a backlog
+# is never taken for lost work. RUNNING_AFTER frees a running check whose holder has no
+# heartbeat; it exceeds the audit chunk's hard time limit, so a live task is never doubled.
+PROVENANCE_SWEEP_INTERVAL = env_int("PROVENANCE_SWEEP_INTERVAL", 3, minimum=1)
+PROVENANCE_SWEEP_PENDING_AFTER = env_int("PROVENANCE_SWEEP_PENDING_AFTER", 10, minimum=1)
+PROVENANCE_AUDIT_TIME_LIMIT = 660  # hard limit of one audit chunk task (seconds)
+PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
+    "PROVENANCE_SWEEP_RUNNING_AFTER", PROVENANCE_AUDIT_TIME_LIMIT + 240, minimum=1
+)
 # An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024)
 

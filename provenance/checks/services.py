@@ -28,6 +28,7 @@ from provenance.checks.scoring import (
     score_text,
     score_texts,
 )
+from provenance.checks.workers import checks_claim, checks_release_dead, held, workers_reap
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
@@ -138,30 +139,38 @@ def _ordered_keys(key_ids: list[str]) -> list[WatermarkKey]:
     return [found[key_id] for key_id in wanted]
 
 
-def check_score(check_id: Any) -> None:
-    """Score one check (the task body). Done or failed checks are left as they are; a
-    redelivered or re-swept task that races another one stores nothing twice."""
-    check = Check.objects.filter(id=check_id).first()
-    if check is None or check.status in (Status.DONE, Status.FAILED):
+def check_score(check_id: Any, claim: str = "") -> None:
+    """Score one check (the task body, ``claim`` its message id). Done or failed checks, and
+    checks a live worker holds, are left as they are; a redelivered or re-swept task that
+    races another one stores nothing twice."""
+    claim = claim or uuid.uuid4().hex
+    mine = checks_claim([check_id], claim, ("id", "text", "key_ids", "threshold"))
+    if not mine:
         return
-    Check.objects.filter(id=check_id).update(status=Status.RUNNING, started_at=timezone.now())
+    check = mine[0]
     try:
         groups = prepare_keys(_ordered_keys(check.key_ids))
         result = score_text(check.text, groups, threshold=check.threshold)
     except ScoringError as exc:
         check_fail(check_id, str(exc))
         return
-    _store_once([(check, result)])
+    _store_once([(check, result)], claim)
 
 
-def _store_once(pairs: list[tuple[Check, TextResult]]) -> None:
-    """Results and status "done" in one transaction. A duplicate delivery that lost the race
-    hits the unique (check, index) constraint: the winner's rows stand, nothing doubles."""
+def _store_once(pairs: list[tuple[Check, TextResult]], claim: str) -> None:
+    """Results and status "done" in one transaction, for the checks still held under
+    ``claim`` (locked first: a sweeper releasing them, or another claimer, waits). A check
+    whose claim was taken over (its worker was taken for dead) is left to the new holder;
+    the unique (check, index) constraint stands behind this, so nothing ever doubles."""
+    ids, mine = [check.id for check, _ in pairs], set()
     try:
         with transaction.atomic():
-            _store_results(pairs)
+            mine = set(held(ids, claim).select_for_update().values_list("id", flat=True))
+            _store_results([(check, result) for check, result in pairs if check.id in mine])
     except IntegrityError:
         logger.info("results of %d check(s) were already stored by another task", len(pairs))
+    if len(mine) < len(pairs):
+        logger.info("%d check(s) were taken over by another task", len(pairs) - len(mine))
 
 
 def _store_results(pairs: list[tuple[Check, TextResult]]) -> None:
@@ -399,26 +408,26 @@ def audit_enqueue(audit_id: Any, check_ids: Sequence[Any]) -> int:
     return queued
 
 
-def audit_fail(audit_id: Any, reason: str) -> None:
-    Check.objects.filter(audit_id=audit_id, status__in=[Status.PENDING, Status.RUNNING]).update(
-        status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
+def audit_fail(audit_id: Any, reason: str, check_ids: Sequence[Any]) -> None:
+    """Fail the open checks among ``check_ids`` (one chunk: other chunks may be scoring)."""
+    open_checks = Check.objects.filter(
+        audit_id=audit_id, id__in=check_ids, status__in=[Status.PENDING, Status.RUNNING]
     )
+    open_checks.update(status=Status.FAILED, failure_reason=reason, finished_at=timezone.now())
     audit_refresh(audit_id)
 
 
-def audit_score_chunk(audit_id: Any, check_ids: list[Any]) -> None:
-    """Score a slice of an audit (the task body): keys decrypted once, rows written in bulk."""
-    audit = Audit.objects.filter(id=audit_id).first()
+def audit_score_chunk(audit_id: Any, check_ids: list[Any], claim: str = "") -> None:
+    """Score a slice of an audit (the task body, ``claim`` its message id): keys decrypted
+    once, rows written in bulk. Only the checks this task could claim are scored."""
+    audit = Audit.objects.filter(id=audit_id).only("id", "key_ids").first()
     if audit is None:
         return
-    todo = Check.objects.filter(
-        audit=audit, id__in=check_ids, status__in=[Status.PENDING, Status.RUNNING]
-    )
-    checks = list(todo.order_by("id").only("id", "text", "threshold", "started_at"))
+    claim = claim or uuid.uuid4().hex
+    checks = checks_claim(check_ids, claim, ("id", "text", "threshold"), audit_id=audit.id)
     if not checks:
         audit_refresh(audit_id)
         return
-    todo.update(status=Status.RUNNING, started_at=timezone.now())
     try:
         groups = prepare_keys(_ordered_keys(audit.key_ids))
     except ScoringError as exc:
@@ -426,11 +435,11 @@ def audit_score_chunk(audit_id: Any, check_ids: list[Any]) -> None:
             check_fail(check.id, str(exc))
         audit_refresh(audit_id)
         return
-    _score_many(checks, groups)
+    _score_many(checks, groups, claim)
     audit_refresh(audit_id)
 
 
-def _score_many(checks: list[Check], groups: list[KeyGroup]) -> None:
+def _score_many(checks: list[Check], groups: list[KeyGroup], claim: str) -> None:
     try:
         results = score_texts(
             [check.text for check in checks], groups, threshold=_threshold(checks)
@@ -438,7 +447,7 @@ def _score_many(checks: list[Check], groups: list[KeyGroup]) -> None:
         pairs = list(zip(checks, results, strict=True))
     except (ScoringError, ValueError):
         pairs = _score_one_by_one(checks, groups)  # isolates the text that cannot be scored
-    _store_once(pairs)
+    _store_once(pairs, claim)
 
 
 def _threshold(checks: list[Check]) -> float:
@@ -543,19 +552,48 @@ def _log(
 # --- the sweeper: the database is the source of truth, the broker only a delivery ------
 
 
-def checks_sweep(*, pending_after: float, running_after: float) -> dict[str, int]:
-    """Queue again what the broker lost: pending checks never queued or queued longer ago
-    than ``pending_after`` seconds, and running checks whose worker died (started longer ago
-    than ``running_after``, which must exceed the tasks' hard time limits). Idempotent tasks
-    make a spurious re-queue cost a lookup, never a second result."""
+def checks_sweep(
+    *, pending_after: float, running_after: float | None = None, dead_after: float | None = None
+) -> dict[str, int]:
+    """Queue again what is lost, and only that:
+
+    - running checks of dead workers (a new worker took the node name, or the heartbeat is
+      older than ``dead_after`` seconds): released to pending and queued at once;
+    - pending checks the broker never got (queued_at empty, created a few seconds ago);
+    - queued pending checks while nothing waits in the broker's queue and no worker holds
+      them, ``pending_after`` seconds after their queuing (Redis restarted empty, or a
+      worker died with the message in hand before it claimed the check). A check waiting
+      behind a long backlog is never taken for lost: the queue is not empty then.
+
+    ``running_after`` is accepted for the command line's sake; running checks older than
+    PROVENANCE_SWEEP_RUNNING_AFTER (a holder with no heartbeat) are free to claim anyway.
+    Idempotent tasks make a spurious re-queue cost a lookup, never a second result."""
+    reaped = workers_reap(dead_after or settings.PROVENANCE_WORKER_DEAD_AFTER)
+    released = checks_release_dead()
     now = timezone.now()
-    stale_pending = Q(status=Status.PENDING) & (
-        Q(queued_at__isnull=True, created_at__lt=now - _seconds(min(pending_after, 5.0)))
-        | Q(queued_at__lt=now - _seconds(pending_after))
+    lost = Q(status=Status.PENDING, queued_at__isnull=True)
+    lost &= Q(created_at__lt=now - _seconds(min(pending_after, 5.0))) | Q(id__in=released)
+    backlog = queue_backlog()
+    if backlog == 0:
+        lost |= Q(status=Status.PENDING, queued_at__lt=now - _seconds(pending_after))
+    stale = running_after or settings.PROVENANCE_SWEEP_RUNNING_AFTER
+    lost |= Q(status=Status.RUNNING, worker__isnull=True, started_at__lt=now - _seconds(stale))
+    rows = list(
+        Check.objects.filter(lost).order_by("audit_id", "position").values_list("id", "audit_id")
     )
-    stale_running = Q(status=Status.RUNNING, started_at__lt=now - _seconds(running_after))
-    stuck = Check.objects.filter(stale_pending | stale_running)
-    rows = list(stuck.order_by("audit_id", "position").values_list("id", "audit_id"))
+    queued = _requeue(rows)
+    if rows or reaped:
+        logger.info(
+            "sweeper: %d worker(s) found dead, %d lost check(s), %d queued again (backlog %s)",
+            reaped,
+            len(rows),
+            queued,
+            backlog,
+        )
+    return {"dead_workers": reaped, "stuck": len(rows), "queued": queued}
+
+
+def _requeue(rows: list[tuple[Any, Any]]) -> int:
     singles = [cid for cid, audit_id in rows if audit_id is None]
     by_audit: dict[Any, list[Any]] = {}
     for cid, audit_id in rows:
@@ -564,9 +602,22 @@ def checks_sweep(*, pending_after: float, running_after: float) -> dict[str, int
     queued = check_enqueue(singles) if singles else 0
     for audit_id, ids in by_audit.items():
         queued += audit_enqueue(audit_id, ids)
-    if rows:
-        logger.info("sweeper: %d stuck check(s), %d queued again", len(rows), queued)
-    return {"stuck": len(rows), "queued": queued}
+    return queued
+
+
+def queue_backlog() -> int | None:
+    """Messages waiting in the scoring queue (not those a worker holds); None when the broker
+    cannot be asked (it is down: nothing can be queued again anyway)."""
+    from provenance.celery import app
+
+    try:
+        with app.connection_for_read() as conn:
+            conn.ensure_connection(max_retries=1)
+            queue = app.amqp.queues[app.conf.task_default_queue](conn.default_channel)
+            return int(queue.queue_declare().message_count)
+    except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
+        logger.warning("cannot read the queue's length (%s)", type(exc).__name__)
+        return None
 
 
 def _seconds(value: float) -> Any:
