@@ -612,7 +612,7 @@ def queue_backlog() -> int | None:
 
     try:
         with app.connection_for_read() as conn:
-            conn.ensure_connection(max_retries=1)
+            conn.ensure_connection(max_retries=1, interval_start=0.2, timeout=2)
             queue = app.amqp.queues[app.conf.task_default_queue](conn.default_channel)
             return int(queue.queue_declare().message_count)
     except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
