@@ -137,6 +137,10 @@ def _started(server: Any) -> subprocess.Popen[bytes]:
 
 
 def main() -> int:
+    # Every file and directory this process and its children create (database and WAL,
+    # Redis files, logs, key files, converted models) is private from its first byte: the
+    # mode comes from the umask at creation, nothing is chmod-ed afterwards.
+    os.umask(0o077)
     data_dir = detector_data_dir()
     os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
     os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
@@ -183,7 +187,7 @@ def main() -> int:
 class _Sweeper:
     """Runs the checks sweeper every PROVENANCE_SWEEP_INTERVAL seconds: dead workers are
     reaped and what is lost (a dead worker's checks, messages gone with Redis) is queued
-    again."""
+    again, and texts past their retention period are purged."""
 
     def __init__(self) -> None:
         from django.conf import settings
@@ -198,11 +202,13 @@ class _Sweeper:
         self.last = time.monotonic()
         from django.db import close_old_connections
 
+        from provenance.checks.retention import checks_purge
         from provenance.checks.services import checks_sweep
 
         try:
             close_old_connections()
             checks_sweep(pending_after=self.pending_after)
+            checks_purge()
         except Exception as exc:  # a locked database: the next tick tries again
             print(f"  sweeper: {type(exc).__name__}; retrying later", file=sys.stderr)
 

@@ -238,6 +238,10 @@ PROVENANCE_AUDIT_TIME_LIMIT = 660  # hard limit of one audit chunk task (seconds
 PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
     "PROVENANCE_SWEEP_RUNNING_AFTER", PROVENANCE_AUDIT_TIME_LIMIT + 240, minimum=1
 )
+# Days a submitted text and its per-token data are kept (a team may set fewer); then
+# manage.py checks_purge (the sweeper and make run run it) keeps only verdict, p-values
+# and the text's SHA-256.
+PROVENANCE_RETENTION_DAYS = env_int("PROVENANCE_RETENTION_DAYS", 30, minimum=1)
 # An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024)
 

@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
+from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
 from provenance.checks.models import Audit, Check, Status
 
@@ -17,13 +18,15 @@ def checks_for_user(user: AbstractBaseUser) -> QuerySet[Check]:
     team = team_for_user(user)
     if team is None:
         return Check.objects.none()
-    return Check.objects.filter(team=team, audit__isnull=True).select_related("best_key")
+    return Check.objects.filter(
+        team=team, audit__isnull=True, deleted_at__isnull=True
+    ).select_related("best_key")
 
 
 def check_get(user: AbstractBaseUser, check_id: Any) -> Check:
     team = team_for_user(user)
     check = (
-        Check.objects.filter(id=check_id, team=team)
+        Check.objects.filter(id=check_id, team=team, deleted_at__isnull=True)
         .select_related("best_key", "submitted_by")
         .prefetch_related("hypotheses")
         .first()
@@ -39,7 +42,7 @@ def audits_for_user(user: AbstractBaseUser) -> QuerySet[Audit]:
     team = team_for_user(user)
     if team is None:
         return Audit.objects.none()
-    return Audit.objects.filter(team=team)
+    return Audit.objects.filter(team=team, deleted_at__isnull=True)
 
 
 def audit_get(user: AbstractBaseUser, audit_id: Any) -> Audit:
@@ -50,7 +53,7 @@ def audit_get(user: AbstractBaseUser, audit_id: Any) -> Audit:
 
 
 def audit_counts(audit: Audit) -> dict[str, int]:
-    counts = audit.checks.aggregate(
+    counts = _live_items(audit).aggregate(
         done=Count("id", filter=Q(status=Status.DONE)),
         failed=Count("id", filter=Q(status=Status.FAILED)),
         open=Count("id", filter=Q(status__in=[Status.PENDING, Status.RUNNING])),
@@ -59,8 +62,19 @@ def audit_counts(audit: Audit) -> dict[str, int]:
     return {name: int(value or 0) for name, value in counts.items()}
 
 
+def _live_items(audit: Audit) -> QuerySet[Check]:
+    return audit.checks.filter(deleted_at__isnull=True)
+
+
 def audit_items(audit: Audit) -> QuerySet[Check]:
-    return audit.checks.order_by("position").select_related("best_key")
+    return _live_items(audit).order_by("position").select_related("best_key")
+
+
+def may_delete(user: AbstractBaseUser, row: Check | Audit) -> bool:
+    """The submitter or an admin of the row's team (who can see it: selectors checked)."""
+    if row.submitted_by_id == user.pk:
+        return True
+    return Membership.objects.filter(user=user, team_id=row.team_id, is_admin=True).exists()
 
 
 EXPORT_FIELDS = [

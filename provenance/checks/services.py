@@ -20,6 +20,7 @@ from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import bulk
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis, Status
+from provenance.checks.retention import purged_cleanup
 from provenance.checks.scoring import (
     KeyGroup,
     ScoringError,
@@ -52,6 +53,11 @@ def text_validate(text: Any, label: str = "text") -> str:
     if size > limit:
         raise PayloadTooLarge(f"{label} is {size} bytes; the limit is {limit} bytes")
     return text
+
+
+def text_sha256(text: str) -> str:
+    """The digest kept after the text itself is purged (the detection log holds it too)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _team_required(user: AbstractBaseUser) -> Team:
@@ -94,6 +100,7 @@ def check_create(
             team=team,
             submitted_by=user,
             text=text,
+            text_sha256=text_sha256(text),
             key_ids=[str(key.id) for key in keys],
             threshold=settings.PROVENANCE_THRESHOLD,
         )
@@ -167,6 +174,7 @@ def _store_once(pairs: list[tuple[Check, TextResult]], claim: str) -> None:
         with transaction.atomic():
             mine = set(held(ids, claim).select_for_update().values_list("id", flat=True))
             _store_results([(check, result) for check, result in pairs if check.id in mine])
+            purged_cleanup(list(mine))
     except IntegrityError:
         logger.info("results of %d check(s) were already stored by another task", len(pairs))
     if len(mine) < len(pairs):
@@ -365,6 +373,7 @@ def _audit_store(
             "position",
             "client_id",
             "text",
+            "text_sha256",
             "key_ids",
             "threshold",
             "status",
@@ -380,6 +389,7 @@ def _audit_store(
                 i,
                 client_id,
                 text,
+                text_sha256(text),
                 key_ids,
                 audit.threshold,
                 Status.PENDING,
@@ -543,7 +553,7 @@ def _log(
         check_run=check,
         audit=audit,
         num_texts=num_texts,
-        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest() if text else "",
+        text_sha256=text_sha256(text) if text else "",
         key_ids=[str(key.id) for key in keys],
         key_names=[key.name for key in keys],
     )
