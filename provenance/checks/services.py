@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q, Sum
@@ -94,8 +95,8 @@ def check_create(
     team = _team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
-    quota_consume(user, 1)
     with transaction.atomic():
+        quota_consume(user, 1)
         check = Check.objects.create(
             team=team,
             submitted_by=user,
@@ -271,8 +272,9 @@ def detect_now(*, user: AbstractBaseUser, text: Any) -> TextResult:
     team = _team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, None)
-    quota_consume(user, 1)
-    _log(user, team, DetectionLog.Kind.DETECT, keys, 1, text=text)
+    with transaction.atomic():
+        quota_consume(user, 1)
+        _log(user, team, DetectionLog.Kind.DETECT, keys, 1, text=text)
     try:
         groups = prepare_keys(keys)
     except ScoringError as exc:
@@ -324,7 +326,6 @@ def audit_submit(
         existing = _audit_replay(team, idempotency_key, digest)
         if existing is not None:
             return existing, False
-    quota_consume(user, len(items))
     try:
         return _audit_store(user, team, items, keys, idempotency_key, digest), True
     except IntegrityError:
@@ -351,6 +352,7 @@ def _audit_store(
     idempotency_key: str,
     digest: str,
 ) -> Audit:
+    quota_consume(user, len(items))
     key_ids = [str(key.id) for key in keys]
     audit = Audit.objects.create(
         team=team,
@@ -522,8 +524,14 @@ def quota_used_today(user: AbstractBaseUser) -> int:
 
 def quota_consume(user: AbstractBaseUser, num_texts: int) -> None:
     """The detector is an oracle for forging and scrubbing: cap texts per user per UTC day.
-    Counted from the audit log, so every process and restart agrees."""
+    Counted from the audit log, so every process and restart agrees. Call it inside the
+    transaction that writes the log entry: the user's row is locked first (PostgreSQL; on
+    SQLite the transaction holds the write lock from its start), so two concurrent requests
+    cannot both pass on the same remaining quota."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("quota_consume must run in the transaction that logs the use")
     limit = settings.PROVENANCE_DAILY_QUOTA
+    get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").first()
     used = quota_used_today(user)
     if used + num_texts > limit:
         raise ProblemError(
