@@ -36,7 +36,8 @@ def postgres_bindir() -> Path:
     if on_path:
         return Path(on_path).parent
     raise PostgresStartError(
-        "no PostgreSQL server binaries (install Debian's postgresql: scripts/install-system-deps.sh)"
+        "no PostgreSQL server binaries "
+        "(install Debian's postgresql: scripts/install-system-deps.sh)"
     )
 
 
