@@ -68,7 +68,7 @@ class CheckSummaryOutput(serializers.ModelSerializer):
     )
 
     def get_notice(self, check: Check) -> str:
-        return services.queue_notice(check)
+        return selectors.queue_notice(check)
 
     class Meta:
         model = Check
@@ -209,7 +209,7 @@ class AuditOutput(serializers.ModelSerializer):
     )
 
     def get_notice(self, audit: Audit) -> str:
-        return services.audit_queue_notice(audit)
+        return selectors.audit_queue_notice(audit)
 
     class Meta:
         model = Audit

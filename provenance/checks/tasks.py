@@ -2,6 +2,9 @@
 
 Keys are loaded and decrypted inside the worker; messages carry only ids (UUID strings,
 JSON). Tasks may run twice (late acks, the sweeper): the services make that harmless.
+Options shared by every task (JSON, late acks, reject on a lost worker) are the CELERY_*
+settings; the time limits are settings too, since the sweeper's timeout derives from them.
+Services publish these tasks by name (``provenance.checks.queue``), never by importing them.
 """
 
 from __future__ import annotations
@@ -15,20 +18,16 @@ from celery.signals import worker_init, worker_process_init, worker_ready, worke
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from provenance.checks import services, workers
+from provenance.checks import queue, services, workers
 
 logger = logging.getLogger(__name__)
 
 # Database hiccups (a locked SQLite file, a dropped PostgreSQL connection) are worth a retry.
-TRANSIENT = (OperationalError, InterfaceError)
-COMMON: dict[str, Any] = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "autoretry_for": TRANSIENT,
+RETRIES: dict[str, Any] = {
+    "autoretry_for": (OperationalError, InterfaceError),
     "retry_backoff": 1,
     "retry_backoff_max": 30,
     "max_retries": 5,
-    "serializer": "json",
 }
 
 
@@ -46,12 +45,12 @@ class AuditChunkTask(Task):
 
 
 @shared_task(
-    name="provenance.checks.score_check",
+    name=queue.SCORE_CHECK,
     base=CheckTask,
     bind=True,
-    soft_time_limit=60,
-    time_limit=90,
-    **COMMON,
+    soft_time_limit=settings.PROVENANCE_CHECK_SOFT_TIME_LIMIT,
+    time_limit=settings.PROVENANCE_CHECK_TIME_LIMIT,
+    **RETRIES,
 )
 def check_score_task(self: Task, check_id: str) -> None:
     try:
@@ -61,12 +60,12 @@ def check_score_task(self: Task, check_id: str) -> None:
 
 
 @shared_task(
-    name="provenance.checks.score_audit_chunk",
+    name=queue.SCORE_AUDIT_CHUNK,
     base=AuditChunkTask,
     bind=True,
-    soft_time_limit=settings.PROVENANCE_AUDIT_TIME_LIMIT - 60,
-    time_limit=settings.PROVENANCE_AUDIT_TIME_LIMIT,
-    **COMMON,
+    soft_time_limit=settings.PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT,
+    time_limit=settings.PROVENANCE_AUDIT_CHUNK_TIME_LIMIT,
+    **RETRIES,
 )
 def audit_score_chunk_task(self: Task, audit_id: str, check_ids: list[str]) -> None:
     try:
@@ -92,7 +91,7 @@ _heartbeat: workers.Heartbeat | None = None
 def _register_worker(sender: Any, **_: Any) -> None:
     """Before the pool forks: the worker row exists and every pool process knows its id. A
     live-looking worker of the same node name is the one this process replaces: dead."""
-    worker, replaced = workers.worker_start(sender.hostname)
+    _, replaced = workers.worker_start(sender.hostname)
     logger.info("worker %s registered (replaces %d)", sender.hostname, replaced)
 
 

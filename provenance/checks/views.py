@@ -48,7 +48,7 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
         "best": min(hypotheses, key=lambda h: h.adjusted_log10_p, default=None),
         "segments": heatmap.segments(check.text, check.token_data) if finished else [],
         "chart": heatmap.chart(check.token_data, check.threshold, check.num_hypotheses or 1),
-        "notice": services.queue_notice(check),
+        "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
     }
     return render(request, "checks/check_detail.html", context)
