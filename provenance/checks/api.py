@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from provenance.checks import retention, selectors, services
+from provenance.checks import selectors, services
 from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
 
@@ -68,7 +68,7 @@ class CheckSummaryOutput(serializers.ModelSerializer):
     )
 
     def get_notice(self, check: Check) -> str:
-        return services.queue_notice(check)
+        return selectors.queue_notice(check)
 
     class Meta:
         model = Check
@@ -198,7 +198,7 @@ class CheckDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, check_id: uuid.UUID) -> Response:
-        retention.check_delete(user=request.user, check_id=check_id)
+        services.check_delete(user=request.user, check_id=check_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -209,7 +209,7 @@ class AuditOutput(serializers.ModelSerializer):
     )
 
     def get_notice(self, audit: Audit) -> str:
-        return services.audit_queue_notice(audit)
+        return selectors.audit_queue_notice(audit)
 
     class Meta:
         model = Audit
@@ -278,7 +278,7 @@ class AuditDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, audit_id: uuid.UUID) -> Response:
-        retention.audit_delete(user=request.user, audit_id=audit_id)
+        services.audit_delete(user=request.user, audit_id=audit_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

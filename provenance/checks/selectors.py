@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404
+from django.utils import timezone
 
 from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
-from provenance.checks.models import Audit, Check, Status
+from provenance.checks.models import Audit, Check, DetectionLog, Status
 
 
 def checks_for_user(user: AbstractBaseUser) -> QuerySet[Check]:
@@ -108,3 +109,33 @@ def audit_export_rows(audit: Audit) -> Any:
             "num_scored_tokens": check.num_scored_tokens,
             "failure_reason": check.failure_reason,
         }
+
+
+# What the API and pages say while work waits for the broker (it was down when the work was
+# submitted; the sweeper publishes it once the broker is back).
+CHECK_WAITING = (
+    "the scoring queue is unavailable; the check waits as pending and is scored when the "
+    "queue is back"
+)
+AUDIT_WAITING = (
+    "the scoring queue is unavailable; its checks wait as pending and are scored when the "
+    "queue is back"
+)
+
+
+def queue_notice(check: Check) -> str:
+    return CHECK_WAITING if check.status == Status.PENDING and check.queued_at is None else ""
+
+
+def audit_queue_notice(audit: Audit) -> str:
+    waiting = audit.checks.filter(status=Status.PENDING, queued_at__isnull=True)
+    return AUDIT_WAITING if waiting.exists() else ""
+
+
+def quota_used_today(user: AbstractBaseUser) -> int:
+    """Texts the user submitted to the detector since midnight UTC (from the detection log)."""
+    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    used = DetectionLog.objects.filter(user=user, created_at__gte=start).aggregate(
+        n=Sum("num_texts")
+    )
+    return int(used["n"] or 0)

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from provenance.accounts.selectors import team_for_user
-from provenance.checks import heatmap, retention, selectors, services
+from provenance.checks import heatmap, selectors, services
 from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Status
 from provenance.errors import ProblemError
@@ -52,7 +52,7 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
         "heatmap": shown,
         "buckets": ",".join(map(str, heatmap.BUCKETS)),
         "chart": heatmap.chart(shown, check.threshold, check.num_hypotheses or 1),
-        "notice": services.queue_notice(check),
+        "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
     }
     return render(request, "checks/check_detail.html", context)
@@ -65,7 +65,7 @@ def check_delete(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
     if not selectors.may_delete(request.user, check):
         raise PermissionDenied("only the submitter or a team admin may delete this check")
     if request.method == "POST":
-        retention.check_delete(user=request.user, check_id=check.id)
+        services.check_delete(user=request.user, check_id=check.id)
         return redirect("check-list")
     return render(request, "checks/check_delete.html", {"check": check})
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from detector.config import KeyConfig
-from detector.detect import detect_ids
+from detector.detect import detect_config
 from provenance.accounts.selectors import team_for_user
 from provenance.checks.models import Check
 from provenance.checks.scoring import ScoringError, tokenizer_load
@@ -107,13 +108,13 @@ def _key_for(user: AbstractBaseUser, key_id: Any) -> WatermarkKey:
     return key
 
 
-def _key_pk(key_id: Any) -> Any:
-    # Ids arrive as form strings; whatever the key's pk type, a bad one matches nothing.
+def _key_pk(key_id: Any) -> uuid.UUID:
+    # Key ids are UUIDs arriving as form strings; one that is not a UUID matches no key.
     if key_id in (None, ""):
         raise ProblemError("choose a key")
     try:
-        return WatermarkKey._meta.pk.to_python(key_id)  # type: ignore[union-attr]
-    except Exception:
+        return uuid.UUID(str(key_id))
+    except ValueError:
         raise ProblemError("choose one of your team's active keys", status_code=403) from None
 
 
@@ -184,16 +185,8 @@ class Meter:
     def read(self, token_ids: list[int]) -> dict[str, Any]:
         if not token_ids:
             return {"log10_p": 0.0, "num_tokens": 0, "num_scored": 0}
-        c = self.config
-        d = detect_ids(
-            np.asarray(token_ids, dtype=np.int64),
-            c.key,
-            context_width=c.context_width,
-            deduplicate=c.deduplicate,
-            algorithm=c.algorithm,
-            alpha=c.alpha,
-            threshold=settings.PROVENANCE_THRESHOLD,
-        )
+        ids = np.asarray(token_ids, dtype=np.int64)
+        d = detect_config(ids, self.config, threshold=settings.PROVENANCE_THRESHOLD)
         return {
             "log10_p": float(d.log10_p),
             "num_tokens": int(d.num_tokens),
