@@ -2,7 +2,7 @@
 
 Prints, from one run on the same text: tokenization-only tokens/s, PRF+score-only tokens/s,
 end-to-end ``detect_text`` tokens/s and the ratio of end-to-end time to tokenization time.
-Targets (issue 2): PRF+score >= 5 M tokens/s; end-to-end <= 1.10x tokenization.
+Targets: PRF+score >= 5 M tokens/s; end-to-end <= 1.10x tokenization.
 """
 
 from __future__ import annotations

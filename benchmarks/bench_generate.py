@@ -11,7 +11,7 @@
    same prompts.
 
 Default run is modest for a 2-core CPU (40 creative + 10 coding prompts); ``--full`` runs the
-issue's 200 + 50. Run: ``python benchmarks/bench_generate.py [--full] [--backends vllm]``.
+full set of 200 + 50. Run: ``python benchmarks/bench_generate.py [--full] [--backends vllm]``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One prepared GPU check for a machine with a CUDA device (run from the repository root):
 # the kernels' GPU parity tests, the sm_90 compile tests, then the GPU section of the kernel
-# benchmark. Prints everything; paste the benchmark table into README's "Kernels" section
+# benchmark. Prints everything; put the benchmark table into docs/benchmarks.md ("Kernels")
 # with the date and the GPU's name. About 2-4 minutes on an H100/H200 (first launches compile).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -26,7 +26,7 @@ BACKENDS = ("transformers", "vllm")
 
 def default_backend() -> str:
     """vLLM when installed: measured faster on SmolLM2 here (20 vs 15 tok/s at batch 1, 122 vs
-    63 at batch 8; README), though it starts in ~35 s against ~3 s for transformers."""
+    63 at batch 8; docs/benchmarks.md), though it starts in ~35 s against ~3 s for transformers."""
     return "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
 
 

@@ -89,6 +89,10 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 
 def main() -> int:
+    # Every file and directory this process and its children create (database and WAL,
+    # Redis files, logs, key files, converted models) is private from its first byte: the
+    # mode comes from the umask at creation, nothing is chmod-ed afterwards.
+    os.umask(0o077)
     data_dir = detector_data_dir()
     os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
     os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
@@ -173,7 +177,8 @@ def main() -> int:
 
 class _Sweeper:
     """Runs the checks sweeper every PROVENANCE_SWEEP_INTERVAL seconds: checks the broker
-    lost (Redis restarted empty, a worker killed mid-task) are queued again."""
+    lost (Redis restarted empty, a worker killed mid-task) are queued again, and texts past
+    their retention period are purged."""
 
     def __init__(self) -> None:
         from django.conf import settings
@@ -189,11 +194,13 @@ class _Sweeper:
         self.last = time.monotonic()
         from django.db import close_old_connections
 
+        from provenance.checks.retention import checks_purge
         from provenance.checks.services import checks_sweep
 
         try:
             close_old_connections()
             checks_sweep(pending_after=self.pending_after, running_after=self.running_after)
+            checks_purge()
         except Exception as exc:  # a locked database: the next tick tries again
             print(f"  sweeper: {type(exc).__name__}; retrying later", file=sys.stderr)
 

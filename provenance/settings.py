@@ -221,12 +221,10 @@ PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
 # The detector is an oracle for forging and scrubbing: texts per user per UTC day, counted
 # from the audit log (checks, audit texts and /detect calls alike).
 PROVENANCE_DAILY_QUOTA = env_int("PROVENANCE_DAILY_QUOTA", 50_000, minimum=1)
-# The sweeper (manage.py checks_sweep; make run runs it) queues again checks the broker lost:
-# pending and queued longer ago than PENDING_AFTER, running for longer than RUNNING_AFTER
-# (above the audit chunk's hard time limit, 660 s, so a live task is never doubled).
-PROVENANCE_SWEEP_INTERVAL = env_int("PROVENANCE_SWEEP_INTERVAL", 30, minimum=1)
-PROVENANCE_SWEEP_PENDING_AFTER = env_int("PROVENANCE_SWEEP_PENDING_AFTER", 600, minimum=1)
-PROVENANCE_SWEEP_RUNNING_AFTER = env_int("PROVENANCE_SWEEP_RUNNING_AFTER", 900, minimum=1)
+# Days a submitted text and its per-token data are kept (a team may set fewer); then
+# manage.py checks_purge (the sweeper and make run run it) keeps only verdict, p-values
+# and the text's SHA-256.
+PROVENANCE_RETENTION_DAYS = env_int("PROVENANCE_RETENTION_DAYS", 30, minimum=1)
 # An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024)
 
@@ -250,10 +248,27 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
-CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 150, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Options every task shares are the CELERY_* settings above; a task sets only what is its
+# own (name, retries, and these limits, in seconds). The soft limit raises inside the task,
+# which marks its rows failed; the hard limit kills the worker child.
+PROVENANCE_CHECK_SOFT_TIME_LIMIT = env_int("PROVENANCE_CHECK_SOFT_TIME_LIMIT", 60, minimum=1)
+PROVENANCE_CHECK_TIME_LIMIT = PROVENANCE_CHECK_SOFT_TIME_LIMIT + 30
+PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT = env_int(
+    "PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT", 600, minimum=1
+)
+PROVENANCE_AUDIT_CHUNK_TIME_LIMIT = PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT + 60
+# The sweeper (manage.py checks_sweep; make run runs it) queues again checks the broker lost:
+# pending and queued longer ago than PENDING_AFTER, running for longer than RUNNING_AFTER.
+# A running check younger than every task's hard limit may still be alive, so RUNNING_AFTER
+# is derived from the longest one (default: 240 s beyond it) and may not be set below it.
+_LONGEST_TASK = max(PROVENANCE_CHECK_TIME_LIMIT, PROVENANCE_AUDIT_CHUNK_TIME_LIMIT)
+PROVENANCE_SWEEP_INTERVAL = env_int("PROVENANCE_SWEEP_INTERVAL", 30, minimum=1)
+PROVENANCE_SWEEP_PENDING_AFTER = env_int("PROVENANCE_SWEEP_PENDING_AFTER", 600, minimum=1)
+PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
+    "PROVENANCE_SWEEP_RUNNING_AFTER", _LONGEST_TASK + 240, minimum=_LONGEST_TASK + 1
+)
 
 # --- DRF --------------------------------------------------------------------------------
 REST_FRAMEWORK = {

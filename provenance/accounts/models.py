@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 
 
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
+    # Days a submitted text is kept (empty: PROVENANCE_RETENTION_DAYS). A team may only
+    # shorten the deployment's period: the effective value is the smaller of the two.
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Days texts are kept; empty: the default (the shorter wins).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -23,6 +32,8 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership"
     )
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    # A team admin may delete any check or audit of the team (members only their own).
+    is_admin = models.BooleanField(default=False)
     joined_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

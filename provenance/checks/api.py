@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from provenance.checks import selectors, services
+from provenance.checks import retention, selectors, services
 from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
 
@@ -68,7 +68,7 @@ class CheckSummaryOutput(serializers.ModelSerializer):
     )
 
     def get_notice(self, check: Check) -> str:
-        return services.queue_notice(check)
+        return selectors.queue_notice(check)
 
     class Meta:
         model = Check
@@ -95,10 +95,33 @@ class CheckSummaryOutput(serializers.ModelSerializer):
 
 class CheckDetailOutput(CheckSummaryOutput):
     hypotheses = HypothesisOutput(many=True, read_only=True)
-    heatmap = serializers.JSONField(source="token_data", read_only=True)
+    purged_at = serializers.DateTimeField(
+        read_only=True,
+        help_text="When the text and per-token data were removed (retention period over).",
+    )
 
     class Meta(CheckSummaryOutput.Meta):
-        fields = [*CheckSummaryOutput.Meta.fields, "audit_id", "text", "hypotheses", "heatmap"]
+        fields = [
+            *CheckSummaryOutput.Meta.fields,
+            "audit_id",
+            "text",
+            "text_sha256",
+            "purged_at",
+            "hypotheses",
+        ]
+
+
+class CheckTokensOutput(CheckDetailOutput):
+    """The detail plus the per-token data (``?tokens=1``): about 35 bytes a token."""
+
+    heatmap = serializers.JSONField(
+        source="token_data",
+        read_only=True,
+        help_text="offsets [[start, end], ...], scores, scored mask, context_width, chart.",
+    )
+
+    class Meta(CheckDetailOutput.Meta):
+        fields = [*CheckDetailOutput.Meta.fields, "heatmap"]
 
 
 class DetectionThrottle(UserRateThrottle):
@@ -159,9 +182,24 @@ class CheckListCreateApi(APIView):
 
 
 class CheckDetailApi(APIView):
-    @extend_schema(responses=CheckDetailOutput)
+    @extend_schema(
+        responses=CheckTokensOutput,
+        parameters=[
+            OpenApiParameter(
+                "tokens", bool, description="1: add the per-token data (heatmap); large"
+            )
+        ],
+    )
     def get(self, request: Request, check_id: uuid.UUID) -> Response:
-        return Response(CheckDetailOutput(selectors.check_get(request.user, check_id)).data)
+        check = selectors.check_get(request.user, check_id)
+        if request.query_params.get("tokens") in ("1", "true"):
+            return Response(CheckTokensOutput(check).data)
+        return Response(CheckDetailOutput(check).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, check_id: uuid.UUID) -> Response:
+        retention.check_delete(user=request.user, check_id=check_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class AuditOutput(serializers.ModelSerializer):
@@ -171,7 +209,7 @@ class AuditOutput(serializers.ModelSerializer):
     )
 
     def get_notice(self, audit: Audit) -> str:
-        return services.audit_queue_notice(audit)
+        return selectors.audit_queue_notice(audit)
 
     class Meta:
         model = Audit
@@ -237,6 +275,11 @@ class AuditDetailApi(APIView):
     @extend_schema(responses=AuditOutput)
     def get(self, request: Request, audit_id: uuid.UUID) -> Response:
         return Response(AuditOutput(selectors.audit_get(request.user, audit_id)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, audit_id: uuid.UUID) -> Response:
+        retention.audit_delete(user=request.user, audit_id=audit_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class AuditItemsApi(APIView):

@@ -1,7 +1,7 @@
 """Presentation of a check's per-token evidence: coloured text segments and an SVG chart.
 
 Everything is computed on the server so the page works without JavaScript; colours are
-classes (no inline styles), so a strict Content-Security-Policy can be added later.
+classes, never inline styles, which the Content-Security-Policy forbids.
 """
 
 from __future__ import annotations

@@ -35,6 +35,9 @@ class Audit(models.Model):
     threshold = models.FloatField()
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Deleted by its submitter or a team admin: the row stays for the detection log, hidden
+    # from every page and API answer; its checks are purged.
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -63,7 +66,9 @@ class Check(models.Model):
     client_id = models.CharField(max_length=200, blank=True)
     # Submission order within an audit (ids are random, so they cannot order the items).
     position = models.PositiveIntegerField(default=0)
+    # Emptied when the check is purged (retention) or deleted; the digest stays.
     text = models.TextField()
+    text_sha256 = models.CharField(max_length=64, blank=True)
     key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
     threshold = models.FloatField()
     status = models.CharField(
@@ -88,10 +93,20 @@ class Check(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     scoring_ms = models.FloatField(null=True, blank=True)
+    # Text and per-token data removed (retention period over, or deleted): the verdict,
+    # p-values and text_sha256 remain. A deleted check is also hidden (404).
+    purged_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
+            # The purge looks for unpurged checks by age (a partial index stays small).
+            models.Index(
+                fields=["created_at"],
+                condition=Q(purged_at__isnull=True),
+                name="check_unpurged_by_age",
+            ),
             models.Index(fields=["audit", "status"]),
             models.Index(fields=["audit", "position"]),
             # The sweeper looks for open checks by age.

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404
+from django.utils import timezone
 
+from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
-from provenance.checks.models import Audit, Check, Status
+from provenance.checks.models import Audit, Check, DetectionLog, Status
 
 
 def checks_for_user(user: AbstractBaseUser) -> QuerySet[Check]:
@@ -17,13 +19,15 @@ def checks_for_user(user: AbstractBaseUser) -> QuerySet[Check]:
     team = team_for_user(user)
     if team is None:
         return Check.objects.none()
-    return Check.objects.filter(team=team, audit__isnull=True).select_related("best_key")
+    return Check.objects.filter(
+        team=team, audit__isnull=True, deleted_at__isnull=True
+    ).select_related("best_key")
 
 
 def check_get(user: AbstractBaseUser, check_id: Any) -> Check:
     team = team_for_user(user)
     check = (
-        Check.objects.filter(id=check_id, team=team)
+        Check.objects.filter(id=check_id, team=team, deleted_at__isnull=True)
         .select_related("best_key", "submitted_by")
         .prefetch_related("hypotheses")
         .first()
@@ -39,7 +43,7 @@ def audits_for_user(user: AbstractBaseUser) -> QuerySet[Audit]:
     team = team_for_user(user)
     if team is None:
         return Audit.objects.none()
-    return Audit.objects.filter(team=team)
+    return Audit.objects.filter(team=team, deleted_at__isnull=True)
 
 
 def audit_get(user: AbstractBaseUser, audit_id: Any) -> Audit:
@@ -50,7 +54,7 @@ def audit_get(user: AbstractBaseUser, audit_id: Any) -> Audit:
 
 
 def audit_counts(audit: Audit) -> dict[str, int]:
-    counts = audit.checks.aggregate(
+    counts = _live_items(audit).aggregate(
         done=Count("id", filter=Q(status=Status.DONE)),
         failed=Count("id", filter=Q(status=Status.FAILED)),
         open=Count("id", filter=Q(status__in=[Status.PENDING, Status.RUNNING])),
@@ -59,8 +63,19 @@ def audit_counts(audit: Audit) -> dict[str, int]:
     return {name: int(value or 0) for name, value in counts.items()}
 
 
+def _live_items(audit: Audit) -> QuerySet[Check]:
+    return audit.checks.filter(deleted_at__isnull=True)
+
+
 def audit_items(audit: Audit) -> QuerySet[Check]:
-    return audit.checks.order_by("position").select_related("best_key")
+    return _live_items(audit).order_by("position").select_related("best_key")
+
+
+def may_delete(user: AbstractBaseUser, row: Check | Audit) -> bool:
+    """The submitter or an admin of the row's team (who can see it: selectors checked)."""
+    if row.submitted_by_id == user.pk:
+        return True
+    return Membership.objects.filter(user=user, team_id=row.team_id, is_admin=True).exists()
 
 
 EXPORT_FIELDS = [
@@ -92,3 +107,33 @@ def audit_export_rows(audit: Audit) -> Any:
             "num_scored_tokens": check.num_scored_tokens,
             "failure_reason": check.failure_reason,
         }
+
+
+# What the API and pages say while work waits for the broker (it was down when the work was
+# submitted; the sweeper publishes it once the broker is back).
+CHECK_WAITING = (
+    "the scoring queue is unavailable; the check waits as pending and is scored when the "
+    "queue is back"
+)
+AUDIT_WAITING = (
+    "the scoring queue is unavailable; its checks wait as pending and are scored when the "
+    "queue is back"
+)
+
+
+def queue_notice(check: Check) -> str:
+    return CHECK_WAITING if check.status == Status.PENDING and check.queued_at is None else ""
+
+
+def audit_queue_notice(audit: Audit) -> str:
+    waiting = audit.checks.filter(status=Status.PENDING, queued_at__isnull=True)
+    return AUDIT_WAITING if waiting.exists() else ""
+
+
+def quota_used_today(user: AbstractBaseUser) -> int:
+    """Texts the user submitted to the detector since midnight UTC (from the detection log)."""
+    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    used = DetectionLog.objects.filter(user=user, created_at__gte=start).aggregate(
+        n=Sum("num_texts")
+    )
+    return int(used["n"] or 0)

@@ -2,6 +2,9 @@
 
 Keys are loaded and decrypted inside the worker; messages carry only ids (UUID strings,
 JSON). Tasks may run twice (late acks, the sweeper): the services make that harmless.
+Options shared by every task (JSON, late acks, reject on a lost worker) are the CELERY_*
+settings; the time limits are settings too, since the sweeper's timeout derives from them.
+Services publish these tasks by name (``provenance.checks.queue``), never by importing them.
 """
 
 from __future__ import annotations
@@ -12,22 +15,19 @@ from typing import Any
 from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from provenance.checks import services
+from provenance.checks import queue, services
 
 logger = logging.getLogger(__name__)
 
 # Database hiccups (a locked SQLite file, a dropped PostgreSQL connection) are worth a retry.
-TRANSIENT = (OperationalError, InterfaceError)
-COMMON: dict[str, Any] = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "autoretry_for": TRANSIENT,
+RETRIES: dict[str, Any] = {
+    "autoretry_for": (OperationalError, InterfaceError),
     "retry_backoff": 1,
     "retry_backoff_max": 30,
     "max_retries": 5,
-    "serializer": "json",
 }
 
 
@@ -45,11 +45,11 @@ class AuditChunkTask(Task):
 
 
 @shared_task(
-    name="provenance.checks.score_check",
+    name=queue.SCORE_CHECK,
     base=CheckTask,
-    soft_time_limit=60,
-    time_limit=90,
-    **COMMON,
+    soft_time_limit=settings.PROVENANCE_CHECK_SOFT_TIME_LIMIT,
+    time_limit=settings.PROVENANCE_CHECK_TIME_LIMIT,
+    **RETRIES,
 )
 def check_score_task(check_id: str) -> None:
     try:
@@ -59,11 +59,11 @@ def check_score_task(check_id: str) -> None:
 
 
 @shared_task(
-    name="provenance.checks.score_audit_chunk",
+    name=queue.SCORE_AUDIT_CHUNK,
     base=AuditChunkTask,
-    soft_time_limit=600,
-    time_limit=660,
-    **COMMON,
+    soft_time_limit=settings.PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT,
+    time_limit=settings.PROVENANCE_AUDIT_CHUNK_TIME_LIMIT,
+    **RETRIES,
 )
 def audit_score_chunk_task(audit_id: str, check_ids: list[str]) -> None:
     try:

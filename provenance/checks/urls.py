@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.check_new, name="check-new"),
     path("checks/", views.check_list, name="check-list"),
     path("checks/<uuid:check_id>/", views.check_detail, name="check-detail"),
+    path("checks/<uuid:check_id>/delete/", views.check_delete, name="check-delete"),
     path("audits/", views.audit_list, name="audit-list"),
     path("audits/<uuid:audit_id>/", views.audit_detail, name="audit-detail"),
     path("detect", api.DetectApi.as_view(), name="api-detect"),

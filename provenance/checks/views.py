@@ -6,12 +6,13 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from provenance.accounts.selectors import team_for_user
-from provenance.checks import heatmap, selectors, services
+from provenance.checks import heatmap, retention, selectors, services
 from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Status
 from provenance.errors import ProblemError
@@ -47,9 +48,22 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
         "best": min(hypotheses, key=lambda h: h.adjusted_log10_p, default=None),
         "segments": heatmap.segments(check.text, check.token_data) if finished else [],
         "chart": heatmap.chart(check.token_data, check.threshold, check.num_hypotheses or 1),
-        "notice": services.queue_notice(check),
+        "notice": selectors.queue_notice(check),
+        "may_delete": selectors.may_delete(request.user, check),
     }
     return render(request, "checks/check_detail.html", context)
+
+
+@login_required
+def check_delete(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
+    """GET asks for confirmation (works without JavaScript); POST deletes."""
+    check = selectors.check_get(request.user, check_id)
+    if not selectors.may_delete(request.user, check):
+        raise PermissionDenied("only the submitter or a team admin may delete this check")
+    if request.method == "POST":
+        retention.check_delete(user=request.user, check_id=check.id)
+        return redirect("check-list")
+    return render(request, "checks/check_delete.html", {"check": check})
 
 
 @login_required

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -35,7 +35,7 @@ class ReplyDetailApi(APIView):
         log10_p = serializers.FloatField(allow_null=True)
 
     @extend_schema(responses=OutputSerializer, operation_id="playground_reply_retrieve")
-    def get(self, request: Request, message_id: Any) -> Response:
+    def get(self, request: Request, message_id: uuid.UUID) -> Response:
         if not request.user.has_perm(PERMISSION):
             raise PermissionDenied("you may not use the playground")
         message = selectors.message_get(request.user, message_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.http import Http404
@@ -29,28 +31,17 @@ def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
     return Conversation.objects.filter(user=user)
 
 
-def _pk(model: type, raw: object) -> object:
-    """An id from a URL as the model's pk type; anything else is simply not found."""
-    try:
-        return model._meta.pk.to_python(raw)
-    except Exception:
-        raise Http404("no such object") from None
-
-
-def conversation_get(user: AbstractBaseUser, conversation_id: object) -> Conversation:
-    pk = _pk(Conversation, conversation_id)
-    conversation = conversations_for_user(user).filter(pk=pk).first()
+def conversation_get(user: AbstractBaseUser, conversation_id: uuid.UUID) -> Conversation:
+    conversation = conversations_for_user(user).filter(pk=conversation_id).first()
     if conversation is None:
         raise Http404("no such conversation")
     return conversation
 
 
-def message_get(user: AbstractBaseUser, message_id: object) -> Message:
+def message_get(user: AbstractBaseUser, message_id: uuid.UUID) -> Message:
     """An assistant reply in one of the user's conversations."""
     message = (
-        Message.objects.filter(
-            pk=_pk(Message, message_id), conversation__user=user, role=Message.Role.ASSISTANT
-        )
+        Message.objects.filter(pk=message_id, conversation__user=user, role=Message.Role.ASSISTANT)
         .select_related("conversation", "key")
         .first()
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -107,13 +108,13 @@ def _key_for(user: AbstractBaseUser, key_id: Any) -> WatermarkKey:
     return key
 
 
-def _key_pk(key_id: Any) -> Any:
-    # Ids arrive as form strings; whatever the key's pk type, a bad one matches nothing.
+def _key_pk(key_id: Any) -> uuid.UUID:
+    # Key ids are UUIDs arriving as form strings; one that is not a UUID matches no key.
     if key_id in (None, ""):
         raise ProblemError("choose a key")
     try:
-        return WatermarkKey._meta.pk.to_python(key_id)  # type: ignore[union-attr]
-    except Exception:
+        return uuid.UUID(str(key_id))
+    except ValueError:
         raise ProblemError("choose one of your team's active keys", status_code=403) from None
 
 

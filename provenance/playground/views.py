@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,7 +40,7 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
 
 
 @playground_view
-def conversation_detail(request: HttpRequest, conversation_id: Any) -> HttpResponse:
+def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     conversation = selectors.conversation_get(request.user, conversation_id)
     context = {
         "conversation": conversation,
@@ -53,7 +54,7 @@ def conversation_detail(request: HttpRequest, conversation_id: Any) -> HttpRespo
 
 @require_POST
 @playground_view
-def reply_create(request: HttpRequest, conversation_id: Any) -> HttpResponse:
+def reply_create(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """Start a reply and stream it as server-sent events (errors before the stream: JSON)."""
     conversation = selectors.conversation_get(request.user, conversation_id)
     form = request.POST
@@ -90,7 +91,7 @@ def _sse(events: Iterator[dict[str, Any]]) -> Iterator[bytes]:
 
 @require_POST
 @playground_view
-def reply_check(request: HttpRequest, message_id: Any) -> HttpResponse:
+def reply_check(request: HttpRequest, message_id: uuid.UUID) -> HttpResponse:
     message = selectors.message_get(request.user, message_id)
     text = request.POST.get("text")
     try:
@@ -102,6 +103,6 @@ def reply_check(request: HttpRequest, message_id: Any) -> HttpResponse:
 
 
 @playground_view
-def reply_edit(request: HttpRequest, message_id: Any) -> HttpResponse:
+def reply_edit(request: HttpRequest, message_id: uuid.UUID) -> HttpResponse:
     message = selectors.message_get(request.user, message_id)
     return render(request, "playground/edit.html", {"message": message, "text": message.content})

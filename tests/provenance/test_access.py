@@ -83,12 +83,16 @@ API_ROUTES = [
     # The playground: a conversation is its user's own.
     ("get", "/api/v1/playground/replies/{message}", None, (401, 404, 404, 200, 404)),
     ("get", "/api/schema/", None, (401, 200, 200, 200, 200)),
+    # Deleting (last: it hides the objects): the submitter or a team admin; bob is neither.
+    ("delete", "/api/v1/checks/{check}", None, (401, 404, 403, 204, 404)),
+    ("delete", "/api/v1/audits/{audit}", None, (401, 404, 403, 204, 404)),
 ]
 LOGIN = 302
 PAGES = [
     ("/", (LOGIN, 200, 200, 200, 200)),
     ("/checks/", (LOGIN, 200, 200, 200, 200)),
     ("/checks/{check}/", (LOGIN, 404, 200, 200, 404)),
+    ("/checks/{check}/delete/", (LOGIN, 404, 403, 200, 404)),
     ("/audits/", (LOGIN, 200, 200, 200, 200)),
     ("/audits/{audit}/", (LOGIN, 404, 200, 200, 404)),
     ("/keys/", (LOGIN, 200, 200, 200, 200)),
@@ -115,6 +119,7 @@ PAGE_POSTS = [
         (LOGIN, 404, 404, 200, 404),
     ),
     ("/admin/keys/watermarkkey/{key}/change/", {}, (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
+    ("/checks/{check}/delete/", {}, (LOGIN, 404, 403, 302, 404)),
 ]
 
 

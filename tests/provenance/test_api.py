@@ -41,6 +41,8 @@ def test_a_scored_check_reads_back_with_hypotheses_and_heatmap(alice, alice_key,
     assert body["status"] == "done" and body["is_watermarked"] is True
     assert body["best_key"] == "acme-main" and body["num_hypotheses"] == 1
     assert body["hypotheses"][0]["key_id"] == str(alice_key.id)
+    assert "heatmap" not in body  # per-token data only when asked for: the detail stays small
+    body = alice.get(f"/api/v1/checks/{check_id}?tokens=1").json()
     assert len(body["heatmap"]["scores"]) == body["num_tokens"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,16 @@ def _csp(page, text: str) -> None:
         page.csp_violations.append(text)
 
 
+def _screenshot(page, fallback_dir: Path) -> Path:
+    """The whole page as a PNG: into $PROVENANCE_SCREENSHOTS when set (README's picture,
+    docs/result-page.png, comes from there), else into the test's temporary directory."""
+    directory = Path(os.environ.get("PROVENANCE_SCREENSHOTS") or fallback_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "result-page.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
 def _check(page, base: str, text: str) -> None:
     page.goto(f"{base}/")
     page.fill("#id_text", text)
@@ -55,7 +66,7 @@ def _check(page, base: str, text: str) -> None:
 
 
 def test_a_user_pastes_texts_and_sees_verdicts_and_heatmaps(
-    celery_worker, live_server, cast, alice_key, wm_text, human_text, browser_page
+    celery_worker, live_server, cast, alice_key, wm_text, human_text, browser_page, tmp_path
 ):
     page = browser_page
     page.goto(f"{live_server.url}/accounts/login/")
@@ -72,6 +83,7 @@ def test_a_user_pastes_texts_and_sees_verdicts_and_heatmaps(
     assert page.locator("#evidence-chart polyline").count() == 1
     page.locator("#heatmap .tok").nth(10).hover()
     assert "score" in page.text_content("#token-info")
+    assert _screenshot(page, tmp_path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     _check(page, live_server.url, human_text)
     assert page.get_attribute("#verdict", "data-verdict") == "not-watermarked"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -34,9 +35,10 @@ def _port_open(port: int) -> bool:
 
 def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
     port = free_port()
+    data_dir = tmp_path / "data"  # created by the runner, as on a first `make run`
     env = {
         **os.environ,
-        "PROVENANCE_DATA_DIR": str(tmp_path),
+        "PROVENANCE_DATA_DIR": str(data_dir),
         "PROVENANCE_PORT": str(port),
         "PROVENANCE_DEMO_KEY": str(DEMO_KEY),
         "OMP_NUM_THREADS": "1",
@@ -63,18 +65,40 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
         wait_until(lambda: _port_open(port), 60, 0.2)
         verdict = _paste_and_check(port, password, watermarked_text(DEMO_KEY, 120, seed=9))
         assert verdict == "watermarked"
+        while_running = _modes(data_dir)  # the WAL and shared-memory files exist only now
     finally:
         proc.send_signal(signal.SIGINT)
         time.sleep(0.5)  # a second signal while the runner stops its children (impatient user)
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(60)
     assert code == 0
-    assert _processes_with_data_dir(tmp_path) == []  # no child outlived the runner
+    assert _processes_with_data_dir(data_dir) == []  # no child outlived the runner
     assert not _port_open(port)
     redis_port = int(re.search(r"Redis \(embedded\) on port (\d+)", "".join(lines)).group(1))
     assert not _port_open(redis_port)
-    assert (tmp_path / "provenance.sqlite3").exists() and (tmp_path / "kek.key").exists()
+    assert (data_dir / "provenance.sqlite3").exists() and (data_dir / "kek.key").exists()
     assert str(DEMO_KEY) not in "".join(lines)
+    _assert_private(while_running | _modes(data_dir))
+
+
+def _modes(data_dir: Path) -> dict[str, int]:
+    """Permission bits of the data directory and of everything under it."""
+    paths = [data_dir, *data_dir.rglob("*")]
+    return {str(path.relative_to(data_dir.parent)): path.lstat().st_mode for path in paths}
+
+
+def _assert_private(modes: dict[str, int]) -> None:
+    """Directories 0700, files 0600: submitted texts, keys and logs are the owner's alone."""
+    names = set(modes)
+    for wanted in ["provenance.sqlite3", "provenance.sqlite3-wal", "kek.key", "demo-login.txt"]:
+        assert f"data/{wanted}" in names, sorted(names)
+    assert "data/redis/redis.log" in names, sorted(names)
+    wrong = {
+        name: oct(stat.S_IMODE(mode))
+        for name, mode in modes.items()
+        if stat.S_IMODE(mode) != (0o700 if stat.S_ISDIR(mode) else 0o600)
+    }
+    assert wrong == {}
 
 
 def _processes_with_data_dir(data_dir: Path) -> list[str]:

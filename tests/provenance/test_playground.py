@@ -136,7 +136,7 @@ def test_a_conversation_is_private_to_its_user(client, cast, conversation, alice
     client.force_login(cast["alice"])
     assert client.get(reverse("playground-conversation", args=[conversation.pk])).status_code == 404
     assert send(client, conversation, alice_key).status_code == 404
-    assert client.get(reverse("playground-conversation", args=["not-an-id"])).status_code == 404
+    assert client.get("/playground/c/not-an-id/").status_code == 404
 
 
 def test_a_new_conversation_opens_the_chat_page(bob, cast, alice_key):

@@ -1,4 +1,5 @@
-"""Queue again the checks the broker lost (Redis restarted empty, a worker killed mid-task).
+"""Queue again the checks the broker lost (Redis restarted empty, a worker killed mid-task),
+and purge the texts past their retention period (``checks_purge``).
 
 One pass by default; ``--every N`` loops (docker compose runs it so; ``make run`` calls the
 same service from its supervision loop).
@@ -13,6 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError, close_old_connections
 
+from provenance.checks.retention import checks_purge
 from provenance.checks.services import checks_sweep
 
 
@@ -31,12 +33,15 @@ class Command(BaseCommand):
             close_old_connections()
             try:
                 found = checks_sweep(pending_after=pending, running_after=running)
+                found["purged"] = checks_purge()
             except DatabaseError as exc:
                 if not options["every"]:
                     raise
                 self.stderr.write(f"sweep failed ({type(exc).__name__}); retrying")
             else:
-                self.stdout.write(f"stuck {found['stuck']}, queued {found['queued']}")
+                self.stdout.write(
+                    f"stuck {found['stuck']}, queued {found['queued']}, purged {found['purged']}"
+                )
                 self.stdout.flush()
             if not options["every"]:
                 return

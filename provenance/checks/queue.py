@@ -1,0 +1,32 @@
+"""Publishing scoring work to the broker, by task name.
+
+Services publish through here and never import the tasks module (tasks import services,
+so the reverse would be a circle). The names are the contract with ``tasks.py``, which
+registers its tasks under them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from provenance.celery import app
+
+logger = logging.getLogger(__name__)
+
+SCORE_CHECK = "provenance.checks.score_check"
+SCORE_AUDIT_CHUNK = "provenance.checks.score_audit_chunk"
+
+
+def publish(task_name: str, *args: Any) -> bool:
+    """Send one task message; False when the broker is unreachable. The caller's rows stay
+    pending and the sweeper (checks_sweep) publishes them again: the database is the source
+    of truth, the broker only a delivery."""
+    try:
+        app.send_task(task_name, args=list(args))
+    except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
+        logger.warning(
+            "could not enqueue %s (%s); the sweeper will retry", task_name, type(exc).__name__
+        )
+        return False
+    return True

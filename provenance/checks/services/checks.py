@@ -1,0 +1,95 @@
+"""A single check's life: create (validate, take quota, store, publish), score (the task
+body), fail; and the synchronous /detect route, which stores only its log row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from provenance.checks import queue
+from provenance.checks.models import Check, DetectionLog, Status
+from provenance.checks.scoring import ScoringError, TextResult, prepare_keys, score_text
+from provenance.checks.services.detection_log import detection_log_create, text_sha256
+from provenance.checks.services.quota import quota_consume
+from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
+from provenance.checks.services.validation import team_required, text_validate
+from provenance.errors import ProblemError
+from provenance.keys.selectors import keys_for_check
+
+
+def check_create(
+    *, user: AbstractBaseUser, text: Any, key_ids: Sequence[Any] | None = None
+) -> Check:
+    """Store a check and queue its scoring; invalid input or an exhausted quota stores
+    nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
+    for the sweeper."""
+    team = team_required(user)
+    text = text_validate(text)
+    keys = keys_for_check(team, key_ids)
+    with transaction.atomic():
+        quota_consume(user, 1)
+        check = Check.objects.create(
+            team=team,
+            submitted_by=user,
+            text=text,
+            text_sha256=text_sha256(text),
+            key_ids=[str(key.id) for key in keys],
+            threshold=settings.PROVENANCE_THRESHOLD,
+        )
+        detection_log_create(
+            user=user,
+            team=team,
+            kind=DetectionLog.Kind.CHECK,
+            keys=keys,
+            num_texts=1,
+            check=check,
+            text=text,
+        )
+        transaction.on_commit(lambda: check_enqueue([check.id]))
+    check.refresh_from_db(fields=["queued_at"])
+    return check
+
+
+def check_enqueue(check_ids: Sequence[Any]) -> int:
+    """Queue single checks; returns how many reached the broker (their queued_at is set)."""
+    queued = [cid for cid in check_ids if queue.publish(queue.SCORE_CHECK, str(cid))]
+    Check.objects.filter(id__in=queued).update(queued_at=timezone.now())
+    return len(queued)
+
+
+def check_score(check_id: Any) -> None:
+    """Score one check (the task body). Done or failed checks are left as they are; a
+    delivery that races another one stores nothing twice (``results_store``)."""
+    check = Check.objects.filter(id=check_id).first()
+    if check is None or check.status in (Status.DONE, Status.FAILED):
+        return
+    Check.objects.filter(id=check_id).update(status=Status.RUNNING, started_at=timezone.now())
+    try:
+        groups = prepare_keys(keys_for_scoring(check.key_ids))
+        result = score_text(check.text, groups, threshold=check.threshold)
+    except ScoringError as exc:
+        check_fail(check_id, str(exc))
+        return
+    results_store([(check, result)])
+
+
+def detect_now(*, user: AbstractBaseUser, text: Any) -> TextResult:
+    """Synchronous detection for the vLLM-compatible /detect route (only the log is stored)."""
+    team = team_required(user)
+    text = text_validate(text)
+    keys = keys_for_check(team, None)
+    with transaction.atomic():
+        quota_consume(user, 1)
+        detection_log_create(
+            user=user, team=team, kind=DetectionLog.Kind.DETECT, keys=keys, num_texts=1, text=text
+        )
+    try:
+        groups = prepare_keys(keys)
+    except ScoringError as exc:
+        raise ProblemError(str(exc), status_code=503) from None
+    return score_text(text, groups, threshold=settings.PROVENANCE_THRESHOLD)

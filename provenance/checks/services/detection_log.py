@@ -1,0 +1,44 @@
+"""The audit log of detector use: the detector is an oracle for forging and scrubbing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from provenance.accounts.models import Team
+from provenance.checks.models import Audit, Check, DetectionLog
+from provenance.keys.models import WatermarkKey
+
+
+def text_sha256(text: str) -> str:
+    """The digest kept after the text itself is purged (the detection log holds it too)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def detection_log_create(
+    *,
+    user: AbstractBaseUser,
+    team: Team,
+    kind: str,
+    keys: Sequence[WatermarkKey],
+    num_texts: int,
+    check: Check | None = None,
+    audit: Audit | None = None,
+    text: str | None = None,
+) -> DetectionLog:
+    """Who checked what against which keys (ids and names only; never a key value). The
+    daily quota counts these rows."""
+    return DetectionLog.objects.create(
+        user=user,
+        username=user.get_username(),
+        team=team,
+        kind=kind,
+        check_run=check,
+        audit=audit,
+        num_texts=num_texts,
+        text_sha256=text_sha256(text) if text else "",
+        key_ids=[str(key.id) for key in keys],
+        key_names=[key.name for key in keys],
+    )

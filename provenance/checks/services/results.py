@@ -1,0 +1,143 @@
+"""Loading what scoring needs and storing what it produced, shared by checks and audits.
+
+A scoring task may be delivered twice (late acks, the sweeper) and both deliveries may run
+at once: results are stored in one transaction with status "done", only for checks that are
+not done yet, so the loser of such a race stores nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from provenance.checks import bulk
+from provenance.checks.models import Check, Hypothesis, Status
+from provenance.checks.retention import purged_cleanup
+from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
+from provenance.keys.models import WatermarkKey
+
+logger = logging.getLogger(__name__)
+
+
+def keys_for_scoring(key_ids: list[str]) -> list[WatermarkKey]:
+    """The keys a check was submitted against, in its order; deleted keys fail the check."""
+    wanted = [uuid.UUID(str(key_id)) for key_id in key_ids]
+    found = WatermarkKey.objects.select_related("tokenizer").in_bulk(wanted)
+    missing = [str(key_id) for key_id in wanted if key_id not in found]
+    if missing:
+        raise ScoringError(f"{len(missing)} key(s) were deleted before scoring")
+    return [found[key_id] for key_id in wanted]
+
+
+def results_store(pairs: list[tuple[Check, TextResult]]) -> int:
+    """Store results and status "done" for the checks not done yet; returns how many.
+
+    The open checks are locked first (PostgreSQL: a racing delivery waits, then sees them
+    done; SQLite: IMMEDIATE transactions serialise the two already)."""
+    with transaction.atomic():
+        ids = [check.id for check, _ in pairs]
+        open_ids = set(
+            Check.objects.select_for_update()
+            .filter(id__in=ids)
+            .exclude(status=Status.DONE)
+            .values_list("id", flat=True)
+        )
+        fresh = [(check, result) for check, result in pairs if check.id in open_ids]
+        _results_write(fresh)
+        purged_cleanup(list(open_ids))
+    if len(fresh) < len(pairs):
+        logger.info("%d check(s) were already stored by another task", len(pairs) - len(fresh))
+    return len(fresh)
+
+
+def check_fail(check_id: Any, reason: str) -> None:
+    Check.objects.filter(id=check_id).exclude(status=Status.DONE).update(
+        status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
+    )
+
+
+def _results_write(pairs: list[tuple[Check, TextResult]]) -> None:
+    now = timezone.now()
+    bulk.insert_rows(
+        Hypothesis,
+        HYPOTHESIS_FIELDS,
+        (_hypothesis_row(check, h) for check, result in pairs for h in result.hypotheses),
+    )
+    bulk.update_rows(
+        Check, RESULT_FIELDS, (_result_row(check, result, now) for check, result in pairs)
+    )
+
+
+# started_at is not among them: the update that marks a check running sets it.
+RESULT_FIELDS = [
+    "status",
+    "failure_reason",
+    "num_hypotheses",
+    "is_watermarked",
+    "p_value",
+    "log10_p",
+    "num_tokens",
+    "num_scored_tokens",
+    "best_key",
+    "token_data",
+    "finished_at",
+    "scoring_ms",
+]
+HYPOTHESIS_FIELDS = [
+    "check_run",
+    "index",
+    "key",
+    "key_name",
+    "tokenizer",
+    "tokenizer_name",
+    "algorithm",
+    "score",
+    "num_tokens",
+    "num_scored_tokens",
+    "p_value",
+    "log10_p",
+    "adjusted_log10_p",
+]
+
+
+def _result_row(check: Check, result: TextResult, now: datetime) -> tuple[Any, ...]:
+    best = result.hypotheses[result.best] if result.best is not None else None
+    return (
+        check.id,
+        Status.DONE,
+        "",
+        len(result.hypotheses),
+        result.is_watermarked,
+        result.p_value,
+        result.log10_p,
+        best.detection.num_tokens if best else 0,
+        best.detection.num_scored_tokens if best else 0,
+        best.key.id if best else None,
+        result.token_data,
+        now,
+        result.elapsed_ms,
+    )
+
+
+def _hypothesis_row(check: Check, h: HypothesisResult) -> tuple[Any, ...]:
+    d = h.detection
+    return (
+        check.id,
+        h.index,
+        h.key.id,
+        h.key.name,
+        h.tokenizer.id,
+        h.tokenizer.name,
+        h.key.algorithm,
+        d.score,
+        d.num_tokens,
+        d.num_scored_tokens,
+        d.p_value,
+        d.log10_p,
+        h.adjusted_log10_p,
+    )

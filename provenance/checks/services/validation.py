@@ -1,0 +1,55 @@
+"""Input checks shared by every way of submitting text: a refused input stores nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+
+from provenance.accounts.models import Team
+from provenance.accounts.selectors import team_for_user
+from provenance.errors import PayloadTooLarge, ProblemError
+
+
+def team_required(user: AbstractBaseUser) -> Team:
+    team = team_for_user(user)
+    if team is None:
+        raise ProblemError("your account belongs to no team", status_code=403)
+    return team
+
+
+def text_validate(text: Any, label: str = "text") -> str:
+    """Reject what cannot be checked, with a message naming the problem."""
+    if not isinstance(text, str):
+        raise ProblemError(f"{label} must be a string")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ProblemError(f"{label} is not valid UTF-8 (lone surrogate)") from None
+    if "\x00" in text:
+        raise ProblemError(f"{label} contains a NUL character")
+    if not text.strip():
+        raise ProblemError(f"{label} is empty")
+    limit = settings.PROVENANCE_MAX_TEXT_BYTES
+    if size > limit:
+        raise PayloadTooLarge(f"{label} is {size} bytes; the limit is {limit} bytes")
+    return text
+
+
+def audit_texts_validate(items: Any) -> list[tuple[str, str]]:
+    """An audit's ``texts`` as (client_id, text) pairs; the message names the bad index."""
+    if not isinstance(items, list) or not items:
+        raise ProblemError("texts must be a non-empty list")
+    limit = settings.PROVENANCE_MAX_AUDIT_TEXTS
+    if len(items) > limit:
+        raise PayloadTooLarge(f"an audit holds at most {limit} texts; got {len(items)}")
+    cleaned = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "text" not in item:
+            raise ProblemError(f"texts[{i}] must be an object with a 'text' field")
+        client_id = item.get("client_id", "")
+        if not isinstance(client_id, str) or len(client_id) > 200:
+            raise ProblemError(f"texts[{i}].client_id must be a string of at most 200 chars")
+        cleaned.append((client_id, text_validate(item["text"], f"texts[{i}].text")))
+    return cleaned

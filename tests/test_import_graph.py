@@ -1,0 +1,117 @@
+"""The one-way import graph: provenance -> generator -> detector -> kernels.
+
+Read statically from the source (every import statement, including those inside functions),
+so a lazy import cannot hide a dependency that points the wrong way.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Lower layers never import higher ones; a package may import those below it.
+LAYERS = ["kernels", "detector", "generator", "provenance"]
+WEB = {"django", "rest_framework", "celery", "drf_spectacular"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for layer in LAYERS for path in (ROOT / layer).rglob("*.py")}
+
+
+@cache
+def _imports(module: str) -> frozenset[str]:
+    """Absolute names of everything ``module`` imports (``from a import b`` gives a and
+    a.b: b may be a submodule)."""
+    path = _modules()[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return frozenset(found)
+
+
+def _project_imports(module: str) -> set[str]:
+    return {name for name in _imports(module) if name in _modules()}
+
+
+def _closure(module: str) -> set[str]:
+    """Project modules reachable from ``module`` through imports (packages' __init__ too)."""
+    seen, todo = set(), [module]
+    while todo:
+        current = todo.pop()
+        for name in _project_imports(current):
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):  # importing a.b.c runs a and a.b first
+                parent = ".".join(parts[:i])
+                if parent in _modules() and parent not in seen:
+                    seen.add(parent)
+                    todo.append(parent)
+    return seen
+
+
+def test_the_graph_sees_the_packages_and_their_imports():
+    modules = _modules()
+    assert {"kernels", "detector.detect", "generator", "provenance.checks.tasks"} <= set(modules)
+    assert "provenance.checks.services" in _project_imports("provenance.checks.tasks")
+    assert "detector.detect" in _project_imports("provenance.checks.scoring")
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_imports_point_only_down_the_layers(layer):
+    allowed = LAYERS[: LAYERS.index(layer) + 1]
+    wrong = {
+        (module, name)
+        for module in _modules()
+        if module.split(".")[0] == layer
+        for name in _project_imports(module)
+        if name.split(".")[0] not in allowed
+    }
+    assert not wrong, f"{layer} imports a layer above it: {sorted(wrong)}"
+
+
+def test_kernels_import_no_project_package():
+    wrong = {
+        (module, name)
+        for module in _modules()
+        if module.split(".")[0] == "kernels"
+        for name in _project_imports(module)
+        if not name.startswith("kernels")
+    }
+    assert not wrong
+
+
+@pytest.mark.parametrize("layer", ["kernels", "detector", "generator"])
+def test_nothing_below_the_web_layer_imports_django(layer):
+    wrong = {
+        (module, name)
+        for module in _modules()
+        if module.split(".")[0] == layer
+        for name in _imports(module)
+        if name.split(".")[0] in WEB
+    }
+    assert not wrong, f"{layer} imports the web stack: {sorted(wrong)}"
+
+
+def test_checks_services_never_import_the_tasks_even_indirectly():
+    services = [m for m in _modules() if m.startswith("provenance.checks.services")]
+    assert len(services) > 1
+    for module in services:
+        assert "provenance.checks.tasks" not in _closure(module), module
