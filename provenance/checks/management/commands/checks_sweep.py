@@ -1,5 +1,5 @@
-"""Queue again the checks the broker lost (Redis restarted empty, a worker killed mid-task),
-and purge the texts past their retention period (``checks_purge``).
+"""Reap dead workers and queue again the checks that are lost (held by a dead worker; gone
+with Redis; never queued), and purge the texts past their retention period (``checks_purge``).
 
 One pass by default; ``--every N`` loops (docker compose runs it so; ``make run`` calls the
 same service from its supervision loop).
@@ -19,7 +19,7 @@ from provenance.checks.services import checks_sweep
 
 
 class Command(BaseCommand):
-    help = "Re-enqueue pending/running checks stuck past their timeouts."
+    help = "Reap dead workers, queue again lost checks, purge texts past their retention."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--every", type=float, default=0, help="loop: seconds between passes")
@@ -40,7 +40,8 @@ class Command(BaseCommand):
                 self.stderr.write(f"sweep failed ({type(exc).__name__}); retrying")
             else:
                 self.stdout.write(
-                    f"stuck {found['stuck']}, queued {found['queued']}, purged {found['purged']}"
+                    f"dead workers {found['dead_workers']}, stuck {found['stuck']}, "
+                    f"queued {found['queued']}, purged {found['purged']}"
                 )
                 self.stdout.flush()
             if not options["every"]:
