@@ -27,7 +27,7 @@ PRF_VERSION = "philox4x32-10-v1"
 MEDIA_TYPE = "application/jose"
 TYP = "provenance-report+jws"
 ALGORITHM = "Ed25519"  # RFC 9864's fully specified name (EdDSA over Ed25519)
-DEDUP_RULE = "first-occurrence-of-context"
+DEDUP_RULE = "first-occurrence-of-context"  # over the whole text (no history bound)
 
 
 class ReportError(Exception):
@@ -128,7 +128,8 @@ def recompute(
         algorithm=h["algorithm"],
         context_width=int(h["context_width"]),
         alpha=float(h["alpha"]),
-        deduplicate=h["deduplication"] == DEDUP_RULE,
+        deduplicate_contexts="single_turn" if h["deduplication"] == DEDUP_RULE else "none",
+        deduplicate_contexts_max_history=None,  # the rule searches the whole text
     )
     d = detect_text(text, tok, [config], threshold=payload["threshold"]).hypotheses[0].detection
     got: dict[str, Any] = {
