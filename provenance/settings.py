@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "provenance.keys",
     "provenance.checks",
     "provenance.playground",
+    "provenance.reports",
 ]
 
 MIDDLEWARE = [
