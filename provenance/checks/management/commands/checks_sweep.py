@@ -8,6 +8,7 @@ same service from its supervision loop).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--every", type=float, default=0, help="loop: seconds between passes")
         parser.add_argument("--pending-after", type=float, default=None)
         parser.add_argument("--running-after", type=float, default=None)
+        parser.add_argument(
+            "--alive-file",
+            default="",
+            help="touched after every pass (a container healthcheck reads its age)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         pending = options["pending_after"] or settings.PROVENANCE_SWEEP_PENDING_AFTER
@@ -44,6 +50,8 @@ class Command(BaseCommand):
                     f"queued {found['queued']}, purged {found['purged']}"
                 )
                 self.stdout.flush()
+                if options["alive_file"]:
+                    Path(options["alive_file"]).touch()
             if not options["every"]:
                 return
             time.sleep(options["every"])

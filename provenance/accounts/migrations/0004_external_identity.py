@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("accounts", "0002_retention"),
+        ("accounts", "0003_team_oracle_tier"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
