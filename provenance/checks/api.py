@@ -15,7 +15,12 @@ from typing import Any
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -93,8 +98,27 @@ class CheckSummaryOutput(serializers.ModelSerializer):
         ]
 
 
+class SpanOutput(serializers.Serializer):
+    """A stretch of the text that carries one key's watermark (``detector.localize``)."""
+
+    start_token = serializers.IntegerField()
+    end_token = serializers.IntegerField(help_text="exclusive")
+    start_char = serializers.IntegerField()
+    end_char = serializers.IntegerField(help_text="exclusive")
+    num_scored_tokens = serializers.IntegerField()
+    p_value = serializers.FloatField(help_text="adjusted for the scan and every hypothesis")
+    log10_p = serializers.FloatField()
+    key_id = serializers.UUIDField()
+
+
 class CheckDetailOutput(CheckSummaryOutput):
     hypotheses = HypothesisOutput(many=True, read_only=True)
+    spans = serializers.SerializerMethodField(help_text="Where the watermark is (if anywhere).")
+
+    @extend_schema_field(SpanOutput(many=True))
+    def get_spans(self, check: Check) -> list[dict[str, Any]]:
+        return SpanOutput(check.spans or [], many=True).data  # null until scored
+
     purged_at = serializers.DateTimeField(
         read_only=True,
         help_text="When the text and per-token data were removed (retention period over).",
@@ -108,6 +132,7 @@ class CheckDetailOutput(CheckSummaryOutput):
             "text_sha256",
             "purged_at",
             "hypotheses",
+            "spans",
         ]
 
 
@@ -346,6 +371,7 @@ class DetectApi(APIView):
         key = serializers.CharField(allow_null=True)
         tokenizer = serializers.CharField(allow_null=True)
         hypotheses = serializers.ListField(child=serializers.DictField())
+        spans = SpanOutput(many=True)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def post(self, request: Request) -> Response:
@@ -381,4 +407,5 @@ def _detect_body(result: Any) -> dict[str, Any]:
             }
             for h in result.hypotheses
         ],
+        "spans": list(result.spans),
     }

@@ -87,6 +87,9 @@ class Check(models.Model):
     )
     # Heatmap of the best hypothesis: offsets, scores, scored mask, cumulative evidence.
     token_data = models.JSONField(null=True, blank=True)
+    # Localized spans of every hypothesis (detector.localize): token and character offsets,
+    # scored tokens, family-adjusted p-value, key id. Offsets only: kept after a purge.
+    spans = models.JSONField(null=True, blank=True)  # null until scored
     created_at = models.DateTimeField(auto_now_add=True)
     # When the scoring task last reached the broker; empty while the broker was down.
     queued_at = models.DateTimeField(null=True, blank=True)

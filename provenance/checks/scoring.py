@@ -1,8 +1,10 @@
 """Scoring a text against registered keys: the one place the web product calls the detector.
 
-Keys are grouped by tokenizer: each group tokenizes the text once (``detect_text``), then
-all hypotheses of all groups are Holm-corrected together, so the verdict accounts for every
-(key x tokenizer) pair tested.
+Keys are grouped by tokenizer: each group tokenizes the text once (``detect_text``). Every
+hypothesis is then localized (``detector.localize``: the global test and the span scan,
+Bonferroni-combined), and the hypotheses' document p-values of all groups are Holm-corrected
+together, so the verdict accounts for every (key x tokenizer) pair tested. Span p-values carry
+a Bonferroni factor for the number of hypotheses.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from detector.config import KeyConfig
 from detector.detect import Detection, TextDetection, detect_batch, detect_text
+from detector.localize import Localization, char_range, localize_detection
 from detector.stats import dual_key_sf, gamma_sf, holm
 from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer
@@ -50,6 +53,7 @@ class HypothesisResult:
     tokenizer: Tokenizer
     detection: Detection
     adjusted_log10_p: float
+    localization: Localization | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class TextResult:
     log10_p: float
     token_data: dict[str, Any] | None
     elapsed_ms: float
+    spans: tuple[dict[str, Any], ...] = ()  # every hypothesis's accepted spans, in text order
 
 
 def tokenizer_load(tokenizer: Tokenizer) -> LoadedTokenizer:
@@ -115,6 +120,8 @@ def score_text(
         found_by_group[g] = found
         raw.extend((group, pos, h.detection) for pos, h in enumerate(found.hypotheses))
     result = _combine(raw, threshold)
+    spans = _spans(result, lambda h: found_by_group[groups.index(_group_of(raw, h))].offsets)
+    result = replace(result, spans=spans)
     if with_tokens and result.best is not None:
         group, pos, detection = raw[result.best]
         # Offsets are computed lazily by the detector: only the heatmap pays for them.
@@ -122,6 +129,35 @@ def score_text(
         tokens = heatmap_data(detection, found.offsets, group.configs[pos])
         result = replace(result, token_data=tokens)
     return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
+
+
+def _group_of(raw: Raw, h: HypothesisResult) -> KeyGroup:
+    return raw[h.index][0]
+
+
+def _spans(result: TextResult, offsets_of: Any) -> tuple[dict[str, Any], ...]:
+    """Span rows of every hypothesis (character offsets from ``offsets_of(hypothesis)``)."""
+    rows = []
+    for h in result.hypotheses:
+        if h.localization is None or not h.localization.spans:
+            continue
+        offsets = offsets_of(h)
+        for s in h.localization.spans:
+            start_char, end_char = char_range(offsets, s.start, s.end)
+            rows.append(
+                {
+                    "start_token": s.start,
+                    "end_token": s.end,
+                    "start_char": start_char,
+                    "end_char": end_char,
+                    "num_scored_tokens": s.num_scored_tokens,
+                    "p_value": s.p_value,
+                    "log10_p": round(s.log10_p, 6),
+                    "key_id": str(h.key.id),
+                    "key_name": h.key.name,
+                }
+            )
+    return tuple(sorted(rows, key=lambda r: (r["start_token"], r["key_id"])))
 
 
 def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -> list[TextResult]:
@@ -137,15 +173,29 @@ def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -
         found = detect_batch(docs, list(group.configs) * len(ids), threshold)
         for i, raw in enumerate(raws):
             raw.extend((group, pos, found[i * k + pos]) for pos in range(k))
+    results = [_combine(raw, threshold) for raw in raws]
+    for i, (text, raw) in enumerate(zip(texts, raws, strict=True)):
+        if any(h.localization and h.localization.spans for h in results[i].hypotheses):
+            offsets = {id(g): g.loaded.encode_with_offsets(text)[1] for g, _, _ in raw}
+            spans = _spans(results[i], lambda h, r=raw, o=offsets: o[id(r[h.index][0])])
+            results[i] = replace(results[i], spans=spans)
     each_ms = (time.perf_counter() - start) * 1000.0 / max(len(texts), 1)
-    return [replace(_combine(raw, threshold), elapsed_ms=each_ms) for raw in raws]
+    return [replace(result, elapsed_ms=each_ms) for result in results]
 
 
 def _combine(raw: Raw, threshold: float) -> TextResult:
-    """Holm over every hypothesis; the family-wise verdict rests on the strongest one."""
-    adjusted = holm([detection.log10_p for _, _, detection in raw])
+    """Localize every hypothesis, then Holm over their document p-values; the family-wise
+    verdict rests on the strongest one."""
+    m = float(max(len(raw), 1))
+    locs = [
+        localize_detection(d, group.configs[pos], threshold=threshold, span_factor=m)
+        for group, pos, d in raw
+    ]
+    adjusted = holm([loc.log10_p for loc in locs])
     hypotheses = tuple(
-        HypothesisResult(i, group.keys[pos], group.tokenizer, detection, float(adjusted[i]))
+        HypothesisResult(
+            i, group.keys[pos], group.tokenizer, detection, float(adjusted[i]), locs[i]
+        )
         for i, (group, pos, detection) in enumerate(raw)
     )
     best = int(np.argmin(adjusted)) if raw else None
