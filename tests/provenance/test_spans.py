@@ -65,11 +65,7 @@ def test_detect_answers_with_spans(api_for, alice_key, mixed):
 def test_human_text_has_no_span(api_for, alice_key):
     from benchmarks.corpus import english_prose
 
-    body = (
-        api_for("alice")
-        .post("/detect", {"text": english_prose(12_000)}, format="json")
-        .json()
-    )
+    body = api_for("alice").post("/detect", {"text": english_prose(12_000)}, format="json").json()
     assert body["spans"] == [] and body["is_watermarked"] is False
 
 
