@@ -1,15 +1,14 @@
 """Scoring a text against registered keys: the one place the web product calls the detector.
 
-Keys are grouped by tokenizer: each group tokenizes the text once (``detect_text``). Every
-hypothesis is then localized (``detector.localize``: the global test and the span scan,
-Bonferroni-combined), and the hypotheses' document p-values of all groups are Holm-corrected
-together, so the verdict accounts for every (key x tokenizer) pair tested. Span p-values carry
-a Bonferroni factor for the number of hypotheses.
+Keys are grouped by tokenizer: each group tokenizes the text once (a ``detector.detect.Document``
+holding the group's configurations), and the detector's ``localize_family`` localizes every
+hypothesis and corrects all hypotheses of all groups together, so the verdict (global test and
+span scan combined) accounts for every (key x tokenizer) pair tested. Nothing statistical
+happens here: this module binds the detector's results to registry rows.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,11 +16,17 @@ from typing import Any
 import numpy as np
 
 from detector.config import KeyConfig
-from detector.detect import Detection, TextDetection, detect_batch, detect_text
-from detector.localize import Localization, char_range, localize_detection
-from detector.stats import dual_key_sf, gamma_sf, holm
+from detector.detect import (
+    Detection,
+    Document,
+    Hypothesis,
+    Verdict,
+    cumulative_log10_p,
+    detect_batch,
+)
+from detector.localize import Localization, localize_family, with_chars
 from detector.tokenizers import Tokenizer as LoadedTokenizer
-from detector.tokenizers import load_tokenizer
+from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
 from provenance.keys.selectors import key_config
@@ -48,24 +53,52 @@ class KeyGroup:
 
 @dataclass(frozen=True)
 class HypothesisResult:
-    index: int
+    """The detector's hypothesis ``hypothesis`` bound to the registry rows it tested."""
+
     key: WatermarkKey
     tokenizer: Tokenizer
-    detection: Detection
-    adjusted_log10_p: float
-    localization: Localization | None = None
+    hypothesis: Hypothesis
+
+    @property
+    def index(self) -> int:
+        return self.hypothesis.index
+
+    @property
+    def detection(self) -> Detection:
+        return self.hypothesis.detection
+
+    @property
+    def adjusted_log10_p(self) -> float:
+        return self.hypothesis.adjusted_log10_p
 
 
 @dataclass(frozen=True)
 class TextResult:
+    """The detector's verdict on one text, its hypotheses bound to registry rows, what the
+    heatmap shows, and the time scoring took."""
+
+    verdict: Verdict
     hypotheses: tuple[HypothesisResult, ...]
-    is_watermarked: bool
-    best: int | None
-    p_value: float
-    log10_p: float
     token_data: dict[str, Any] | None
     elapsed_ms: float
+    localizations: tuple[Localization, ...] = ()  # one per hypothesis
     spans: tuple[dict[str, Any], ...] = ()  # every hypothesis's accepted spans, in text order
+
+    @property
+    def is_watermarked(self) -> bool:
+        return self.verdict.is_watermarked
+
+    @property
+    def best(self) -> int | None:
+        return self.verdict.best
+
+    @property
+    def p_value(self) -> float:
+        return self.verdict.p_value
+
+    @property
+    def log10_p(self) -> float:
+        return self.verdict.log10_p
 
 
 def tokenizer_load(tokenizer: Tokenizer) -> LoadedTokenizer:
@@ -105,115 +138,104 @@ def _config(key: WatermarkKey) -> KeyConfig:
         raise ScoringError(f"key {key.name!r} does not decrypt with the configured KEK") from None
 
 
-Raw = list[tuple[KeyGroup, int, Detection]]  # (group, position in group, detection)
-
-
 def score_text(
     text: str, groups: list[KeyGroup], *, threshold: float, with_tokens: bool = True
 ) -> TextResult:
-    """Test ``text`` under every prepared key; Holm-correct over all of them."""
+    """Test ``text`` under every prepared key: one document per tokenizer, one detector
+    verdict over all their hypotheses (Holm)."""
     start = time.perf_counter()
-    raw: Raw = []
-    found_by_group: dict[int, TextDetection] = {}
-    for g, group in enumerate(groups):
-        found = detect_text(text, group.loaded, list(group.configs), threshold=threshold)
-        found_by_group[g] = found
-        raw.extend((group, pos, h.detection) for pos, h in enumerate(found.hypotheses))
-    result = _combine(raw, threshold)
-    spans = _spans(result, lambda h: found_by_group[groups.index(_group_of(raw, h))].offsets)
-    result = replace(result, spans=spans)
+    encoded = [group.loaded.encode_lazy(text) for group in groups]  # (ids, encoding)
+    docs = [Document(ids, group.configs) for (ids, _), group in zip(encoded, groups, strict=True)]
+    result = _result(detect_batch(docs, threshold), groups, threshold)
+    result = _with_spans(result, groups, lambda g: offsets_of(encoded[g][1]))
     if with_tokens and result.best is not None:
-        group, pos, detection = raw[result.best]
-        # Offsets are computed lazily by the detector: only the heatmap pays for them.
-        found = found_by_group[groups.index(group)]
-        tokens = heatmap_data(detection, found.offsets, group.configs[pos])
+        g, pos = _position(groups, result.best)
+        # Offsets only for the heatmap's tokenizer: the other groups never pay for them.
+        offsets = offsets_of(encoded[g][1])
+        tokens = heatmap_data(
+            result.hypotheses[result.best].detection, offsets, groups[g].configs[pos]
+        )
         result = replace(result, token_data=tokens)
     return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
 
 
-def _group_of(raw: Raw, h: HypothesisResult) -> KeyGroup:
-    return raw[h.index][0]
-
-
-def _spans(result: TextResult, offsets_of: Any) -> tuple[dict[str, Any], ...]:
-    """Span rows of every hypothesis (character offsets from ``offsets_of(hypothesis)``)."""
-    rows = []
-    for h in result.hypotheses:
-        if h.localization is None or not h.localization.spans:
-            continue
-        offsets = offsets_of(h)
-        for s in h.localization.spans:
-            start_char, end_char = char_range(offsets, s.start, s.end)
-            rows.append(
-                {
-                    "start_token": s.start,
-                    "end_token": s.end,
-                    "start_char": start_char,
-                    "end_char": end_char,
-                    "num_scored_tokens": s.num_scored_tokens,
-                    "p_value": s.p_value,
-                    "log10_p": round(s.log10_p, 6),
-                    "key_id": str(h.key.id),
-                    "key_name": h.key.name,
-                }
-            )
-    return tuple(sorted(rows, key=lambda r: (r["start_token"], r["key_id"])))
-
-
 def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -> list[TextResult]:
-    """The audit path: like ``score_text`` for many texts (no heatmaps). Each key group
-    scores all texts in one ``detect_batch`` call: one kernel launch per group on CUDA,
-    the same numpy path as ``detect_text`` on the CPU."""
+    """The audit path: like ``score_text`` for many texts (no heatmaps), every (text,
+    tokenizer) document in one ``detect_batch`` call: one kernel launch per distinct
+    (width, algorithm, alpha) on CUDA, the same numpy path as ``detect_text`` on the CPU."""
     start = time.perf_counter()
-    raws: list[Raw] = [[] for _ in texts]
-    for group in groups:
-        k = len(group.configs)
-        ids = [group.loaded.encode(text) for text in texts]
-        docs = [doc for doc in ids for _ in range(k)]  # the same array object: masks shared
-        found = detect_batch(docs, list(group.configs) * len(ids), threshold)
-        for i, raw in enumerate(raws):
-            raw.extend((group, pos, found[i * k + pos]) for pos in range(k))
-    results = [_combine(raw, threshold) for raw in raws]
-    for i, (text, raw) in enumerate(zip(texts, raws, strict=True)):
-        if any(h.localization and h.localization.spans for h in results[i].hypotheses):
-            offsets = {id(g): g.loaded.encode_with_offsets(text)[1] for g, _, _ in raw}
-            spans = _spans(results[i], lambda h, r=raw, o=offsets: o[id(r[h.index][0])])
-            results[i] = replace(results[i], spans=spans)
+    docs = [Document(g.loaded.encode(text), g.configs) for text in texts for g in groups]
+    found = detect_batch(docs, threshold)
+    per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
+    results = [_result(f, groups, threshold) for f in per_text]
+    results = [  # offsets only for the texts where a span was found
+        _with_spans(r, groups, lambda g, t=text: groups[g].loaded.encode_with_offsets(t)[1])
+        for r, text in zip(results, texts, strict=True)
+    ]
     each_ms = (time.perf_counter() - start) * 1000.0 / max(len(texts), 1)
     return [replace(result, elapsed_ms=each_ms) for result in results]
 
 
-def _combine(raw: Raw, threshold: float) -> TextResult:
-    """Localize every hypothesis, then Holm over their document p-values; the family-wise
-    verdict rests on the strongest one."""
-    m = float(max(len(raw), 1))
-    locs = [
-        localize_detection(d, group.configs[pos], threshold=threshold, span_factor=m)
-        for group, pos, d in raw
-    ]
-    adjusted = holm([loc.log10_p for loc in locs])
-    hypotheses = tuple(
-        HypothesisResult(
-            i, group.keys[pos], group.tokenizer, detection, float(adjusted[i]), locs[i]
-        )
-        for i, (group, pos, detection) in enumerate(raw)
+def _position(groups: list[KeyGroup], index: int) -> tuple[int, int]:
+    """(group, position in the group) of the family's hypothesis ``index``."""
+    for g, group in enumerate(groups):
+        if index < len(group.configs):
+            return g, index
+        index -= len(group.configs)
+    raise IndexError(index)
+
+
+def _result(found: list[list[Detection]], groups: list[KeyGroup], threshold: float) -> TextResult:
+    """The detector's verdict over every group's hypotheses, bound to the registry rows."""
+    detections = [d for group_found in found for d in group_found]
+    rows = [(key, group.tokenizer) for group in groups for key in group.keys]
+    configs = [c for group in groups for c in group.configs]
+    verdict, localizations = localize_family(
+        detections,
+        configs,
+        names=[key.name for key, _ in rows],
+        threshold=threshold,
+        correction="holm",
     )
-    best = int(np.argmin(adjusted)) if raw else None
-    best_lp = float(adjusted[best]) if best is not None else 0.0
-    verdict = bool(
-        best is not None
-        and hypotheses[best].detection.num_scored_tokens > 0
-        and best_lp <= math.log10(threshold)
+    hypotheses = tuple(
+        HypothesisResult(key, tokenizer, h)
+        for (key, tokenizer), h in zip(rows, verdict.hypotheses, strict=True)
     )
     return TextResult(
+        verdict=verdict,
         hypotheses=hypotheses,
-        is_watermarked=verdict,
-        best=best,
-        p_value=10.0**best_lp,
-        log10_p=best_lp,
         token_data=None,
         elapsed_ms=0.0,
+        localizations=localizations,
     )
+
+
+def _with_spans(result: TextResult, groups: list[KeyGroup], offsets: Any) -> TextResult:
+    """``result`` with a row per accepted span; ``offsets(g)`` gives group g's token offsets
+    (only asked for when one of its hypotheses has a span)."""
+    rows: list[dict[str, Any]] = []
+    got: dict[int, np.ndarray] = {}
+    for h, loc in zip(result.hypotheses, result.localizations, strict=True):
+        g, _ = _position(groups, h.index)
+        for span in loc.spans:
+            if g not in got:
+                got[g] = offsets(g)
+            s = with_chars(span, got[g], h.index, h.key.name)
+            rows.append(
+                {
+                    "start_token": s.start,
+                    "end_token": s.end,
+                    "start_char": s.start_char,
+                    "end_char": s.end_char,
+                    "num_scored_tokens": s.num_scored_tokens,
+                    "p_value": s.p_value,
+                    "log10_p": s.log10_p,
+                    "key_id": str(h.key.id),
+                    "key_name": h.key.name,
+                }
+            )
+    rows.sort(key=lambda r: (r["start_token"], r["key_id"]))
+    return replace(result, spans=tuple(rows))
 
 
 def heatmap_data(detection: Detection, offsets: np.ndarray, config: KeyConfig) -> dict[str, Any]:
@@ -223,23 +245,7 @@ def heatmap_data(detection: Detection, offsets: np.ndarray, config: KeyConfig) -
         "offsets": offsets.astype(int).tolist(),
         "scores": [round(float(s), 4) for s in detection.token_scores],
         "scored": [bool(m) for m in detection.scored_mask],
-        "chart": cumulative_evidence(detection, config),
+        "chart": [
+            [i, round(lp, 3)] for i, lp in cumulative_log10_p(detection, config, CHART_POINTS)
+        ],
     }
-
-
-def cumulative_evidence(detection: Detection, config: KeyConfig) -> list[list[float]]:
-    """(token index, log10 p of the tokens up to it) at up to CHART_POINTS positions."""
-    n = detection.num_tokens
-    if n == 0:
-        return []
-    sums = np.cumsum(detection.token_scores)
-    counts = np.cumsum(detection.scored_mask)
-    picks = np.unique(np.linspace(0, n - 1, min(n, CHART_POINTS)).round().astype(int))
-    points = []
-    for i in picks:
-        if config.algorithm == "dual_key_gumbel":
-            _, lp = dual_key_sf(float(sums[i]), int(counts[i]), config.alpha)
-        else:
-            _, lp = gamma_sf(float(sums[i]), int(counts[i]))
-        points.append([int(i), round(lp, 3)])
-    return points
