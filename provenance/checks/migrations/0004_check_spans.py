@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("checks", "0002_retention"),
+        ("checks", "0003_worker_heartbeat"),
     ]
 
     operations = [
