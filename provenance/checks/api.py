@@ -249,6 +249,7 @@ class AuditOutput(serializers.ModelSerializer):
             "key_ids",
             "threshold",
             "idempotency_key",
+            "callback_url",
             "created_at",
             "finished_at",
             "counts",
@@ -279,6 +280,13 @@ class AuditListCreateApi(APIView):
         key_ids = serializers.ListField(
             child=serializers.UUIDField(), required=False, allow_empty=False
         )
+        callback_url = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            max_length=500,
+            help_text="POSTed the audit's summary when it finishes, signed with the team's "
+            "webhook secret (default: the team's callback URL)",
+        )
 
         def validate(self, data: dict[str, Any]) -> dict[str, Any]:
             if ("texts" in data) == ("archive" in data):
@@ -306,6 +314,7 @@ class AuditListCreateApi(APIView):
             texts=texts,
             key_ids=data.get("key_ids"),
             idempotency_key=request.headers.get("Idempotency-Key", "").strip(),
+            callback_url=data.get("callback_url", ""),
         )
         code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
         location = reverse("api-audit-detail", args=[audit.id])

@@ -55,6 +55,8 @@ class Audit(models.Model):
     num_texts = models.PositiveIntegerField()
     key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
     threshold = models.FloatField()
+    # Called with the audit's summary when it finishes (empty: the team's default, if any).
+    callback_url = models.URLField(max_length=500, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Deleted by its submitter or a team admin: the row stays for the detection log, hidden
