@@ -7,13 +7,14 @@ render. Every read goes through a team-scoped selector.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
@@ -21,6 +22,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
+from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from provenance.checks import retention, selectors, services
@@ -229,6 +231,78 @@ class CheckDetailApi(APIView):
     def delete(self, request: Request, check_id: uuid.UUID) -> Response:
         retention.check_delete(user=request.user, check_id=check_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+CHECK_EXPORT_FIELDS = [
+    "check_id",
+    "filename",
+    "client_id",
+    "status",
+    "is_watermarked",
+    "p_value",
+    "log10_p",
+    "num_hypotheses",
+    "num_tokens",
+    "num_scored_tokens",
+    "best_key",
+    "threshold",
+    "created_at",
+    "finished_at",
+]
+HYPOTHESIS_EXPORT_FIELDS = [
+    "hypothesis",
+    "key_id",
+    "key_name",
+    "tokenizer_name",
+    "algorithm",
+    "score",
+    "hypothesis_num_scored_tokens",
+    "hypothesis_p_value",
+    "hypothesis_log10_p",
+    "adjusted_log10_p",
+]
+
+
+def _check_csv_rows(check: Check) -> Iterator[dict[str, Any]]:
+    """One row per hypothesis (the check's fields repeated); one row when none was tested."""
+    summary = CheckDetailOutput(check).data
+    base = {field: summary.get(field) for field in CHECK_EXPORT_FIELDS if field != "check_id"}
+    base["check_id"] = summary["id"]
+    for h in summary["hypotheses"] or [{}]:
+        yield {
+            **base,
+            "hypothesis": h.get("index"),
+            "key_id": h.get("key_id"),
+            "key_name": h.get("key_name"),
+            "tokenizer_name": h.get("tokenizer_name"),
+            "algorithm": h.get("algorithm"),
+            "score": h.get("score"),
+            "hypothesis_num_scored_tokens": h.get("num_scored_tokens"),
+            "hypothesis_p_value": h.get("p_value"),
+            "hypothesis_log10_p": h.get("log10_p"),
+            "adjusted_log10_p": h.get("adjusted_log10_p"),
+        }
+
+
+class CheckExportApi(APIView):
+    """One check as a file: JSON (the detail answer, hypotheses included) or CSV (one row per
+    hypothesis). Pages link here; the session authenticates them."""
+
+    @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
+    def get(self, request: Request, check_id: str, fmt: str) -> HttpResponse:
+        check = selectors.check_get(request.user, check_id)
+        if fmt == "json":
+            data = CheckDetailOutput(check).data
+            body = json.dumps(data, cls=JSONEncoder, ensure_ascii=False, indent=2)
+            response = HttpResponse(body, content_type="application/json; charset=utf-8")
+        else:
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=CHECK_EXPORT_FIELDS + HYPOTHESIS_EXPORT_FIELDS)
+            writer.writeheader()
+            writer.writerows(_check_csv_rows(check))
+            response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="check-{check.id}.{fmt}"'
+        return response
 
 
 class AuditOutput(serializers.ModelSerializer):
