@@ -7,13 +7,14 @@ render. Every read goes through a team-scoped selector.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -26,6 +27,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
+from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from provenance.checks import retention, selectors, services
@@ -80,6 +82,7 @@ class CheckSummaryOutput(serializers.ModelSerializer):
         fields = [
             "id",
             "client_id",
+            "filename",
             "status",
             "failure_reason",
             "is_watermarked",
@@ -173,22 +176,50 @@ def _body_size_guard(request: Request) -> None:
         )
 
 
+def _read_upload(upload: Any) -> bytes:
+    """An uploaded file's bytes, refused before reading when larger than any document or
+    archive may be (the body guard bounds it too)."""
+    limit = max(settings.PROVENANCE_MAX_DOCUMENT_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    if upload.size is not None and upload.size > limit:
+        raise PayloadTooLarge(f"the file is {upload.size} bytes; the limit is {limit}")
+    return bytes(upload.read())
+
+
 class CheckListCreateApi(APIView):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="CheckInput")
     class InputSerializer(serializers.Serializer):
-        text = TextField()
+        text = TextField(required=False)
+        file = serializers.FileField(
+            required=False,
+            help_text="instead of text (multipart): a .txt, .md, .html, .docx or .pdf file",
+        )
         key_ids = serializers.ListField(
             child=serializers.UUIDField(), required=False, allow_empty=False
         )
 
-    @extend_schema(request=InputSerializer, responses={202: CheckDetailOutput})
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("text" in data) == ("file" in data):
+                raise serializers.ValidationError("send exactly one of text and file")
+            return data
+
+    @extend_schema(
+        request={
+            "application/json": InputSerializer,
+            "multipart/form-data": InputSerializer,
+        },
+        responses={202: CheckDetailOutput},
+    )
     def post(self, request: Request) -> Response:
         _body_size_guard(request)
         data = self._input(request)
+        text, filename = data.get("text"), ""
+        if "file" in data:
+            document = services.document_extract(data["file"].name, _read_upload(data["file"]))
+            text, filename = document.text, document.filename
         check = services.check_create(
-            user=request.user, text=data["text"], key_ids=data.get("key_ids")
+            user=request.user, text=text, key_ids=data.get("key_ids"), filename=filename
         )
         location = reverse("api-check-detail", args=[check.id])
         body = CheckDetailOutput(selectors.check_get(request.user, check.id)).data
@@ -227,6 +258,78 @@ class CheckDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+CHECK_EXPORT_FIELDS = [
+    "check_id",
+    "filename",
+    "client_id",
+    "status",
+    "is_watermarked",
+    "p_value",
+    "log10_p",
+    "num_hypotheses",
+    "num_tokens",
+    "num_scored_tokens",
+    "best_key",
+    "threshold",
+    "created_at",
+    "finished_at",
+]
+HYPOTHESIS_EXPORT_FIELDS = [
+    "hypothesis",
+    "key_id",
+    "key_name",
+    "tokenizer_name",
+    "algorithm",
+    "score",
+    "hypothesis_num_scored_tokens",
+    "hypothesis_p_value",
+    "hypothesis_log10_p",
+    "adjusted_log10_p",
+]
+
+
+def _check_csv_rows(check: Check) -> Iterator[dict[str, Any]]:
+    """One row per hypothesis (the check's fields repeated); one row when none was tested."""
+    summary = CheckDetailOutput(check).data
+    base = {field: summary.get(field) for field in CHECK_EXPORT_FIELDS if field != "check_id"}
+    base["check_id"] = summary["id"]
+    for h in summary["hypotheses"] or [{}]:
+        yield {
+            **base,
+            "hypothesis": h.get("index"),
+            "key_id": h.get("key_id"),
+            "key_name": h.get("key_name"),
+            "tokenizer_name": h.get("tokenizer_name"),
+            "algorithm": h.get("algorithm"),
+            "score": h.get("score"),
+            "hypothesis_num_scored_tokens": h.get("num_scored_tokens"),
+            "hypothesis_p_value": h.get("p_value"),
+            "hypothesis_log10_p": h.get("log10_p"),
+            "adjusted_log10_p": h.get("adjusted_log10_p"),
+        }
+
+
+class CheckExportApi(APIView):
+    """One check as a file: JSON (the detail answer, hypotheses included) or CSV (one row per
+    hypothesis). Pages link here; the session authenticates them."""
+
+    @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
+    def get(self, request: Request, check_id: str, fmt: str) -> HttpResponse:
+        check = selectors.check_get(request.user, check_id)
+        if fmt == "json":
+            data = CheckDetailOutput(check).data
+            body = json.dumps(data, cls=JSONEncoder, ensure_ascii=False, indent=2)
+            response = HttpResponse(body, content_type="application/json; charset=utf-8")
+        else:
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=CHECK_EXPORT_FIELDS + HYPOTHESIS_EXPORT_FIELDS)
+            writer.writeheader()
+            writer.writerows(_check_csv_rows(check))
+            response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="check-{check.id}.{fmt}"'
+        return response
+
+
 class AuditOutput(serializers.ModelSerializer):
     counts = serializers.SerializerMethodField()
     notice = serializers.SerializerMethodField(
@@ -245,6 +348,7 @@ class AuditOutput(serializers.ModelSerializer):
             "key_ids",
             "threshold",
             "idempotency_key",
+            "callback_url",
             "created_at",
             "finished_at",
             "counts",
@@ -264,14 +368,35 @@ class AuditListCreateApi(APIView):
         texts = serializers.ListField(
             child=serializers.DictField(),
             allow_empty=False,
+            required=False,
             help_text='[{"client_id": "doc-1", "text": "..."}, ...], at most 10,000',
+        )
+        archive = serializers.FileField(
+            required=False,
+            help_text="instead of texts (multipart): a zip of .txt, .md, .html, .docx and .pdf "
+            "files; each file's name (its path in the zip) becomes its client_id",
         )
         key_ids = serializers.ListField(
             child=serializers.UUIDField(), required=False, allow_empty=False
         )
+        callback_url = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            max_length=500,
+            help_text="POSTed the audit's summary when it finishes, signed with the team's "
+            "webhook secret (default: the team's callback URL)",
+        )
+
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("texts" in data) == ("archive" in data):
+                raise serializers.ValidationError("send exactly one of texts and archive")
+            return data
 
     @extend_schema(
-        request=InputSerializer,
+        request={
+            "application/json": InputSerializer,
+            "multipart/form-data": InputSerializer,
+        },
         responses={202: AuditOutput, 200: AuditOutput},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
     )
@@ -279,11 +404,16 @@ class AuditListCreateApi(APIView):
         _body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        texts = data.get("texts")
+        if "archive" in data:
+            texts = services.archive_texts(_read_upload(data["archive"]))
         audit, created = services.audit_submit(
             user=request.user,
-            texts=serializer.validated_data["texts"],
-            key_ids=serializer.validated_data.get("key_ids"),
+            texts=texts,
+            key_ids=data.get("key_ids"),
             idempotency_key=request.headers.get("Idempotency-Key", "").strip(),
+            callback_url=data.get("callback_url", ""),
         )
         code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
         location = reverse("api-audit-detail", args=[audit.id])

@@ -55,6 +55,8 @@ class Audit(models.Model):
     num_texts = models.PositiveIntegerField()
     key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
     threshold = models.FloatField()
+    # Called with the audit's summary when it finishes (empty: the team's default, if any).
+    callback_url = models.URLField(max_length=500, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Deleted by its submitter or a team admin: the row stays for the detection log, hidden
@@ -86,6 +88,9 @@ class Check(models.Model):
         Audit, null=True, blank=True, on_delete=models.CASCADE, related_name="checks"
     )
     client_id = models.CharField(max_length=200, blank=True)
+    # The uploaded document the text was extracted from (empty for pasted text and audit
+    # items, whose client_id names their file). db_default: raw bulk inserts may omit it.
+    filename = models.CharField(max_length=255, blank=True, default="", db_default="")
     # Submission order within an audit (ids are random, so they cannot order the items).
     position = models.PositiveIntegerField(default=0)
     # Emptied when the check is purged (retention) or deleted; the digest stays.
