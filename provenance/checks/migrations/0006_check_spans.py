@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("checks", "0003_worker_heartbeat"),
+        ("checks", "0005_audit_callback_url"),
     ]
 
     operations = [
