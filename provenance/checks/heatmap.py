@@ -46,6 +46,26 @@ def compact(data: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def span_ranges(spans: list[dict[str, Any]] | None) -> str:
+    """Character ranges of the localized spans, "start,end,..." for the page's script, which
+    frames the tokens inside them (class ``in-span``)."""
+    return ",".join(f"{s['start_char']},{s['end_char']}" for s in spans or [])
+
+
+def span_sentences(spans: list[dict[str, Any]] | None) -> list[str]:
+    """One sentence per localized span: "tokens 212-347, characters 1,040-1,702, carry the
+    watermark of key "X", p = ..." (positions shown 1-based and inclusive)."""
+    from provenance.checks.templatetags.provenance_tags import pvalue
+
+    return [
+        f"Tokens {s['start_token'] + 1:,}–{s['end_token']:,}, characters "
+        f"{s['start_char'] + 1:,}–{s['end_char']:,}, carry the watermark of key "
+        f"“{s.get('key_name') or s['key_id']}”, p = {pvalue(s['log10_p'])} "
+        f"({s['num_scored_tokens']:,} scored tokens)."
+        for s in spans or []
+    ]
+
+
 def chart(data: dict[str, Any] | None, threshold: float, num_hypotheses: int) -> dict[str, Any]:
     """Polyline of -log10 p (cumulative evidence) against token index, and the threshold line
     that the strongest hypothesis must cross (Holm's first step = threshold / m)."""

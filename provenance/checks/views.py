@@ -67,6 +67,8 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
         "best": min(hypotheses, key=lambda h: h.adjusted_log10_p, default=None),
         "heatmap": shown,
         "buckets": ",".join(map(str, heatmap.BUCKETS)),
+        "span_ranges": heatmap.span_ranges(check.spans),
+        "span_sentences": heatmap.span_sentences(check.spans),
         "chart": heatmap.chart(shown, check.threshold, check.num_hypotheses or 1),
         "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),

@@ -83,6 +83,7 @@ def test_a_user_pastes_texts_and_sees_verdicts_and_heatmaps(
     tokens = page.locator("#heatmap .tok").count()
     assert tokens > 100 and hot > tokens / 2
     assert page.locator("#evidence-chart polyline").count() == 1
+    assert page.locator("#heatmap .tok.in-span").count() > 0  # the localized span, framed
     page.locator("#heatmap .tok").nth(10).hover()
     info = page.text_content("#token-info")
     assert info.startswith("token ") and "score" in info and "context" in info

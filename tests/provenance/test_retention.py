@@ -93,6 +93,8 @@ def test_alice_deletes_her_check_and_it_is_gone_from_api_pages_and_heatmap(
     assert alice.get(f"/api/v1/checks/{check.id}").status_code == 404
     assert alice.get(f"/api/v1/checks/{check.id}?tokens=1").status_code == 404
     assert alice.get(f"/api/v1/checks/{check.id}/report").status_code == 404
+    for fmt in ("json", "csv"):
+        assert alice.get(f"/api/v1/checks/{check.id}/export.{fmt}").status_code == 404
     assert alice.get("/api/v1/checks").json()["count"] == 0
     client.force_login(cast["alice"])
     assert client.get(f"/checks/{check.id}/").status_code == 404

@@ -86,6 +86,7 @@ RESULT_FIELDS = [
     "best_key",
     "token_data",
     "heatmap_compact",
+    "spans",
     "finished_at",
     "scoring_ms",
 ]
@@ -121,6 +122,7 @@ def _result_row(check: Check, result: TextResult, now: datetime) -> tuple[Any, .
         best.key.id if best else None,
         result.token_data,
         heatmap.compact(result.token_data),
+        list(result.spans),
         now,
         result.elapsed_ms,
     )

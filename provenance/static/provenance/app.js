@@ -54,6 +54,9 @@
       }
     }
     t.bounds.push(text.length);
+    t.spans = (map.dataset.spans || "").split(",").filter(Boolean).map(function (v) {
+      return units ? units[+v] : +v;
+    });
     return t;
   }
 
@@ -69,6 +72,14 @@
     }
     units.push(text.length);
     return units;
+  }
+
+  // Inside a localized span (data-spans: character ranges, detector.localize)?
+  function inSpan(t, i) {
+    for (var k = 0; k + 1 < t.spans.length; k += 2) {
+      if (t.spans[k] <= t.starts[i] && t.ends[i] <= t.spans[k + 1]) return true;
+    }
+    return false;
   }
 
   function bucket(score, edges) {
@@ -87,7 +98,8 @@
       var start = t.starts[i];
       if (start > cur) frag.appendChild(document.createTextNode(text.slice(cur, start)));
       var span = document.createElement("span");
-      span.className = t.scores[i] < 0 ? "tok skip" : "tok h" + bucket(t.scores[i], edges);
+      span.className = (t.scores[i] < 0 ? "tok skip" : "tok h" + bucket(t.scores[i], edges)) +
+        (inSpan(t, i) ? " in-span" : "");
       span.setAttribute("data-i", i);
       span.tabIndex = 0;
       span.textContent = text.slice(start, t.ends[i]);
@@ -158,8 +170,18 @@
     map.addEventListener("focusin", show);
   }
 
+  // "Print" buttons (hidden without this file: the browser's own print works anyway).
+  function printButtons() {
+    var buttons = document.querySelectorAll("[data-print]");
+    for (var i = 0; i < buttons.length; i++) {
+      buttons[i].hidden = false;
+      buttons[i].addEventListener("click", function () { window.print(); });
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     pollCheck();
     heatmap();
+    printButtons();
   });
 })();

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("checks", "0004_check_filename"),
+        ("checks", "0006_check_spans"),
     ]
 
     operations = [
