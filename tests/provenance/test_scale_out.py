@@ -54,6 +54,12 @@ else:
     print(json.dumps(httpx.get(base + "/api/v1/audits/" + sys.argv[4], headers=headers,
                                timeout=30).json()))
 """
+MIGRATE = """
+import django; django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+print("migrated")
+"""
 VERIFY = """
 import django, json, sys; django.setup()
 from django.db.models import Count
@@ -162,8 +168,7 @@ def _wait(predicate, timeout: float, what: str) -> None:
 
 def test_three_worker_hosts_one_killed_mid_audit_score_every_text_once(hosts, postgres, tmp_path):
     env = _env(hosts)
-    migrate = "import django, sys; django.setup(); from django.core.management import call_command; call_command('migrate', verbosity=0); print('migrated')"
-    _python(hosts, "web", migrate, env)
+    _python(hosts, "web", MIGRATE, env)
     token = _python(hosts, "web", SETUP.format(key=KEY), env)
     services = _start_services(hosts, env, tmp_path)
     for name, log in [(w, tmp_path / f"{w}.log") for w in WORKERS]:
