@@ -131,6 +131,7 @@ INSTALLED_APPS = [
     "provenance.checks",
     "provenance.playground",
     "provenance.reports",
+    "provenance.streams",
 ]
 
 MIDDLEWARE = [
@@ -215,6 +216,8 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 # embedded default generates one into DATA_DIR on first use (provenance.keys.crypto).
 PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
 PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
+# Tokens one streaming-detection stream may take (its seen contexts are stored with it).
+PROVENANCE_STREAM_MAX_TOKENS = env_int("PROVENANCE_STREAM_MAX_TOKENS", 20_000, minimum=1)
 PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
 PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.

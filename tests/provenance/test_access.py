@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from provenance.accounts.services import user_create
 from provenance.checks.services import audit_submit, check_create, check_score
 from provenance.playground.models import Conversation, Message
+from provenance.streams.services import stream_create
 
 pytestmark = pytest.mark.django_db
 
@@ -34,11 +35,13 @@ def world(cast, alice_key, human_text):
     audit, _ = audit_submit(user=cast["alice"], texts=[{"client_id": "a", "text": human_text}])
     check = check_create(user=cast["alice"], text=human_text)
     check_score(check.id)  # finished: it has a signed report
+    stream, _ = stream_create(user=cast["alice"])
     return {
         **cast,
         "staff": staff,
         "ids": {
             "check": check.id,
+            "stream": stream.id,
             "audit": audit.id,
             "key": alice_key.id,
             "conversation": conversation.id,
@@ -80,6 +83,9 @@ API_ROUTES = [
     ("post", "/api/v1/checks", {"text": "t", "key_ids": ["{key}"]}, (401, 400, 202, 202, 403)),
     ("post", "/api/v1/audits", {"texts": [{"text": "t"}]}, (401, 400, 202, 202, 403)),
     ("post", "/detect", {"text": "some text"}, (401, 400, 200, 200, 403)),
+    ("post", "/api/v1/streams", {}, (401, 400, 201, 201, 403)),  # charlie's team has no keys
+    # A stream is its user's own (the e-process state of one caller's text).
+    ("post", "/api/v1/streams/{stream}/append", {"token_ids": [1, 2]}, (401, 404, 404, 200, 404)),
     # The registry: changing keys needs the model permission, which only staff holds here.
     ("post", "/api/v1/keys", {"name": "new"}, (401, 403, 403, 403, 403)),
     ("post", "/api/v1/keys/{key}/rotate", None, (401, 403, 403, 403, 404)),
