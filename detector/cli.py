@@ -43,7 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     keys = det.add_mutually_exclusive_group(required=True)
     keys.add_argument("--key", type=_key, help="the 64-bit watermark key")
     keys.add_argument("--key-file", help="read the key from this file (keeps it out of `ps`)")
-    det.add_argument("--tokenizer", default="default", help="HF directory, .gguf, or default")
+    det.add_argument(
+        "--tokenizer",
+        default="default",
+        help="HF directory, .gguf, default, mistral-v3 or mistral-tekken",
+    )
     det.add_argument("--algorithm", choices=ALGORITHMS, default="gumbel")
     det.add_argument("--alpha", type=float, default=0.1)
     det.add_argument("--context-width", type=int, default=4)
