@@ -221,6 +221,7 @@ def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:
         return None
     generator = EmbeddedGenerator(data_dir, free_port(), dict(env))
     env["PROVENANCE_GENERATOR_URL"] = generator.url
+    env["PROVENANCE_GENERATOR_TOKEN"] = generator.token  # the playground's own, this run only
     return generator
 
 

@@ -245,6 +245,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 *
 # bounds that keep a slow or hung generator from holding a web worker (seconds).
 PROVENANCE_PLAYGROUND = {
     "GENERATOR_URL": env_str("PROVENANCE_GENERATOR_URL", "http://127.0.0.1:8001"),
+    # The playground's bearer token at the generator (make run issues one per run).
+    "GENERATOR_TOKEN": env_str("PROVENANCE_GENERATOR_TOKEN", ""),
     "CONNECT_TIMEOUT": env_int("PROVENANCE_GENERATOR_CONNECT_TIMEOUT", 3, minimum=1),
     "READ_TIMEOUT": env_int("PROVENANCE_GENERATOR_READ_TIMEOUT", 30, minimum=1),
     "MAX_SECONDS": env_int("PROVENANCE_GENERATOR_MAX_SECONDS", 180, minimum=1),

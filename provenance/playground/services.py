@@ -55,6 +55,7 @@ def client_config() -> ClientConfig:
         connect_timeout=c["CONNECT_TIMEOUT"],
         read_timeout=c["READ_TIMEOUT"],
         max_seconds=c["MAX_SECONDS"],
+        token=c.get("GENERATOR_TOKEN", ""),
     )
 
 
