@@ -156,7 +156,8 @@ def main() -> int:
 
         call_command("migrate", interactive=False, verbosity=0)
         password = _demo_data(data_dir)
-        env = {**os.environ, "REDIS_URL": redis.url}
+        # The throttles count in the same Redis: one count for every web process.
+        env = {**os.environ, "REDIS_URL": redis.url, "PROVENANCE_CACHE_URL": redis.url}
         children, generator = _children(data_dir, redis, env, host, port)
         supervisor = Supervisor(children)
         supervisor.start_all()

@@ -323,7 +323,16 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# The rate limits (DRF throttles) count in this cache. A redis:// URL gives one count across
+# every web process (docker-compose and make run set it); unset, each process counts alone.
+PROVENANCE_CACHE_URL = env_str("PROVENANCE_CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PROVENANCE_CACHE_URL}
+        if PROVENANCE_CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 LOGGING = {
     "version": 1,

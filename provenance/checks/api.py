@@ -23,9 +23,20 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from provenance.checks import retention, selectors, services
+from provenance.accounts.selectors import is_auditor
+from provenance.checks import retention, selectors, services, tiers
 from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
+
+
+class TieredApi(APIView):
+    """Answers of a basic-tier team go through ``tiers.redact`` (see provenance.checks.tiers)."""
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(response, Response) and response.status_code < 400:
+            if not is_auditor(request.user):
+                response.data = tiers.redact(response.data)
+        return super().finalize_response(request, response, *args, **kwargs)
 
 
 class TextField(serializers.CharField):
@@ -158,7 +169,7 @@ def _read_upload(upload: Any) -> bytes:
     return bytes(upload.read())
 
 
-class CheckListCreateApi(APIView):
+class CheckListCreateApi(TieredApi):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="CheckInput")
@@ -210,7 +221,7 @@ class CheckListCreateApi(APIView):
         return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
 
 
-class CheckDetailApi(APIView):
+class CheckDetailApi(TieredApi):
     @extend_schema(
         responses=CheckTokensOutput,
         parameters=[
@@ -259,7 +270,7 @@ class AuditOutput(serializers.ModelSerializer):
         return selectors.audit_counts(audit)
 
 
-class AuditListCreateApi(APIView):
+class AuditListCreateApi(TieredApi):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="AuditInput")
@@ -318,7 +329,7 @@ class AuditListCreateApi(APIView):
         return paginator.get_paginated_response(AuditOutput(page, many=True).data)
 
 
-class AuditDetailApi(APIView):
+class AuditDetailApi(TieredApi):
     @extend_schema(responses=AuditOutput)
     def get(self, request: Request, audit_id: uuid.UUID) -> Response:
         return Response(AuditOutput(selectors.audit_get(request.user, audit_id)).data)
@@ -329,7 +340,7 @@ class AuditDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class AuditItemsApi(APIView):
+class AuditItemsApi(TieredApi):
     @extend_schema(responses=CheckSummaryOutput(many=True))
     def get(self, request: Request, audit_id: uuid.UUID) -> Response:
         audit = selectors.audit_get(request.user, audit_id)
@@ -357,11 +368,13 @@ def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     yield "]}"
 
 
-class AuditExportApi(APIView):
+class AuditExportApi(TieredApi):
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
     def get(self, request: Request, audit_id: str, fmt: str) -> StreamingHttpResponse:
         audit = selectors.audit_get(request.user, audit_id)
         rows = selectors.audit_export_rows(audit)
+        if not is_auditor(request.user):
+            rows = (tiers.redact(row) for row in rows)
         if fmt == "csv":
             response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv")
         else:
@@ -372,7 +385,7 @@ class AuditExportApi(APIView):
         return response
 
 
-class DetectApi(APIView):
+class DetectApi(TieredApi):
     """Drop-in for vLLM's example detection server: same request, same fields, plus ours."""
 
     throttle_classes = DETECT_THROTTLES
