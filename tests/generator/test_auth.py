@@ -180,3 +180,43 @@ def test_forged_bodies_are_refused_on_our_server(setup):
         assert r.status_code == 400
         assert c.get("/v1/models", headers=_auth(setup, "a")).status_code == 200
         assert c.post("/tokenize", json={}, headers=_auth(setup, "a")).status_code == 404
+
+
+def test_as_vllms_middleware_the_gate_is_outermost_and_the_headers_see_its_rewrite(
+    tmp_path, monkeypatch
+):
+    """vLLM's server adds each ``--middleware`` class with ``app.add_middleware`` in order
+    (vllm/entrypoints/serve/middleware/register.py); this app is built the same way."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from generator.auth import AuthGate
+    from generator.provenance_asgi import ProvenanceHeaders
+
+    seen = []
+
+    async def chat(request):
+        seen.append(await request.json())
+        return JSONResponse({"choices": [], "usage": {"completion_tokens": 3}})
+
+    clients = tmp_path / "clients.json"
+    token = issue_token(clients, "a", ["team-a"], opt_out=False)
+    monkeypatch.setenv("PROVENANCE_CLIENTS_FILE", str(clients))
+    monkeypatch.setenv("PROVENANCE_ENFORCE_WATERMARK", "1")
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    for middleware in (ProvenanceHeaders, AuthGate):  # the order serve_vllm passes them
+        app.add_middleware(middleware)
+    with TestClient(app) as c:
+        auth = {"Authorization": f"Bearer {token}"}
+        assert c.post("/v1/chat/completions", json=_body()).status_code == 401
+        refused = c.post("/v1/chat/completions", json=_body(), headers=auth)
+        assert refused.status_code == 403 and seen == []  # enforced: a key must be named
+        ok = c.post(
+            "/v1/chat/completions",
+            json=_body(watermarking=True, vllm_xargs={"watermark_key": "team-a"}),
+            headers=auth,
+        )
+    assert ok.status_code == 200 and ok.headers["x-provenance-key"] == "team-a"
+    assert seen[-1]["vllm_xargs"] == {"watermark_key": "team-a"} and "watermarking" not in seen[-1]
