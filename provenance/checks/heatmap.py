@@ -10,6 +10,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.formats import number_format
+from django.utils.translation import gettext
+
 # Score buckets: under "no watermark" a score is Exp(1) (mean 1); watermarked tokens skew high.
 BUCKETS = (0.5, 1.0, 2.0, 3.0)
 CHART_W, CHART_H, PAD = 600, 160, 28
@@ -57,13 +60,20 @@ def segments(
 def _token_segment(text: str, data: dict[str, Any], i: int, start: int, end: int) -> Segment:
     width = data["context_width"]
     context = [text[s:e] for s, e in data["offsets"][max(0, i - width) : i]]
-    context_repr = " | ".join(repr(piece) for piece in context) or "(start of text)"
+    context_repr = " | ".join(repr(piece) for piece in context) or gettext("(start of text)")
     token = text[start:end]
     if data["scored"][i]:
         score = data["scores"][i]
-        title = f"token {token!r} · score {score:.2f} · context {context_repr}"
+        title = gettext("token %(token)s · score %(score).2f · context %(context)s") % {
+            "token": repr(token),
+            "score": score,
+            "context": context_repr,
+        }
         return Segment(token, f"tok h{_bucket(score)}", title, i, score)
-    title = f"token {token!r} · skipped: repeated context · context {context_repr}"
+    title = gettext("token %(token)s · skipped: repeated context · context %(context)s") % {
+        "token": repr(token),
+        "context": context_repr,
+    }
     return Segment(token, "tok skip", title, i, None)
 
 
@@ -72,11 +82,21 @@ def span_sentences(spans: list[dict[str, Any]] | None) -> list[str]:
     watermark of key "X", p = ..." (positions shown 1-based and inclusive)."""
     from provenance.checks.templatetags.provenance_tags import pvalue
 
+    sentence = gettext(
+        "Tokens %(first_token)s–%(last_token)s, characters %(first_char)s–%(last_char)s, "
+        "carry the watermark of key “%(key)s”, p = %(p)s (%(scored)s scored tokens)."
+    )
     return [
-        f"Tokens {s['start_token'] + 1:,}–{s['end_token']:,}, characters "
-        f"{s['start_char'] + 1:,}–{s['end_char']:,}, carry the watermark of key "
-        f"“{s.get('key_name') or s['key_id']}”, p = {pvalue(s['log10_p'])} "
-        f"({s['num_scored_tokens']:,} scored tokens)."
+        sentence
+        % {
+            "first_token": number_format(s["start_token"] + 1, force_grouping=True),
+            "last_token": number_format(s["end_token"], force_grouping=True),
+            "first_char": number_format(s["start_char"] + 1, force_grouping=True),
+            "last_char": number_format(s["end_char"], force_grouping=True),
+            "key": s.get("key_name") or s["key_id"],
+            "p": pvalue(s["log10_p"]),
+            "scored": number_format(s["num_scored_tokens"], force_grouping=True),
+        }
         for s in spans or []
     ]
 
