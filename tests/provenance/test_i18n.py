@@ -184,3 +184,20 @@ def test_the_page_shows_a_refused_document_in_its_language(client, cast, alice_k
     page = client.post("/", {"text": "", "file": upload}, HTTP_ACCEPT_LANGUAGE="ja")
     assert page.status_code == 400
     assert "notes.odt: 対応していないファイル形式です" in page.content.decode()
+
+
+@pytest.mark.parametrize("language", ["ja", "zh_Hans", "ko"])
+def test_every_catalog_entry_is_translated(language):
+    from babel.messages.pofile import read_po
+
+    from provenance.i18n import LOCALE_DIR
+
+    with (LOCALE_DIR / language / "LC_MESSAGES" / "django.po").open("rb") as po:
+        catalog = read_po(po, locale=language)
+    entries = [m for m in catalog if m.id]
+    untranslated = [
+        m.id
+        for m in entries
+        if m.fuzzy or not (m.string if isinstance(m.string, str) else all(m.string))
+    ]
+    assert len(entries) > 150 and untranslated == []
