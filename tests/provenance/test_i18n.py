@@ -152,7 +152,11 @@ def test_dates_follow_the_language(client, cast, alice_key, api_for):
         soup = BeautifulSoup(_get(client, "/checks/", language), "html.parser")
         return soup.select("table.grid tbody td")[1].get_text()
 
-    assert re.fullmatch(r"\d{2}/\d{2}/\d{4} \d{1,2}:\d{2} [ap]\.m\.", date_cell("en"))
+    # English: month first and a 12-hour clock ("3 p.m.", "3:04 p.m.", "noon"); Japanese:
+    # year first and a 24-hour clock.
+    assert re.fullmatch(
+        r"\d{2}/\d{2}/\d{4} (\d{1,2}(:\d{2})? [ap]\.m\.|noon|midnight)", date_cell("en")
+    )
     assert re.fullmatch(r"\d{4}/\d{2}/\d{2} \d{1,2}:\d{2}", date_cell("ja"))
 
 
