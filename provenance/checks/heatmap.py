@@ -6,9 +6,10 @@ classes, never inline styles, which the Content-Security-Policy forbids.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from detector.detect import first_step_log10
 
 # Score buckets: under "no watermark" a score is Exp(1) (mean 1); watermarked tokens skew high.
 BUCKETS = (0.5, 1.0, 2.0, 3.0)
@@ -67,7 +68,7 @@ def chart(data: dict[str, Any] | None, threshold: float, num_hypotheses: int) ->
     if not points:
         return {}
     n = max(points[-1][0], 1)
-    needed = -math.log10(threshold / max(num_hypotheses, 1))
+    needed = -first_step_log10(threshold, num_hypotheses)
     top = max(needed * 1.5, max(-lp for _, lp in points), 1.0)
 
     def xy(index: float, evidence: float) -> tuple[float, float]:
