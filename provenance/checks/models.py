@@ -7,16 +7,17 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from provenance.accounts.models import Team
 from provenance.keys.models import Tokenizer, WatermarkKey
 
 
 class Status(models.TextChoices):
-    PENDING = "pending", "pending"
-    RUNNING = "running", "running"
-    DONE = "done", "done"
-    FAILED = "failed", "failed"
+    PENDING = "pending", _("pending")
+    RUNNING = "running", _("running")
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
 
 
 class Worker(models.Model):
@@ -55,6 +56,8 @@ class Audit(models.Model):
     num_texts = models.PositiveIntegerField()
     key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
     threshold = models.FloatField()
+    # Called with the audit's summary when it finishes (empty: the team's default, if any).
+    callback_url = models.URLField(max_length=500, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Deleted by its submitter or a team admin: the row stays for the detection log, hidden
@@ -112,6 +115,13 @@ class Check(models.Model):
     )
     # Heatmap of the best hypothesis: offsets, scores, scored mask, cumulative evidence.
     token_data = models.JSONField(null=True, blank=True)
+    # The same for the result page, compact: context_width, chart, and "tokens", one string
+    # of (gap, length, score in hundredths or -1) per token (provenance/checks/heatmap.py).
+    # A 45k-token text's token_data is 1.5 MB of JSON; this parses in a millisecond.
+    heatmap_compact = models.JSONField(null=True, blank=True)
+    # Localized spans of every hypothesis (detector.localize): token and character offsets,
+    # scored tokens, family-adjusted p-value, key id. Offsets only: kept after a purge.
+    spans = models.JSONField(null=True, blank=True)  # null until scored
     created_at = models.DateTimeField(auto_now_add=True)
     # When the scoring task last reached the broker; empty while the broker was down.
     queued_at = models.DateTimeField(null=True, blank=True)
