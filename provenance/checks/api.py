@@ -30,7 +30,7 @@ from rest_framework.throttling import UserRateThrottle
 from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
-from provenance.checks import retention, selectors, services
+from provenance.checks import selectors, services
 from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
 
@@ -254,7 +254,7 @@ class CheckDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, check_id: uuid.UUID) -> Response:
-        retention.check_delete(user=request.user, check_id=check_id)
+        services.check_delete(user=request.user, check_id=check_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -437,7 +437,7 @@ class AuditDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, audit_id: uuid.UUID) -> Response:
-        retention.audit_delete(user=request.user, audit_id=audit_id)
+        services.audit_delete(user=request.user, audit_id=audit_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
