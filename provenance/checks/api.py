@@ -284,6 +284,9 @@ CHECK_EXPORT_FIELDS = [
     "threshold",
     "created_at",
     "finished_at",
+    "num_spans",
+    "longest_span_start_char",
+    "longest_span_end_char",
 ]
 HYPOTHESIS_EXPORT_FIELDS = [
     "hypothesis",
@@ -306,6 +309,7 @@ def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, An
         summary = tiers.redact(summary)
     base = {field: summary.get(field) for field in CHECK_EXPORT_FIELDS if field != "check_id"}
     base["check_id"] = summary["id"]
+    base.update(selectors.longest_span(check.spans or []))
     for h in summary["hypotheses"] or [{}]:
         yield {
             **base,
