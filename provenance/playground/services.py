@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from detector.config import KeyConfig
 from detector.detect import detect_config
@@ -83,10 +84,10 @@ class Sampling:
         t = _number(temperature, "temperature", 0.0, 2.0)
         p = _number(top_p, "top-p", 0.0, 1.0)
         if p == 0.0:
-            raise ProblemError("top-p must be greater than 0")
+            raise ProblemError(gettext("top-p must be greater than 0"))
         n = _number(max_tokens, "max tokens", 1, limit)
         if n != int(n):
-            raise ProblemError("max tokens must be a whole number")
+            raise ProblemError(gettext("max tokens must be a whole number"))
         return cls(t, p, int(n))
 
 
@@ -94,9 +95,12 @@ def _number(raw: Any, label: str, low: float, high: float) -> float:
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise ProblemError(f"{label} must be a number") from None
+        raise ProblemError(gettext("%(label)s must be a number") % {"label": label}) from None
     if not math.isfinite(value) or not low <= value <= high:
-        raise ProblemError(f"{label} must lie in [{low:g}, {high:g}]")
+        raise ProblemError(
+            gettext("%(label)s must lie in [%(low)s, %(high)s]")
+            % {"label": label, "low": f"{low:g}", "high": f"{high:g}"}
+        )
     return value
 
 
@@ -104,18 +108,20 @@ def _key_for(user: AbstractBaseUser, key_id: Any) -> WatermarkKey:
     """The chosen key, which must be an active key of the user's own team."""
     key = selectors.playground_keys(user).filter(pk=_key_pk(key_id)).first()
     if key is None:
-        raise ProblemError("choose one of your team's active keys", status_code=403)
+        raise ProblemError(gettext("choose one of your team's active keys"), status_code=403)
     return key
 
 
 def _key_pk(key_id: Any) -> uuid.UUID:
     # Key ids are UUIDs arriving as form strings; one that is not a UUID matches no key.
     if key_id in (None, ""):
-        raise ProblemError("choose a key")
+        raise ProblemError(gettext("choose a key"))
     try:
         return uuid.UUID(str(key_id))
     except ValueError:
-        raise ProblemError("choose one of your team's active keys", status_code=403) from None
+        raise ProblemError(
+            gettext("choose one of your team's active keys"), status_code=403
+        ) from None
 
 
 @transaction.atomic
@@ -133,16 +139,18 @@ def reply_start(
     _abandoned_fail(conversation)
     content = (content or "").strip()
     if len(content) > MAX_PROMPT_CHARS:
-        raise ProblemError(f"the message is longer than {MAX_PROMPT_CHARS} characters")
+        raise ProblemError(
+            gettext("the message is longer than %(limit)s characters") % {"limit": MAX_PROMPT_CHARS}
+        )
     if "\x00" in content:
-        raise ProblemError("the message contains a NUL character")
+        raise ProblemError(gettext("the message contains a NUL character"))
     if content:
         Message.objects.create(conversation=conversation, role=Message.Role.USER, content=content)
         if not conversation.title:
             conversation.title = content[:80]
             conversation.save(update_fields=["title"])
     elif not _awaits_reply(conversation):
-        raise ProblemError("type a message first")
+        raise ProblemError(gettext("type a message first"))
     return Message.objects.create(
         conversation=conversation,
         role=Message.Role.ASSISTANT,
@@ -217,7 +225,9 @@ def reply_stream(message: Message) -> Iterator[dict[str, Any]]:
     closes this generator) or failed (the generator's message, safe to show).
     """
     if not _acquire_stream():
-        _finish(message, Message.Status.FAILED, error="too many replies are streaming; retry")
+        _finish(
+            message, Message.Status.FAILED, error=gettext("too many replies are streaming; retry")
+        )
         yield _error_event(message, "too many replies are streaming right now; retry", "busy")
         return
     state = _Reply(message)
