@@ -63,7 +63,7 @@
 
   function updateMeter(reply, ev) {
     if (typeof ev.log10_p !== "number") return;
-    reply.label.textContent = "log10 p = " + ev.log10_p.toFixed(1) + " " +
+    reply.label.textContent = "anytime log10 p = " + ev.log10_p.toFixed(1) + " " +
       L("Scored", "(%(scored)s of %(total)s tokens scored)")
         .replace("%(scored)s", ev.num_scored).replace("%(total)s", ev.num_tokens);
     reply.meter.dataset.log10p = String(ev.log10_p);
