@@ -398,11 +398,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 # The rate limits (DRF throttles) count in this cache. A redis:// URL gives one count across
-# every web process (docker-compose and make run set it); unset, each process counts alone.
+# every web process (docker-compose and make run set it; while Redis is unreachable each process
+# counts alone, provenance.cache); unset, each process counts alone.
 PROVENANCE_CACHE_URL = env_str("PROVENANCE_CACHE_URL", "")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PROVENANCE_CACHE_URL}
+        {"BACKEND": "provenance.cache.FailoverRedisCache", "LOCATION": PROVENANCE_CACHE_URL}
         if PROVENANCE_CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
