@@ -25,4 +25,5 @@ urlpatterns = [
     path("", include("provenance.checks.urls")),
     path("", include("provenance.playground.urls")),
     path("", include("provenance.reports.urls")),
+    path("", include("provenance.streams.urls")),
 ]

@@ -8,11 +8,12 @@ the hover details. Server-rendered spans with titles made a 190 kB text's page 9
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from django.utils.formats import number_format
 from django.utils.translation import gettext
+
+from detector.detect import first_step_log10
 
 CHART_W, CHART_H, PAD = 600, 160, 28
 # Score classes h0..h4 (edges in hundredths, as the scores are sent): under "no watermark" a
@@ -86,7 +87,7 @@ def chart(data: dict[str, Any] | None, threshold: float, num_hypotheses: int) ->
     if not points:
         return {}
     n = max(points[-1][0], 1)
-    needed = -math.log10(threshold / max(num_hypotheses, 1))
+    needed = -first_step_log10(threshold, num_hypotheses)
     top = max(needed * 1.5, max(-lp for _, lp in points), 1.0)
 
     def xy(index: float, evidence: float) -> tuple[float, float]:

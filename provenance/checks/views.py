@@ -15,8 +15,8 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from provenance.accounts.selectors import team_for_user
-from provenance.checks import heatmap, selectors, services
+from provenance.accounts.selectors import is_auditor, oracle_tier, team_for_user
+from provenance.checks import heatmap, selectors, services, tiers
 from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Status
 from provenance.errors import PayloadTooLarge, ProblemError
@@ -85,6 +85,9 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
     shown = check.heatmap_compact
     if shown is None and finished and check.purged_at is None:  # scored before it was stored
         shown = heatmap.compact(check.token_data)
+    if not is_auditor(request.user):
+        tiers.basic_view(check, hypotheses)  # in memory only: nothing is saved
+        shown = None  # no per-token scores, no chart
     context = {
         "check": check,
         "finished": finished,
@@ -97,6 +100,7 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
         "chart": heatmap.chart(shown, check.threshold, check.num_hypotheses or 1),
         "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
+        "tier": oracle_tier(request.user),
     }
     return render(request, "checks/check_detail.html", context)
 
@@ -116,7 +120,15 @@ def check_delete(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
 @login_required
 def check_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(selectors.checks_for_user(request.user), 50).get_page(request.GET.get("page"))
+    _tiered(request, page)
     return render(request, "checks/check_list.html", {"page": page})
+
+
+def _tiered(request: HttpRequest, page: Any) -> None:
+    if not is_auditor(request.user):
+        page.object_list = list(page.object_list)
+        for check in page.object_list:
+            tiers.basic_view(check, [])
 
 
 @login_required
@@ -129,5 +141,6 @@ def audit_list(request: HttpRequest) -> HttpResponse:
 def audit_detail(request: HttpRequest, audit_id: uuid.UUID) -> HttpResponse:
     audit = selectors.audit_get(request.user, audit_id)
     page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
+    _tiered(request, page)
     context = {"audit": audit, "counts": selectors.audit_counts(audit), "page": page}
     return render(request, "checks/audit_detail.html", context)
