@@ -9,6 +9,7 @@ same function at arbitrary precision (about 0.2 ms).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import mpmath
 import numpy as np
@@ -73,4 +74,7 @@ def holm(log10_ps: ArrayLike) -> NDArray[np.float64]:
     return adjusted
 
 
-CORRECTIONS = {"holm": holm, "bonferroni": bonferroni}
+CORRECTIONS: dict[str, Callable[[ArrayLike], NDArray[np.float64]]] = {
+    "holm": holm,
+    "bonferroni": bonferroni,
+}

@@ -118,6 +118,7 @@ def _usage(g: Generation) -> dict[str, int]:
 
 def _choice(g: Generation, chat: bool, delta: str | None = None) -> dict[str, Any]:
     finish = g.finish_reason or None
+    body: dict[str, Any]
     if delta is not None:
         body = {"delta": {"role": "assistant", "content": delta}} if chat else {"text": delta}
     else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import AbstractUser, User
 from django.db import transaction
 
 from provenance.accounts.models import Membership, Team
@@ -14,7 +14,7 @@ def team_create(*, name: str) -> Team:
 
 
 @transaction.atomic
-def user_create(*, username: str, password: str, team: Team | None = None, **extra) -> AbstractUser:
+def user_create(*, username: str, password: str, team: Team | None = None, **extra) -> User:
     user = get_user_model().objects.create_user(username=username, password=password, **extra)
     if team is not None:
         Membership.objects.create(user=user, team=team)

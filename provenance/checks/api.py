@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
+from provenance.auth import AuthenticatedRequest
 from provenance.checks import retention, selectors, services
 from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
@@ -159,7 +160,7 @@ class CheckListCreateApi(APIView):
         )
 
     @extend_schema(request=InputSerializer, responses={202: CheckDetailOutput})
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthenticatedRequest) -> Response:
         _body_size_guard(request)
         data = self._input(request)
         check = services.check_create(
@@ -175,7 +176,7 @@ class CheckListCreateApi(APIView):
         return serializer.validated_data
 
     @extend_schema(responses=CheckSummaryOutput(many=True))
-    def get(self, request: Request) -> Response:
+    def get(self, request: AuthenticatedRequest) -> Response:
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(selectors.checks_for_user(request.user), request, self)
         return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
@@ -190,14 +191,14 @@ class CheckDetailApi(APIView):
             )
         ],
     )
-    def get(self, request: Request, check_id: uuid.UUID) -> Response:
+    def get(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> Response:
         check = selectors.check_get(request.user, check_id)
         if request.query_params.get("tokens") in ("1", "true"):
             return Response(CheckTokensOutput(check).data)
         return Response(CheckDetailOutput(check).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request: Request, check_id: uuid.UUID) -> Response:
+    def delete(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> Response:
         retention.check_delete(user=request.user, check_id=check_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -250,7 +251,7 @@ class AuditListCreateApi(APIView):
         responses={202: AuditOutput, 200: AuditOutput},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthenticatedRequest) -> Response:
         _body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -265,7 +266,7 @@ class AuditListCreateApi(APIView):
         return Response(AuditOutput(audit).data, status=code, headers={"Location": location})
 
     @extend_schema(responses=AuditOutput(many=True))
-    def get(self, request: Request) -> Response:
+    def get(self, request: AuthenticatedRequest) -> Response:
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(selectors.audits_for_user(request.user), request, self)
         return paginator.get_paginated_response(AuditOutput(page, many=True).data)
@@ -273,18 +274,18 @@ class AuditListCreateApi(APIView):
 
 class AuditDetailApi(APIView):
     @extend_schema(responses=AuditOutput)
-    def get(self, request: Request, audit_id: uuid.UUID) -> Response:
+    def get(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         return Response(AuditOutput(selectors.audit_get(request.user, audit_id)).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request: Request, audit_id: uuid.UUID) -> Response:
+    def delete(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         retention.audit_delete(user=request.user, audit_id=audit_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class AuditItemsApi(APIView):
     @extend_schema(responses=CheckSummaryOutput(many=True))
-    def get(self, request: Request, audit_id: uuid.UUID) -> Response:
+    def get(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         audit = selectors.audit_get(request.user, audit_id)
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(selectors.audit_items(audit), request, self)
@@ -312,7 +313,7 @@ def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 class AuditExportApi(APIView):
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
-    def get(self, request: Request, audit_id: str, fmt: str) -> StreamingHttpResponse:
+    def get(self, request: AuthenticatedRequest, audit_id: str, fmt: str) -> StreamingHttpResponse:
         audit = selectors.audit_get(request.user, audit_id)
         rows = selectors.audit_export_rows(audit)
         if fmt == "csv":
@@ -348,7 +349,7 @@ class DetectApi(APIView):
         hypotheses = serializers.ListField(child=serializers.DictField())
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthenticatedRequest) -> Response:
         _body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

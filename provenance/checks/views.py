@@ -4,14 +4,17 @@ service or selector, render."""
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from rest_framework.request import Request
 
 from provenance.accounts.selectors import team_for_user
+from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import heatmap, retention, selectors, services
 from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Status
@@ -19,12 +22,18 @@ from provenance.errors import ProblemError
 from provenance.keys.selectors import keys_visible_to
 
 
+def _detection_allowed(request: HttpRequest) -> bool:
+    """The API's per-user detection rate, applied to the paste form. DRF's throttle reads
+    only the request's ``user`` and ``META``, which a Django request has as well."""
+    return DetectionThrottle().allow_request(cast(Request, request), None)
+
+
 @login_required
-def check_new(request: HttpRequest) -> HttpResponse:
+def check_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = {"keys": keys_visible_to(team_for_user(request.user)), "text": ""}
     if request.method == "POST":
         text = request.POST.get("text", "")
-        if not DetectionThrottle().allow_request(request, None):  # the API's per-user rate
+        if not _detection_allowed(request):
             context.update(error="too many checks in a short time; try again in a minute")
             return render(request, "checks/check_new.html", context, status=429)
         try:
@@ -37,7 +46,7 @@ def check_new(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
+def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> HttpResponse:
     check = selectors.check_get(request.user, check_id)
     finished = check.status in (Status.DONE, Status.FAILED)
     hypotheses = list(check.hypotheses.all())
@@ -55,7 +64,7 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
 
 
 @login_required
-def check_delete(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
+def check_delete(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> HttpResponse:
     """GET asks for confirmation (works without JavaScript); POST deletes."""
     check = selectors.check_get(request.user, check_id)
     if not selectors.may_delete(request.user, check):
@@ -67,19 +76,19 @@ def check_delete(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
 
 
 @login_required
-def check_list(request: HttpRequest) -> HttpResponse:
+def check_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(selectors.checks_for_user(request.user), 50).get_page(request.GET.get("page"))
     return render(request, "checks/check_list.html", {"page": page})
 
 
 @login_required
-def audit_list(request: HttpRequest) -> HttpResponse:
+def audit_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(selectors.audits_for_user(request.user), 50).get_page(request.GET.get("page"))
     return render(request, "checks/audit_list.html", {"page": page})
 
 
 @login_required
-def audit_detail(request: HttpRequest, audit_id: uuid.UUID) -> HttpResponse:
+def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> HttpResponse:
     audit = selectors.audit_get(request.user, audit_id)
     page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
     context = {"audit": audit, "counts": selectors.audit_counts(audit), "page": page}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -22,9 +22,7 @@ from provenance.errors import ProblemError
 from provenance.keys.selectors import keys_for_check
 
 
-def check_create(
-    *, user: AbstractBaseUser, text: Any, key_ids: Sequence[Any] | None = None
-) -> Check:
+def check_create(*, user: User, text: Any, key_ids: Sequence[Any] | None = None) -> Check:
     """Store a check and queue its scoring; invalid input or an exhausted quota stores
     nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
     for the sweeper."""
@@ -78,7 +76,7 @@ def check_score(check_id: Any) -> None:
     results_store([(check, result)])
 
 
-def detect_now(*, user: AbstractBaseUser, text: Any) -> TextResult:
+def detect_now(*, user: User, text: Any) -> TextResult:
     """Synchronous detection for the vLLM-compatible /detect route (only the log is stored)."""
     team = team_required(user)
     text = text_validate(text)
