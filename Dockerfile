@@ -1,6 +1,6 @@
 # One image for web and worker (docker-compose.yml). CPU torch; the GPU scoring path is used
 # automatically when the image runs with CUDA torch on a GPU host.
-FROM python:3.11-slim
+FROM python:3.11.11-slim-bookworm
 
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \

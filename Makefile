@@ -29,8 +29,14 @@ $(STAMP): pyproject.toml scripts/install-python-deps.sh
 	@bash scripts/install-python-deps.sh $(VENV)
 	@touch $@
 
+# The provenance suite runs a second time on a throwaway PostgreSQL server (the production
+# database); the runner and browser tests, which do not depend on it, run once.
+PG_SKIP := --ignore=tests/provenance/test_embedded.py --ignore=tests/provenance/test_runner_faults.py \
+	--ignore=tests/provenance/test_playground_generator.py --ignore=tests/provenance/test_supervisor.py
+
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+	PROVENANCE_TEST_DB=postgresql $(PY) -m pytest tests/provenance -m "not browser" $(PG_SKIP) $(PYTEST_ARGS)
 
 run: setup
 	$(PY) -m provenance.embedded

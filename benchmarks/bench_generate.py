@@ -200,7 +200,7 @@ def step_costs(repeats: int) -> None:
     import vllm._C  # noqa: F401  (registers torch.ops._C)
 
     from benchmarks.bench_kernels import cpu_times, smollm2_logits
-    from generator.config import WatermarkSettings
+    from detector.config import KeyConfig
     from generator.core import RowState, SamplingSettings, force_tokens, watermark_step
     from kernels.cpu_scan import warm_up
 
@@ -213,7 +213,7 @@ def step_costs(repeats: int) -> None:
             print("(the converted SmolLM2 is not in var/models: run `make run` once)")
             return
         rows = [
-            RowState(WatermarkSettings(key=KEY), SamplingSettings(), [1, 2, 3], [5, 6, 7, i])
+            RowState(KeyConfig(key=KEY), SamplingSettings(), [1, 2, 3], [5, 6, 7, i])
             for i in range(batch)
         ]
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from detector.config import ALGORITHMS, KeyConfig
+from detector.config import ALGORITHMS, KeyConfig, parse_key
 
 EXIT_USAGE = 2
 
@@ -28,12 +28,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _key(value: str) -> int:
     try:
-        key = int(value, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError("the key must be an integer (decimal or 0x hex)") from None
-    if not 0 <= key < 2**64:
-        raise argparse.ArgumentTypeError("the key must lie in [0, 2**64)")
-    return key
+        return parse_key(value)
+    except ValueError as exc:  # parse_key's messages never hold the value
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +90,8 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
             algorithm=args.algorithm,
             context_width=args.context_width,
             alpha=args.alpha,
-            deduplicate=not args.no_dedup,
+            deduplicate_contexts="none" if args.no_dedup else "single_turn",
+            deduplicate_contexts_max_history=None,  # repeats searched over the whole text
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None

@@ -1,56 +1,140 @@
-"""Watermark key configurations (upstream ``WatermarkConfig`` names, detection side)."""
+"""The one model of a watermark key: upstream vLLM's ``WatermarkConfig`` plus a name.
+
+Everything that describes a key lives here and nowhere else: its fields and their limits,
+how a typed key value is parsed, the signed-int64 view the kernels take, and vLLM's JSON
+shape (``{"key": 42, "algorithm": "gumbel", ...}``). The generator's key file, the registry
+and the detector all build a :class:`KeyConfig`; none restates a field or a limit.
+
+Detection reads two of the generation settings (spec section 3): with
+``deduplicate_contexts != "none"`` only the first occurrence of each context is scored, and
+``deduplicate_contexts_max_history`` bounds how far back that search looks, as the
+generator's did (None: the whole text). A bare key (:func:`as_key_config`, the CLI,
+``detect_ids``) searches the whole text, as spec section 3.3 says: skipping a repeat that
+the generator keyed only drops evidence, while scoring a repeat twice on human text would
+break the Gamma null. Messages never contain a key value.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from detector.prf import check_key
 
 Algorithm = Literal["gumbel", "dual_key_gumbel"]
+DedupScope = Literal["single_turn", "all", "none"]
 ALGORITHMS: tuple[str, ...] = ("gumbel", "dual_key_gumbel")
+DEDUP_SCOPES: tuple[str, ...] = ("single_turn", "all", "none")
+PRFS: tuple[str, ...] = ("philox",)  # the only PRF upstream ships
+# Contexts wider than this are refused everywhere (registry, key file, detector): the Triton
+# kernels unroll one Philox call per 4 context tokens, and a context this wide already
+# leaves almost no repeated contexts to de-duplicate.
+MAX_CONTEXT_WIDTH = 64
+DEFAULT_MAX_HISTORY = 8192  # upstream's deduplicate_contexts_max_history
+_KEY_LITERAL = re.compile(r"-?(?:[0-9]+|0[xX][0-9a-fA-F]+)")  # a sign only to say "out of range"
+
+
+def parse_key(value: str | int) -> int:
+    """A key typed by a person or read from a file: a decimal or ``0x``-hex literal (surrounding
+    whitespace ignored), or an int, in [0, 2**64). ValueError otherwise; never echoes it."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not _KEY_LITERAL.fullmatch(text):
+            raise ValueError("a watermark key must be a decimal or 0x-hex integer")
+        value = int(text, 16 if "x" in text.lower() else 10)
+    return check_key(value)
+
+
+def key_int64(key: int) -> int:
+    """The signed int64 holding the same 64 bits as ``key`` (what the kernels' key tensors take):
+    a key >= 2**63 travels as ``key - 2**64``."""
+    return int.from_bytes(check_key(key).to_bytes(8, "little"), "little", signed=True)
+
+
+def _check_int(name: str, value: object, low: int, high: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must lie in [{low}, {high if high is not None else 'inf'}]")
 
 
 @dataclass(frozen=True)
 class KeyConfig:
-    """One key to test. ``repr`` and ``str`` never show the key value."""
+    """One key: upstream ``WatermarkConfig`` (same names, same defaults) and a name.
+
+    ``repr`` and ``str`` never show the key value. Invalid fields raise ValueError.
+    """
 
     key: int = field(repr=False)
     algorithm: Algorithm = "gumbel"
-    context_width: int = 4
     alpha: float = 0.1
-    deduplicate: bool = True
+    context_width: int = 4
+    deduplicate_contexts: DedupScope = "single_turn"
+    deduplicate_contexts_max_history: int | None = DEFAULT_MAX_HISTORY
+    prf: str = "philox"
+    allow_target_only_watermarking: bool = False
     name: str | None = None
-    max_history: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", check_key(self.key))
         if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {self.algorithm!r}; expected one of {ALGORITHMS}")
-        if isinstance(self.context_width, bool) or not isinstance(self.context_width, int):
-            raise ValueError("context_width must be an integer")
-        if not 1 <= self.context_width <= 1024:
-            raise ValueError("context_width must lie in [1, 1024]")
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)):
+            raise ValueError("alpha must be a number")
         if not 0.0 <= float(self.alpha) <= 1.0:
             raise ValueError("alpha must lie in [0, 1]")
-        if self.max_history is not None and self.max_history < 1:
-            raise ValueError("max_history must be positive or None")
+        object.__setattr__(self, "alpha", float(self.alpha))
+        _check_int("context_width", self.context_width, 1, MAX_CONTEXT_WIDTH)
+        if self.deduplicate_contexts not in DEDUP_SCOPES:
+            raise ValueError(f"deduplicate_contexts must be one of {DEDUP_SCOPES}")
+        if self.deduplicate_contexts_max_history is not None:
+            _check_int("deduplicate_contexts_max_history", self.deduplicate_contexts_max_history, 1)
+        if self.prf not in PRFS:
+            raise ValueError(f"prf must be one of {PRFS}")
+        if not isinstance(self.allow_target_only_watermarking, bool):
+            raise ValueError("allow_target_only_watermarking must be true or false")
+
+    @property
+    def deduplicate(self) -> bool:
+        """Whether repeated contexts are skipped (at generation and at detection)."""
+        return self.deduplicate_contexts != "none"
+
+    @property
+    def max_history(self) -> int | None:
+        """How many earlier positions the repeated-context search covers (None: all)."""
+        return self.deduplicate_contexts_max_history
+
+    @property
+    def key_int64(self) -> int:
+        return key_int64(self.key)
 
     @classmethod
-    def from_vllm(cls, config: dict[str, Any], name: str | None = None) -> KeyConfig:
-        """Build from vLLM's JSON shape (``{"algorithm": "gumbel", "key": 42, ...}``)."""
+    def from_vllm(cls, config: Mapping[str, Any], name: str | None = None) -> KeyConfig:
+        """Parse vLLM's JSON shape; absent fields take upstream's defaults, unknown ones are
+        refused, the key must be a JSON integer (as upstream's)."""
+        where = name or "the configuration"
+        if not isinstance(config, Mapping):
+            raise ValueError(f"{where} must be a JSON object")
+        unknown = sorted(set(config) - set(VLLM_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown watermark field(s) {unknown} in {where}")
         if "key" not in config:
-            raise ValueError("a watermark configuration needs a key")
-        dedup = config.get("deduplicate_contexts", True)
-        return cls(
-            key=config["key"],
-            algorithm=config.get("algorithm", "gumbel"),
-            context_width=int(config.get("context_width", 4)),
-            alpha=float(config.get("alpha", 0.1)),
-            deduplicate=dedup not in (False, "none"),
-            name=name,
-        )
+            raise ValueError(f"{where} has no key")
+        return cls(**dict(config), name=name)
+
+    def to_vllm(self) -> dict[str, Any]:
+        """vLLM's JSON shape with every field (holds the key value: a key file's entry)."""
+        data = asdict(self)
+        return {name: data[name] for name in VLLM_FIELDS}
+
+
+VLLM_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(KeyConfig) if f.name != "name")
 
 
 def as_key_config(key: int | KeyConfig) -> KeyConfig:
-    return key if isinstance(key, KeyConfig) else KeyConfig(key=key)
+    """A configuration as given, or a bare key's (upstream defaults, whole-text search)."""
+    return (
+        key if isinstance(key, KeyConfig) else KeyConfig(key, deduplicate_contexts_max_history=None)
+    )

@@ -159,7 +159,8 @@ def detect_ids(
         algorithm=algorithm,  # type: ignore[arg-type]
         context_width=context_width,
         alpha=alpha,
-        deduplicate=deduplicate,
+        deduplicate_contexts="single_turn" if deduplicate else "none",
+        deduplicate_contexts_max_history=None,  # a bare key: repeats searched over the whole text
     )
     return detect_config(token_ids, config, threshold)
 

@@ -148,3 +148,46 @@ def derive_key(master: int, domain: bytes) -> int:
     master = check_key(master)
     digest = hashlib.sha256(bytes(domain) + master.to_bytes(8, "big")).digest()
     return int.from_bytes(digest[:8], "big")
+
+
+def _philox_int(c: tuple[int, int, int, int], k0: int, k1: int) -> tuple[int, int, int, int]:
+    """Philox4x32-10 on one counter in Python ints (the per-token streaming path)."""
+    c0, c1, c2, c3 = c
+    for r in range(PHILOX_ROUNDS):
+        p0, p1 = PHILOX_M0 * c0, PHILOX_M1 * c2
+        c0, c1, c2, c3 = (
+            (p1 >> 32) ^ c1 ^ k0,
+            p1 & 0xFFFFFFFF,
+            (p0 >> 32) ^ c3 ^ k1,
+            p0 & 0xFFFFFFFF,
+        )
+        if r < PHILOX_ROUNDS - 1:
+            k0, k1 = (k0 + PHILOX_W0) & 0xFFFFFFFF, (k1 + PHILOX_W1) & 0xFFFFFFFF
+    return c0, c1, c2, c3
+
+
+def word(key: int, context: tuple[int, ...], token: int) -> int:
+    """The PRF word of one ``(context, token)`` pair; equals ``uint32`` on that pair.
+
+    About 20x cheaper than a one-row numpy call: numpy's per-call overhead dominates there.
+    """
+    k0, k1 = key & 0xFFFFFFFF, key >> 32
+    w = len(context)
+    state = (CONTEXT_TAG, w, 0, 0)
+    for o in range(0, w, 4):
+        block = [context[o + i] & 0xFFFFFFFF if o + i < w else 0xFFFFFFFF - i for i in range(4)]
+        counter = (
+            state[0] ^ block[0],
+            state[1] ^ block[1],
+            state[2] ^ block[2],
+            state[3] ^ block[3],
+        )
+        state = _philox_int(counter, k0 ^ o, k1)
+    t = token & 0xFFFFFFFF
+    out = _philox_int((t >> 2, state[0], state[1], state[2]), k0 ^ state[3], k1 ^ TOKEN_TAG)
+    return out[t & 3]
+
+
+def uniform_of_word(w: int) -> float:
+    """``uniform`` for one word, as a float (the float32 value, widened)."""
+    return float(np.float32(((w >> 8) + 1) / float(2**24 + 1)))

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from detector import prf
-from detector.config import KeyConfig
+from detector.config import KeyConfig, key_int64
 
 
 def token_scores(key: int, contexts: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray:
@@ -66,7 +66,7 @@ def kernel_scores(
     lengths = np.array([d.shape[0] for d in docs], np.int64)
     cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     flat = np.concatenate(list(docs)) if docs else np.zeros(0, np.int64)
-    patterns = [k - 2**64 if k >= 2**63 else k for k in keys]  # int64 holds the bit pattern
+    patterns = [key_int64(k) for k in keys]
     out = (
         score_tokens(
             torch.from_numpy(flat.astype(np.int64)).to(device),

@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 import torch
 
+from detector.config import KeyConfig, key_int64
 from detector.prf import derive_key
-from generator.config import KeyStore, WatermarkSettings
+from generator.config import KeyStore
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def resolve_settings(
     sampling: SamplingSettings,
     store: KeyStore | None,
     default_key: str | None = None,
-) -> tuple[str | None, WatermarkSettings | None]:
+) -> tuple[str | None, KeyConfig | None]:
     """Which key (name, settings) watermarks a request; ``(name, None)`` when it is not watermarked.
 
     ``extra_args`` is vLLM's per-request ``extra_args`` (``vllm_xargs`` over HTTP):
@@ -108,7 +109,7 @@ class RowState:
 
     def __init__(
         self,
-        settings: WatermarkSettings,
+        settings: KeyConfig,
         sampling: SamplingSettings,
         prompt_ids: Sequence[int] | None,
         output_ids: list[int],
@@ -133,7 +134,7 @@ class RowState:
                 self._push(token)
 
     @staticmethod
-    def _subkeys(settings: WatermarkSettings) -> tuple[int, ...]:
+    def _subkeys(settings: KeyConfig) -> tuple[int, ...]:
         if settings.algorithm == "dual_key_gumbel":
             return tuple(derive_key(settings.key, d) for d in _SUBKEY_DOMAINS)
         return (settings.key,)
@@ -260,11 +261,6 @@ def process_logits(
     return out
 
 
-def _as_int64_pattern(key: int) -> int:
-    # The kernel takes keys as int64 tensors: keys >= 2**63 travel as their two's complement.
-    return key - (1 << 64) if key >= (1 << 63) else key
-
-
 def _kernel_sample() -> Any:
     """``kernels.gumbel_sample``: the fused keyed draw (exact pruned CPU path, Triton on GPU)."""
     from kernels.gumbel_sample import gumbel_sample
@@ -284,9 +280,7 @@ def keyed_draw(
     for w in widths:
         idx = [i for i, r in enumerate(rows) if r.settings.context_width == w]
         group = [rows[i] for i in idx]
-        keys = torch.tensor(
-            [_as_int64_pattern(r.draw_key()) for r in group], dtype=torch.int64, device=dev
-        )
+        keys = torch.tensor([key_int64(r.draw_key()) for r in group], dtype=torch.int64, device=dev)
         contexts = torch.tensor(
             [r.context() for r in group], dtype=torch.int64, device=dev
         )  # [n, w]

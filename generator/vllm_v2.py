@@ -22,7 +22,8 @@ from typing import Any
 
 import torch
 
-from generator.config import KeyStore, WatermarkSettings
+from detector.config import KeyConfig
+from generator.config import KeyStore
 from generator.core import (
     RowState,
     SamplingSettings,
@@ -47,7 +48,7 @@ class _Pending:
     """A request admitted to a slot; its RowState is built at its first ``apply``."""
 
     name: str | None
-    settings: WatermarkSettings
+    settings: KeyConfig
     sampling: SamplingSettings
     seed: int | None
 

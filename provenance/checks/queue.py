@@ -30,3 +30,16 @@ def publish(task_name: str, *args: Any) -> bool:
         )
         return False
     return True
+
+
+def backlog() -> int | None:
+    """Messages waiting in the scoring queue (not those a worker holds); None when the broker
+    cannot be asked (it is down: nothing can be published again anyway)."""
+    try:
+        with app.connection_for_read() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0.2, timeout=2)
+            declared = app.amqp.queues[app.conf.task_default_queue](conn.default_channel)
+            return int(declared.queue_declare().message_count)
+    except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
+        logger.warning("cannot read the queue's length (%s)", type(exc).__name__)
+        return None

@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from detector.config import MAX_CONTEXT_WIDTH
 from provenance.accounts.selectors import team_for_user
 from provenance.auth import AuthenticatedRequest
 from provenance.errors import ProblemError
@@ -57,7 +58,7 @@ class KeyInput(serializers.Serializer):
     )
     algorithm = serializers.ChoiceField(WatermarkKey.Algorithm.values, default="gumbel")
     alpha = serializers.FloatField(default=0.1, min_value=0.0, max_value=1.0)
-    context_width = serializers.IntegerField(default=4, min_value=1, max_value=64)
+    context_width = serializers.IntegerField(default=4, min_value=1, max_value=MAX_CONTEXT_WIDTH)
     deduplicate = serializers.BooleanField(default=True)
     shared = serializers.BooleanField(default=False)
 

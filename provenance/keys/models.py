@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from detector.config import MAX_CONTEXT_WIDTH, KeyConfig
 from provenance.accounts.models import Team
 
 
@@ -57,7 +58,7 @@ class WatermarkKey(models.Model):
         default=0.1, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     context_width = models.PositiveSmallIntegerField(
-        default=4, validators=[MinValueValidator(1), MaxValueValidator(64)]
+        default=4, validators=[MinValueValidator(1), MaxValueValidator(MAX_CONTEXT_WIDTH)]
     )
     deduplicate = models.BooleanField(default=True)
     tokenizer = models.ForeignKey(Tokenizer, on_delete=models.PROTECT, related_name="keys")
@@ -84,3 +85,30 @@ class WatermarkKey(models.Model):
 
     def __repr__(self) -> str:
         return f"<WatermarkKey id={self.pk} name={self.name!r}>"
+
+
+def registry_config(
+    *,
+    value: int,
+    algorithm: str,
+    alpha: float,
+    context_width: int,
+    deduplicate: bool,
+    name: str | None = None,
+) -> KeyConfig:
+    """The one key model for a registry row's settings (ValueError when they are invalid).
+
+    ``deduplicate`` is upstream's ``deduplicate_contexts``: ``"single_turn"`` when on, ``"none"``
+    when off. Repeats are searched over the whole history (``max_history`` None): detection of
+    any text, and generation of the playground's replies, which are far shorter than
+    upstream's 8192-position default bound.
+    """
+    return KeyConfig(
+        key=value,
+        algorithm=algorithm,  # type: ignore[arg-type]  # KeyConfig checks it
+        alpha=alpha,
+        context_width=context_width,
+        deduplicate_contexts="single_turn" if deduplicate else "none",
+        deduplicate_contexts_max_history=None,
+        name=name,
+    )

@@ -13,7 +13,7 @@ from detector.config import KeyConfig
 from provenance.accounts.models import Team
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value
-from provenance.keys.models import WatermarkKey
+from provenance.keys.models import WatermarkKey, registry_config
 
 
 class KeySelectionError(ProblemError):
@@ -68,12 +68,12 @@ def _unique_ids(key_ids: Iterable[Any]) -> list[uuid.UUID]:
 
 @sensitive_variables()  # every local, in Django's error reports
 def key_config(key: WatermarkKey) -> KeyConfig:
-    """Decrypt a key into the detector's config. Call only where the value is used."""
-    return KeyConfig(
-        key=decrypt_value(key.encrypted_value),
+    """Decrypt a key into the one key model. Call only where the value is used."""
+    return registry_config(
+        value=decrypt_value(key.encrypted_value),
         algorithm=key.algorithm,
-        context_width=key.context_width,
         alpha=key.alpha,
+        context_width=key.context_width,
         deduplicate=key.deduplicate,
         name=key.name,
     )

@@ -10,35 +10,28 @@ from django.db import transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from detector.prf import check_key
+from detector.config import parse_key
 from detector.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
 from provenance.errors import ProblemError
 from provenance.keys.crypto import encrypt_value, reencrypt
-from provenance.keys.models import Tokenizer, WatermarkKey
+from provenance.keys.models import Tokenizer, WatermarkKey, registry_config
 
 
 class RegistryError(ProblemError):
     """A registry write was refused; the message is safe to show."""
 
 
-@sensitive_variables("raw", "value", "text")  # hidden from Django's error reports
+@sensitive_variables("raw")  # hidden from Django's error reports
 def parse_key_value(raw: str | int | None) -> int:
-    """A key value typed by an administrator: decimal or 0x-hex; None/empty = generate one."""
+    """A key value typed by an administrator (``detector.config.parse_key``: decimal or
+    0x-hex); None/empty = generate one."""
     if raw is None or (isinstance(raw, str) and raw.strip() == ""):
         return secrets.randbits(64)
-    if isinstance(raw, int):
-        value = raw
-    else:
-        text = raw.strip().lower()
-        try:
-            value = int(text, 16) if text.startswith("0x") else int(text, 10)
-        except ValueError:
-            raise RegistryError("the key value must be a decimal or 0x-hex integer") from None
     try:
-        return check_key(value)
-    except ValueError:
-        raise RegistryError("the key value must lie in [0, 2**64)") from None
+        return parse_key(raw)
+    except ValueError as exc:  # parse_key's messages never hold the value
+        raise RegistryError(str(exc)) from None
 
 
 def tokenizer_inspect(*, source_kind: str, source_path: str = "") -> tuple[str, int]:
@@ -126,7 +119,7 @@ def _key_store(
     created_by: User | None = None,
     rotated_from: WatermarkKey | None = None,
 ) -> WatermarkKey:
-    _validate_config(algorithm, alpha, context_width)
+    _validate_config(algorithm, alpha, context_width, deduplicate)
     if WatermarkKey.objects.filter(team=team, name=name).exists():
         raise RegistryError(f"team {team.name!r} already has a key named {name!r}")
     return WatermarkKey.objects.create(
@@ -144,13 +137,18 @@ def _key_store(
     )
 
 
-def _validate_config(algorithm: str, alpha: float, context_width: int) -> None:
-    if algorithm not in WatermarkKey.Algorithm.values:
-        raise RegistryError(f"unknown algorithm {algorithm!r}")
-    if not 0.0 <= alpha <= 1.0:
-        raise RegistryError("alpha must lie in [0, 1]")
-    if not 1 <= context_width <= 64:
-        raise RegistryError("context_width must lie in [1, 64]")
+def _validate_config(algorithm: str, alpha: float, context_width: int, deduplicate: bool) -> None:
+    """Refuse settings the one key model refuses (checked with a dummy key: no secret here)."""
+    try:
+        registry_config(
+            value=0,
+            algorithm=algorithm,
+            alpha=alpha,
+            context_width=context_width,
+            deduplicate=deduplicate,
+        )
+    except ValueError as exc:
+        raise RegistryError(str(exc)) from None
 
 
 @transaction.atomic

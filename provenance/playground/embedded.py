@@ -26,6 +26,7 @@ from pathlib import Path
 
 from provenance.playground.keyfile import keyfile_write, keyset_fingerprint
 from provenance.processes import stop_process
+from provenance.supervisor import spawn
 
 CHECK_EVERY_S = 5.0
 BACKEND_ENV = "PROVENANCE_GENERATOR_BACKEND"
@@ -53,7 +54,8 @@ class EmbeddedGenerator:
         self.checked = 0.0
         self.backend = ""
 
-    def start(self) -> EmbeddedGenerator:
+    def start(self, log: Path | None = None) -> EmbeddedGenerator:
+        """Spawn the server (its output appended to ``log`` when given)."""
         self.write_keys()
         self.backend = embedded_backend()
         args = [
@@ -61,8 +63,10 @@ class EmbeddedGenerator:
             *("--keys", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)),
         ]
         print(f"  playground: starting the {self.backend} generator on {self.url}", flush=True)
-        # New session: Ctrl-C reaches the runner only, which stops children in order.
-        self.process = subprocess.Popen(args, env=self.env, start_new_session=True)
+        if log is not None:
+            self.process = spawn(args, self.env, log)
+        else:  # New session: Ctrl-C reaches the runner only, which stops children in order.
+            self.process = subprocess.Popen(args, env=self.env, start_new_session=True)
         return self
 
     def write_keys(self) -> int:

@@ -34,22 +34,14 @@ def active_keys() -> list[WatermarkKey]:
 def keyset_fingerprint() -> str:
     """Changes whenever the set of active keys (or their settings) changes; holds no value."""
     rows = WatermarkKey.objects.filter(status=WatermarkKey.Status.ACTIVE).order_by("id")
-    fields = rows.values_list("id", "name", "algorithm", "alpha", "context_width")
+    fields = rows.values_list("id", "name", "algorithm", "alpha", "context_width", "deduplicate")
     return hashlib.sha256(repr(list(fields)).encode()).hexdigest()
 
 
 def keyfile_content(keys: list[WatermarkKey]) -> dict[str, dict[str, object]]:
-    """vLLM's per-key JSON shape (``{"key", "algorithm", "alpha", "context_width"}``)."""
-    content: dict[str, dict[str, object]] = {}
-    for key in keys:
-        config = key_config(key)  # decrypts: the value goes to the file and nowhere else
-        content[generator_key_name(key)] = {
-            "key": config.key,
-            "algorithm": config.algorithm,
-            "alpha": config.alpha,
-            "context_width": config.context_width,
-        }
-    return content
+    """vLLM's per-key JSON shape with every field (``KeyConfig.to_vllm``)."""
+    # key_config decrypts: the value goes to the file and nowhere else.
+    return {generator_key_name(key): key_config(key).to_vllm() for key in keys}
 
 
 def keyfile_write(path: str | os.PathLike[str]) -> int:

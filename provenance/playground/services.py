@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from detector.config import KeyConfig
-from detector.detect import detect_ids
+from detector.detect import detect_config
 from provenance.accounts.selectors import team_for_user
 from provenance.checks.models import Check
 from provenance.checks.scoring import ScoringError, tokenizer_load
@@ -185,16 +185,8 @@ class Meter:
     def read(self, token_ids: list[int]) -> dict[str, Any]:
         if not token_ids:
             return {"log10_p": 0.0, "num_tokens": 0, "num_scored": 0}
-        c = self.config
-        d = detect_ids(
-            np.asarray(token_ids, dtype=np.int64),
-            c.key,
-            context_width=c.context_width,
-            deduplicate=c.deduplicate,
-            algorithm=c.algorithm,
-            alpha=c.alpha,
-            threshold=settings.PROVENANCE_THRESHOLD,
-        )
+        ids = np.asarray(token_ids, dtype=np.int64)
+        d = detect_config(ids, self.config, threshold=settings.PROVENANCE_THRESHOLD)
         return {
             "log10_p": float(d.log10_p),
             "num_tokens": int(d.num_tokens),

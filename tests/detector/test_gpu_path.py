@@ -13,7 +13,7 @@ CONFIGS = [
     KeyConfig(key=42),
     KeyConfig(key=2**64 - 5, context_width=3),
     KeyConfig(key=7, algorithm="dual_key_gumbel", alpha=0.25),
-    KeyConfig(key=2**63 + 1, deduplicate=False),
+    KeyConfig(key=2**63 + 1, deduplicate_contexts="none"),
 ]
 
 

@@ -5,19 +5,20 @@ import os
 
 import pytest
 
-from generator.config import KeyFileError, KeyStore, WatermarkSettings
+from detector.config import KeyConfig
+from generator.config import KeyFileError, KeyStore, parse_entry
 
 SECRET = 0xDEADBEEFCAFEF00D
 
 
 def test_it_reads_vllms_json_shape_with_upstream_defaults():
-    s = WatermarkSettings.from_vllm({"algorithm": "gumbel", "key": 42})
+    s = parse_entry({"algorithm": "gumbel", "key": 42})
     assert (s.key, s.context_width, s.alpha, s.deduplicate_contexts) == (42, 4, 0.1, "single_turn")
     assert s.deduplicate_contexts_max_history == 8192
 
 
 def test_its_repr_never_shows_the_key():
-    s = WatermarkSettings(key=SECRET, name="team-a")
+    s = KeyConfig(key=SECRET, name="team-a")
     assert str(SECRET) not in repr(s) and hex(SECRET) not in repr(s)
 
 
@@ -37,7 +38,7 @@ def test_its_repr_never_shows_the_key():
 )
 def test_it_rejects_a_malformed_configuration(config):
     with pytest.raises(KeyFileError):
-        WatermarkSettings.from_vllm(config)
+        parse_entry(config)
 
 
 def test_a_key_file_maps_names_to_settings(tmp_path):
@@ -50,7 +51,7 @@ def test_a_key_file_maps_names_to_settings(tmp_path):
     store = KeyStore.from_file(path)
     assert sorted(store) == ["team-a", "team-b"]
     assert store["team-b"].algorithm == "dual_key_gumbel"
-    assert store["team-a"].key_config().key == SECRET
+    assert store["team-a"].key == SECRET and store["team-a"].name == "team-a"
     assert str(SECRET) not in repr(store)
 
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from detector.config import KeyConfig
 from detector.prf import derive_key
-from generator.config import KeyStore, WatermarkSettings
+from generator.config import KeyStore
 from generator.core import (
     RowState,
     SamplingSettings,
@@ -24,7 +25,7 @@ STORE = KeyStore.from_mapping({"team-a": {"key": KEY}, "team-b": {"key": 99}})
 
 
 def _row(output=None, prompt=None, sampling=None, **settings) -> RowState:
-    s = WatermarkSettings(key=settings.pop("key", KEY), **settings)
+    s = KeyConfig(key=settings.pop("key", KEY), **settings)
     return RowState(
         s,
         sampling or SamplingSettings(),

@@ -7,8 +7,9 @@ import pytest
 import torch
 from scipy import stats
 
+from detector.config import KeyConfig
 from detector.detect import detect_ids
-from generator.config import KeyStore, WatermarkSettings
+from generator.config import KeyStore
 from generator.core import RowState, SamplingSettings, keyed_draw, process_logits
 from generator.types import GenerationRequest
 
@@ -40,7 +41,7 @@ def test_over_many_keys_the_first_token_follows_the_models_softmax():
     probs = logits.softmax(-1).double().numpy()
     n = 6000
     keys = np.random.default_rng(1).integers(0, 2**63, n, dtype=np.int64).tolist()
-    rows = [RowState(WatermarkSettings(key=k), SamplingSettings(), [1, 2, 3], []) for k in keys]
+    rows = [RowState(KeyConfig(key=k), SamplingSettings(), [1, 2, 3], []) for k in keys]
     tokens = keyed_draw(logits.expand(n, -1).contiguous(), rows)
     counts = np.bincount(tokens.numpy(), minlength=len(probs))
     keep = probs * n >= 5  # chi-square needs expected counts >= 5: pool the rest
@@ -57,7 +58,7 @@ def test_over_many_keys_the_first_token_follows_the_models_softmax():
 def test_one_key_is_far_from_the_softmax_for_a_fixed_context():
     # The same check must be able to fail: one key and one context always give one token.
     logits = torch.randn(24)
-    rows = [RowState(WatermarkSettings(key=KEY), SamplingSettings(), [], []) for _ in range(50)]
+    rows = [RowState(KeyConfig(key=KEY), SamplingSettings(), [], []) for _ in range(50)]
     assert len(set(keyed_draw(logits.expand(50, -1).contiguous(), rows).tolist())) == 1
 
 
@@ -125,8 +126,7 @@ def test_on_smollm2_logits_our_tokens_equal_vllms_cpu_watermarker(backend):
     outputs = [text[:i] for i in range(logits.shape[0])]
     sampling = SamplingSettings(temperature=0.7, top_p=0.9)
     rows = [
-        RowState(WatermarkSettings(key=KEY, deduplicate_contexts="none"), sampling, ids, o)
-        for o in outputs
+        RowState(KeyConfig(key=KEY, deduplicate_contexts="none"), sampling, ids, o) for o in outputs
     ]
     processed = process_logits(logits, rows, penalties=True)
     theirs = watermarking.GumbelWatermarker(KEY, 4).sample(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from generator.config import WatermarkSettings
+from detector.config import KeyConfig
 from generator.core import RowState, SamplingSettings, _top_k_top_p, keyed_draw, process_logits
 
 pytestmark = pytest.mark.vllm
@@ -16,7 +16,7 @@ KEY = 0xFEDCBA9876543210
 
 
 def _rows(outputs, sampling=None, **settings):
-    s = WatermarkSettings(key=KEY, **settings)
+    s = KeyConfig(key=KEY, **settings)
     return [RowState(s, sampling or SamplingSettings(), [], o) for o in outputs]
 
 
@@ -55,7 +55,7 @@ def test_our_repeated_contexts_equal_vllms_reference(scope):
         outputs = [rng.integers(0, 3, rng.integers(0, 12)).tolist() for _ in range(8)]
         rows = [
             RowState(
-                WatermarkSettings(
+                KeyConfig(
                     key=KEY,
                     context_width=2,
                     deduplicate_contexts=scope,

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import dj_database_url
 import pytest
 from cryptography.fernet import Fernet
 from django.conf import settings
@@ -18,6 +19,7 @@ from rest_framework.test import APIClient
 
 from provenance.accounts.services import team_create, user_create
 from provenance.keys.services import key_create, tokenizer_default
+from provenance.postgres_server import PostgresServer
 from provenance.processes import stop_process
 from provenance.redis_server import RedisServer
 from tests.provenance import capture
@@ -46,12 +48,45 @@ def _fresh_throttle_history() -> None:
     cache.clear()
 
 
-@pytest.fixture(scope="session")
-def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # A file database, not SQLite's in-memory default: the worker process must see it.
+# PROVENANCE_TEST_DB=postgresql runs this suite on a throwaway PostgreSQL server (make test
+# runs it both ways); the default is SQLite, the embedded default.
+TEST_DB = os.environ.get("PROVENANCE_TEST_DB", "") or "sqlite"
+if TEST_DB not in ("sqlite", "postgresql"):
+    raise ValueError(f"PROVENANCE_TEST_DB must be sqlite or postgresql, got {TEST_DB!r}")
+
+
+def on_postgresql() -> bool:
+    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+
+def _use_database(url: str) -> None:
+    """Point the default connection at ``url`` before anything has opened it."""
+    from django.db import connections
+
     db = settings.DATABASES["default"]
+    db.clear()
+    db.update(dj_database_url.parse(url, conn_max_age=0))
+    connections.configure_settings(settings.DATABASES)  # defaults (TEST, OPTIONS, ...)
+    try:
+        connections["default"].close()
+        del connections["default"]
+    except AttributeError:  # never opened
+        pass
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory):
+    db = settings.DATABASES["default"]
+    if TEST_DB == "postgresql":
+        server = PostgresServer().start()
+        _use_database(server.url)
+        yield
+        server.stop()
+        return
+    # A file database, not SQLite's in-memory default: the worker process must see it.
     if db["ENGINE"] == "django.db.backends.sqlite3":
         db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+    yield
 
 
 @pytest.fixture(scope="session")
@@ -119,13 +154,18 @@ def point_celery_at(url: str) -> None:
     app.amqp._producer_pool = None
 
 
-def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
+def database_url() -> str:
+    """The test database (created by then) as a DATABASE_URL for a child process."""
     db = settings.DATABASES["default"]
-    if db["ENGINE"] != "django.db.backends.sqlite3":
-        pytest.skip("the worker fixtures support the SQLite test database only")
+    if on_postgresql():
+        return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    return f"sqlite:///{db['NAME']}"
+
+
+def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
-        "DATABASE_URL": f"sqlite:///{db['NAME']}",
+        "DATABASE_URL": database_url(),
         "REDIS_URL": redis_url,
         "PROVENANCE_KEK": TEST_KEK,
         "OMP_NUM_THREADS": "1",
@@ -133,8 +173,9 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     }
 
 
-def spawn_worker(redis_url: str, log: Path) -> subprocess.Popen:
-    """A real worker process (solo pool), ready to take tasks; its log joins the scan."""
+def spawn_worker(redis_url: str, log: Path, name: str = "session") -> subprocess.Popen:
+    """A real worker process (solo pool) named ``name@host``, ready to take tasks; its log
+    joins the scan. A worker started under the name of a running one replaces it."""
     args = [
         sys.executable,
         "-m",
@@ -142,6 +183,8 @@ def spawn_worker(redis_url: str, log: Path) -> subprocess.Popen:
         "-A",
         "provenance",
         "worker",
+        "-n",
+        f"{name}@%h",
         "--pool=solo",
         "--concurrency=1",
         "--loglevel=INFO",

@@ -21,10 +21,12 @@ from django.utils import timezone
 
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
 from provenance.processes import stop_process
-from provenance.redis_server import RedisServer
+from provenance.redis_server import RedisServer, free_port
 from tests.provenance import capture
 from tests.provenance.conftest import (
     REPO,
+    database_url,
+    on_postgresql,
     point_celery_at,
     spawn_worker,
     worker_env,
@@ -51,18 +53,10 @@ def worker_log(tmp_path_factory):
     return tmp_path_factory.mktemp("fault-worker") / "worker.log"
 
 
-def _sweep(redis_url: str, *, pending_after: float, running_after: float) -> str:
+def _sweep(redis_url: str, *, pending_after: float) -> str:
     """One pass of ``manage.py checks_sweep`` in its own process; returns its output."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "checks_sweep",
-            "--pending-after",
-            str(pending_after),
-            "--running-after",
-            str(running_after),
-        ],
+        [sys.executable, "manage.py", "checks_sweep", "--pending-after", str(pending_after)],
         cwd=REPO,
         env=worker_env(redis_url),
         capture_output=True,
@@ -72,6 +66,23 @@ def _sweep(redis_url: str, *, pending_after: float, running_after: float) -> str
     capture.record("checks_sweep", done.stdout + done.stderr)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+@pytest.fixture
+def sweeper_loop(fault_redis, tmp_path):
+    """``checks_sweep --every 1`` in its own process, as make run's runner and compose run it."""
+    log = tmp_path / "sweeper.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "checks_sweep", "--every", "1", "--pending-after", "3"],
+            cwd=REPO,
+            env=worker_env(fault_redis.url),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    yield process
+    stop_process(process, timeout=10)
+    capture.record("checks_sweep --every", log.read_text())
 
 
 def _exactly_once(check_ids: list, keys: int = 1) -> None:
@@ -84,11 +95,11 @@ def _exactly_once(check_ids: list, keys: int = 1) -> None:
 
 
 def test_a_worker_killed_mid_audit_loses_and_doubles_nothing(
-    fault_redis, worker_log, api_for, alice_key, wm_text, human_text, settings
+    fault_redis, sweeper_loop, worker_log, api_for, alice_key, wm_text, human_text, settings
 ):
     settings.PROVENANCE_AUDIT_CHUNK = 1  # one task per text: the kill lands inside the audit
     texts = [(wm_text if i % 2 else human_text) * 3 for i in range(60)]
-    worker = spawn_worker(fault_redis.url, worker_log)
+    worker = spawn_worker(fault_redis.url, worker_log, name="fault")
     try:
         items = [{"client_id": f"doc-{i}", "text": t} for i, t in enumerate(texts)]
         answer = api_for("alice").post("/api/v1/audits", {"texts": items}, format="json")
@@ -102,27 +113,25 @@ def test_a_worker_killed_mid_audit_loses_and_doubles_nothing(
         worker.wait()
     finally:
         stop_process(worker, timeout=20)
+    held = list(Check.objects.filter(audit_id=audit_id, status="running").values_list("id"))
     done_before = dict(
         Check.objects.filter(audit_id=audit_id, status="done").values_list("id", "finished_at")
     )
     assert 0 < len(done_before) < len(texts), "the kill must land mid-audit"
 
-    worker = spawn_worker(fault_redis.url, worker_log)
+    # The same node name again, as make run's supervisor and a restarted container do: the
+    # new worker takes the old one for dead at start and its checks are queued at once.
+    worker = spawn_worker(fault_redis.url, worker_log, name="fault")
+    ready = time.monotonic()
     try:
-        time.sleep(1.2)  # the task that died has now been "running" for longer than 1 s
-        # Sweep periodically, as make run's supervisor does. The killed worker may also have
-        # held a message whose check it had not yet marked running: that check is "pending"
-        # with its message gone, and only the pending timeout brings it back.
-        deadline = time.monotonic() + 180
-        while Audit.objects.get(id=audit_id).status != "done":
-            assert time.monotonic() < deadline, "timed out"
-            _sweep(fault_redis.url, pending_after=10, running_after=1)
-            try:
-                wait_until(lambda: Audit.objects.get(id=audit_id).status == "done", 12)
-            except AssertionError:
-                continue
+        wait_until(lambda: not Check.objects.filter(id__in=held, status="running").exists(), 30)
+        released = time.monotonic() - ready
+        wait_until(lambda: Audit.objects.get(id=audit_id).status == "done", 120)
+        finished = time.monotonic() - ready
     finally:
         stop_process(worker, timeout=20)
+    print(f"recovery: held check(s) released {released:.2f} s after the new worker was ready;")
+    print(f"  the remaining {len(texts) - len(done_before)} texts done {finished:.1f} s after it")
     _exactly_once(ids)
     after = dict(Check.objects.filter(id__in=done_before).values_list("id", "finished_at"))
     assert after == done_before  # what was done before the kill was not scored again
@@ -158,16 +167,17 @@ def test_redis_lost_with_checks_queued_the_sweeper_completes_them(
     assert audit.status_code == 202 and "its checks wait" in audit.json()["notice"]
 
     fault_redis.start()  # same port, empty: the three queued messages are gone
-    worker = spawn_worker(fault_redis.url, worker_log)
+    time.sleep(1.2)
+    # Nothing waits in the queue and no worker holds them: the three are lost, and the four
+    # the broker never got are queued for the first time.
+    assert "stuck 7, queued 7" in _sweep(fault_redis.url, pending_after=1)
+    worker = spawn_worker(fault_redis.url, worker_log, name="fault")
     try:
-        time.sleep(1.2)
-        out = _sweep(fault_redis.url, pending_after=1, running_after=600)
-        assert "stuck 7, queued 7" in out
         ids = [body["id"] for body in queued] + [a.json()["id"] for a in waiting]
         ids += list(Check.objects.filter(audit_id=audit.json()["id"]).values_list("id", flat=True))
         wait_until(lambda: Check.objects.filter(id__in=ids, status="done").count() == 7, 90)
         time.sleep(0.5)
-        assert "stuck 0" in _sweep(fault_redis.url, pending_after=1, running_after=600)
+        assert "stuck 0" in _sweep(fault_redis.url, pending_after=1)
     finally:
         stop_process(worker, timeout=20)
     _exactly_once(ids)
@@ -180,7 +190,10 @@ def test_redis_lost_with_checks_queued_the_sweeper_completes_them(
 def _short_lock_wait(connection) -> None:
     # This process gives up on a held lock after 0.3 s instead of 20 s (a fresh connection).
     connection.close()
-    connection.settings_dict["OPTIONS"]["timeout"] = 0.3
+    if on_postgresql():
+        connection.settings_dict["OPTIONS"]["options"] = "-c lock_timeout=300"
+    else:
+        connection.settings_dict["OPTIONS"]["timeout"] = 0.3
 
 
 def test_a_locked_database_answers_503_and_stores_nothing(
@@ -190,7 +203,7 @@ def test_a_locked_database_answers_503_and_stores_nothing(
 
     alice = api_for("alice")
     client.force_login(cast["alice"])
-    timeout = connection.settings_dict["OPTIONS"].get("timeout")
+    options = dict(connection.settings_dict["OPTIONS"])
     before = (Check.objects.count(), Audit.objects.count(), DetectionLog.objects.count())
     holder = _hold_lock()
     try:
@@ -202,7 +215,7 @@ def test_a_locked_database_answers_503_and_stores_nothing(
         holder.kill()
         holder.wait()
         connection.close()
-        connection.settings_dict["OPTIONS"]["timeout"] = timeout
+        connection.settings_dict["OPTIONS"] = options
     for answer in (api, audit):
         assert answer.status_code == 503 and answer["Retry-After"]
         assert "database is unavailable or busy" in answer.json()["detail"]
@@ -213,20 +226,22 @@ def test_a_locked_database_answers_503_and_stores_nothing(
 
 
 def _hold_lock() -> subprocess.Popen:
+    """Another process holds the database's write lock (PostgreSQL: the checks tables)."""
     db = django_settings.DATABASES["default"]
-    if db["ENGINE"] != "django.db.backends.sqlite3":
-        pytest.skip("locks the SQLite test database")
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
+    if on_postgresql():
+        script = (
+            "import psycopg, time\n"
+            f"c = psycopg.connect({database_url()!r})\n"
+            "c.execute('LOCK TABLE checks_check, checks_audit, checks_detectionlog "
+            "IN ACCESS EXCLUSIVE MODE'); print('locked', flush=True); time.sleep(120)"
+        )
+    else:
+        script = (
             "import sqlite3, time\n"
             f"c = sqlite3.connect({str(db['NAME'])!r}, isolation_level=None, timeout=30)\n"
-            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(120)",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(120)"
+        )
+    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
     return holder
 
@@ -257,16 +272,19 @@ def test_an_unreachable_database_answers_503_not_500(api_for, client, cast, alic
 
     alice = api_for("alice")
     client.force_login(cast["alice"])
-    name = connection.settings_dict["NAME"]
+    saved = dict(connection.settings_dict)
     connection.close()
-    connection.settings_dict["NAME"] = str(tmp_path / "gone" / "db.sqlite3")  # cannot open
+    if on_postgresql():
+        connection.settings_dict["PORT"] = free_port()  # nothing listens there
+    else:
+        connection.settings_dict["NAME"] = str(tmp_path / "gone" / "db.sqlite3")  # cannot open
     try:
         api = alice.post("/api/v1/checks", {"text": "some text"}, format="json")
         detect = alice.post("/detect", {"text": "some text"}, format="json")
         page = client.get("/checks/")
     finally:
         connection.close()
-        connection.settings_dict["NAME"] = name
+        connection.settings_dict.update(saved)
     assert api.status_code == detect.status_code == page.status_code == 503
     assert "database is unavailable" in api.json()["detail"] and api["Retry-After"] == "5"
     assert not Check.objects.exists()

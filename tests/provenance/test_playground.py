@@ -8,16 +8,21 @@ import json
 import stat
 import threading
 import time
+from dataclasses import replace
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import torch
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
+from detector.detect import detect_config
 from generator.config import KeyStore
+from generator.core import RowState, SamplingSettings, watermark_step
 from provenance.checks.models import Check
+from provenance.keys.selectors import key_config
 from provenance.keys.services import key_create, key_retire
 from provenance.playground import services
 from provenance.playground.client import GeneratorError, _chunks
@@ -342,6 +347,38 @@ def test_the_key_file_holds_every_active_key_owner_only(cast, alice_key, tokeniz
     store = KeyStore.from_file(path)  # the generator's own loader accepts it
     assert sorted(store) == sorted([generator_key_name(alice_key), generator_key_name(same_name)])
     assert store[generator_key_name(alice_key)].key == KEY_VALUE
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "alpha", "width", "dedup"),
+    [("gumbel", 0.1, 4, True), ("dual_key_gumbel", 0.3, 3, False)],
+)
+def test_a_registry_key_keeps_every_field_through_the_key_file_generator_and_detector(
+    cast, tokenizer_row, tmp_path, algorithm, alpha, width, dedup
+):
+    key, value = key_create(
+        name="round trip",
+        team=cast["acme"],
+        tokenizer=tokenizer_row,
+        algorithm=algorithm,
+        alpha=alpha,
+        context_width=width,
+        deduplicate=dedup,
+    )
+    registry = key_config(key)  # what checks and the meter test
+    keyfile_write(tmp_path / "keys.json")
+    generated = KeyStore.from_file(tmp_path / "keys.json")[generator_key_name(key)]
+    assert replace(generated, name=key.name) == registry  # every field, the value included
+    assert (generated.key, generated.algorithm, generated.alpha) == (value, algorithm, alpha)
+    assert generated.context_width == width and generated.deduplicate == dedup
+    # The generator draws with the key file's entry; the detector tests the registry's.
+    out: list[int] = []
+    row = RowState(generated, SamplingSettings(), [], out, seed=1)
+    logits = torch.randn(80, 257, generator=torch.Generator().manual_seed(2)) * 3
+    for step in range(80):
+        out.append(int(watermark_step(logits[step : step + 1], [row], penalties=False)[0]))
+    assert detect_config(out, registry).log10_p < -6
+    assert detect_config(out, replace(registry, key=value ^ 1)).log10_p > -3
 
 
 def test_the_meter_reads_strong_evidence_on_watermarked_tokens(alice_key):

@@ -80,7 +80,9 @@ def test_concurrent_requests_cannot_both_take_the_last_of_the_quota(
 
 
 def _hold_at_scoring(monkeypatch, module: Any, name: str, parties: int) -> None:
-    """Both deliveries pass their "already done?" check before either stores a result."""
+    """Both deliveries pass their claim before either stores a result. They are deliveries
+    of one message (one task id: its worker process died and it came again), the one case
+    in which two tasks hold the same checks at once; other tasks find them claimed."""
     meet = threading.Barrier(parties, timeout=60)
     score = getattr(module, name)
 
@@ -102,7 +104,8 @@ def test_two_deliveries_of_one_check_task_racing_store_one_result_set(
     key_create(name="second", team=cast["acme"], tokenizer=tokenizer_row)
     check = check_create(user=cast["alice"], text=wm_text)
     _hold_at_scoring(monkeypatch, check_services, "score_text", parties=2)
-    _in_parallel([lambda: check_score_task(str(check.id))] * 2)
+    deliver = check_score_task.apply
+    _in_parallel([lambda: deliver(args=[str(check.id)], task_id="one-message").get()] * 2)
     check.refresh_from_db()
     assert check.status == "done" and check.is_watermarked and check.num_hypotheses == 2
     indexes = list(Hypothesis.objects.filter(check_run=check).values_list("index", flat=True))
@@ -120,10 +123,26 @@ def test_two_deliveries_of_one_audit_chunk_racing_store_one_result_set(
     audit, _ = audit_submit(user=cast["alice"], texts=texts)
     ids = [str(cid) for cid in audit.checks.values_list("id", flat=True)]
     _hold_at_scoring(monkeypatch, audit_services, "score_texts", parties=2)
-    _in_parallel([lambda: audit_score_chunk_task(str(audit.id), ids)] * 2)
+    deliver = audit_score_chunk_task.apply
+    _in_parallel([lambda: deliver(args=[str(audit.id), ids], task_id="one-message").get()] * 2)
     audit.refresh_from_db()
     assert audit.status == "done"
     assert Hypothesis.objects.filter(check_run__audit=audit).count() == 6
     verdicts = dict(audit.checks.values_list("client_id", "is_watermarked"))
     assert verdicts == {str(i): i % 2 == 0 for i in range(6)}
     assert Audit.objects.count() == 1
+
+
+def test_a_second_message_for_a_claimed_check_leaves_it_to_the_holder(
+    cast, alice_key, wm_text, monkeypatch, sent_tasks
+):
+    from provenance.checks.services import check_create
+    from provenance.checks.tasks import check_score_task
+    from provenance.checks.workers import checks_claim
+
+    check = check_create(user=cast["alice"], text=wm_text)
+    checks_claim([check.id], "the-holder")  # a live task holds it
+    check_score_task.apply(args=[str(check.id)], task_id="a-swept-copy").get()
+    check.refresh_from_db()
+    assert check.status == "running" and check.claim == "the-holder"
+    assert not Hypothesis.objects.filter(check_run=check).exists()

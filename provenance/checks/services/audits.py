@@ -29,6 +29,7 @@ from provenance.checks.services.detection_log import detection_log_create, text_
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
 from provenance.checks.services.validation import audit_texts_validate, team_required
+from provenance.checks.workers import checks_claim
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
@@ -144,26 +145,26 @@ def audit_enqueue(audit_id: Any, check_ids: Sequence[Any]) -> int:
     return queued
 
 
-def audit_fail(audit_id: Any, reason: str) -> None:
-    Check.objects.filter(audit_id=audit_id, status__in=[Status.PENDING, Status.RUNNING]).update(
-        status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
-    )
+def audit_fail(audit_id: Any, reason: str, check_ids: Sequence[Any]) -> None:
+    """Fail the open checks among ``check_ids`` (one chunk: other chunks may be scoring)."""
+    Check.objects.filter(
+        audit_id=audit_id, id__in=check_ids, status__in=[Status.PENDING, Status.RUNNING]
+    ).update(status=Status.FAILED, failure_reason=reason, finished_at=timezone.now())
     audit_refresh(audit_id)
 
 
-def audit_score_chunk(audit_id: Any, check_ids: list[Any]) -> None:
-    """Score a slice of an audit (the task body): keys decrypted once, rows written in bulk."""
-    audit = Audit.objects.filter(id=audit_id).first()
+def audit_score_chunk(audit_id: Any, check_ids: list[Any], claim: str = "") -> None:
+    """Score a slice of an audit (the task body; ``claim`` is its message id): keys
+    decrypted once, rows written in bulk. Only the checks this task could claim are scored;
+    those another live task holds are left to it."""
+    audit = Audit.objects.filter(id=audit_id).only("id", "key_ids").first()
     if audit is None:
         return
-    todo = Check.objects.filter(
-        audit=audit, id__in=check_ids, status__in=[Status.PENDING, Status.RUNNING]
-    )
-    checks = list(todo.order_by("id").only("id", "text", "threshold", "started_at"))
+    claim = claim or uuid.uuid4().hex
+    checks = checks_claim(check_ids, claim, ("id", "text", "threshold"), audit_id=audit.id)
     if not checks:
         audit_refresh(audit_id)
         return
-    todo.update(status=Status.RUNNING, started_at=timezone.now())
     try:
         groups = prepare_keys(keys_for_scoring(audit.key_ids))
     except ScoringError as exc:
@@ -171,7 +172,7 @@ def audit_score_chunk(audit_id: Any, check_ids: list[Any]) -> None:
             check_fail(check.id, str(exc))
         audit_refresh(audit_id)
         return
-    results_store(_score_many(checks, groups))
+    results_store(_score_many(checks, groups), claim)
     audit_refresh(audit_id)
 
 

@@ -3,6 +3,7 @@ body), fail; and the synchronous /detect route, which stores only its log row.""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,12 +13,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from provenance.checks import queue
-from provenance.checks.models import Check, DetectionLog, Status
+from provenance.checks.models import Check, DetectionLog
 from provenance.checks.scoring import ScoringError, TextResult, prepare_keys, score_text
 from provenance.checks.services.detection_log import detection_log_create, text_sha256
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
 from provenance.checks.services.validation import team_required, text_validate
+from provenance.checks.workers import checks_claim
 from provenance.errors import ProblemError
 from provenance.keys.selectors import keys_for_check
 
@@ -60,20 +62,22 @@ def check_enqueue(check_ids: Sequence[Any]) -> int:
     return len(queued)
 
 
-def check_score(check_id: Any) -> None:
-    """Score one check (the task body). Done or failed checks are left as they are; a
-    delivery that races another one stores nothing twice (``results_store``)."""
-    check = Check.objects.filter(id=check_id).first()
-    if check is None or check.status in (Status.DONE, Status.FAILED):
+def check_score(check_id: Any, claim: str = "") -> None:
+    """Score one check (the task body; ``claim`` is its message id). Done or failed checks,
+    and checks another live task holds, are left as they are; a delivery that races another
+    one stores nothing twice (``checks_claim``, ``results_store``)."""
+    claim = claim or uuid.uuid4().hex
+    mine = checks_claim([check_id], claim, ("id", "text", "key_ids", "threshold"))
+    if not mine:
         return
-    Check.objects.filter(id=check_id).update(status=Status.RUNNING, started_at=timezone.now())
+    check = mine[0]
     try:
         groups = prepare_keys(keys_for_scoring(check.key_ids))
         result = score_text(check.text, groups, threshold=check.threshold)
     except ScoringError as exc:
         check_fail(check_id, str(exc))
         return
-    results_store([(check, result)])
+    results_store([(check, result)], claim)
 
 
 def detect_now(*, user: User, text: Any) -> TextResult:

@@ -1,8 +1,9 @@
 """Loading what scoring needs and storing what it produced, shared by checks and audits.
 
 A scoring task may be delivered twice (late acks, the sweeper) and both deliveries may run
-at once: results are stored in one transaction with status "done", only for checks that are
-not done yet, so the loser of such a race stores nothing.
+at once: each claims its checks first (``provenance.checks.workers.checks_claim``), and
+results are stored in one transaction with status "done" only for the checks the task still
+holds, so the loser of such a race stores nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from provenance.checks import bulk
 from provenance.checks.models import Check, Hypothesis, Status
 from provenance.checks.retention import purged_cleanup
 from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
+from provenance.checks.workers import held
 from provenance.keys.models import WatermarkKey
 
 logger = logging.getLogger(__name__)
@@ -34,24 +36,22 @@ def keys_for_scoring(key_ids: list[str]) -> list[WatermarkKey]:
     return [found[key_id] for key_id in wanted]
 
 
-def results_store(pairs: list[tuple[Check, TextResult]]) -> int:
-    """Store results and status "done" for the checks not done yet; returns how many.
+def results_store(pairs: list[tuple[Check, TextResult]], claim: str) -> int:
+    """Store results and status "done" for the checks still held under ``claim`` (the task
+    that scored them); returns how many. A check whose claim was taken over (its worker was
+    taken for dead, the sweeper released it, another task claimed it) is left to its new
+    holder, and a done check is never held.
 
-    The open checks are locked first (PostgreSQL: a racing delivery waits, then sees them
-    done; SQLite: IMMEDIATE transactions serialise the two already)."""
+    The held checks are locked first (PostgreSQL: a racing claimer or the sweeper waits,
+    then finds them done; SQLite: IMMEDIATE transactions serialise the two already)."""
     with transaction.atomic():
         ids = [check.id for check, _ in pairs]
-        open_ids = set(
-            Check.objects.select_for_update()
-            .filter(id__in=ids)
-            .exclude(status=Status.DONE)
-            .values_list("id", flat=True)
-        )
+        open_ids = set(held(ids, claim).select_for_update().values_list("id", flat=True))
         fresh = [(check, result) for check, result in pairs if check.id in open_ids]
         _results_write(fresh)
         purged_cleanup(list(open_ids))
     if len(fresh) < len(pairs):
-        logger.info("%d check(s) were already stored by another task", len(pairs) - len(fresh))
+        logger.info("%d check(s) were taken over by another task", len(pairs) - len(fresh))
     return len(fresh)
 
 

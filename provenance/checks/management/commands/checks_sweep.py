@@ -1,5 +1,5 @@
-"""Queue again the checks the broker lost (Redis restarted empty, a worker killed mid-task),
-and purge the texts past their retention period (``checks_purge``).
+"""Reap dead workers and queue again the checks that are lost (held by a dead worker; gone
+with Redis; never queued), and purge the texts past their retention period (``checks_purge``).
 
 One pass by default; ``--every N`` loops (docker compose runs it so; ``make run`` calls the
 same service from its supervision loop).
@@ -8,6 +8,7 @@ same service from its supervision loop).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -19,12 +20,17 @@ from provenance.checks.services import checks_sweep
 
 
 class Command(BaseCommand):
-    help = "Re-enqueue pending/running checks stuck past their timeouts."
+    help = "Reap dead workers, queue again lost checks, purge texts past their retention."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--every", type=float, default=0, help="loop: seconds between passes")
         parser.add_argument("--pending-after", type=float, default=None)
         parser.add_argument("--running-after", type=float, default=None)
+        parser.add_argument(
+            "--alive-file",
+            default="",
+            help="touched after every pass (a container healthcheck reads its age)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         pending = options["pending_after"] or settings.PROVENANCE_SWEEP_PENDING_AFTER
@@ -40,9 +46,12 @@ class Command(BaseCommand):
                 self.stderr.write(f"sweep failed ({type(exc).__name__}); retrying")
             else:
                 self.stdout.write(
-                    f"stuck {found['stuck']}, queued {found['queued']}, purged {found['purged']}"
+                    f"dead workers {found['dead_workers']}, stuck {found['stuck']}, "
+                    f"queued {found['queued']}, purged {found['purged']}"
                 )
                 self.stdout.flush()
+                if options["alive_file"]:
+                    Path(options["alive_file"]).touch()
             if not options["every"]:
                 return
             time.sleep(options["every"])

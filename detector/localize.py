@@ -1,0 +1,272 @@
+"""Where the watermark is: spans of a mixed document that carry a key's watermark.
+
+Procedure, for one key (each step's p-value stays valid for everything before it):
+
+1. Score the text as ``detect`` does (de-duplicated, Exp(1) under the null) and take the global
+   Gamma test's p-value ``p_g``.
+2. Scan the scored tokens for the window with the smallest Gamma p-value (``detector.scan``:
+   coarse grid, then the two ends refined). Its calibrated p-value ``p_1`` comes from the
+   simulated null of that whole search for this number of scored tokens.
+3. The document verdict is ``p_doc = min(1, 2 min(p_g, p_1))`` (Bonferroni over the two
+   tests), so a document without watermark is flagged with probability <= the threshold.
+4. Accept the window as a span when ``2 p_1 <= threshold``; block it (and ``context_width``
+   scored tokens on each side, where a refined end may leave a few watermarked tokens), scan
+   what is left, and repeat, at most ``max_spans`` times. Span k reports
+   ``min(1, 2 max(p_1..p_k))``: under the null nothing is reported unless ``2 p_1 <= threshold``
+   (probability <= threshold / 2), and scanning fewer free tokens with the table of all ``n``
+   can only overstate a later span's p-value.
+
+Scores of ``dual_key_gumbel`` are a weighted sum of two Exp(1) variables; their exact survival
+function maps them back to Exp(1) before the scan, so one table serves both algorithms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from detector import scan
+from detector.config import KeyConfig, as_key_config
+from detector.detect import Detection, combine, detect_batch, detect_config
+from detector.stats import gamma_upper_log10
+
+MAX_SPANS = 8
+
+
+@dataclass(frozen=True)
+class Span:
+    """Token positions ``[start, end)`` that carry the watermark; p-values family-adjusted."""
+
+    start: int
+    end: int
+    num_scored_tokens: int
+    score: float
+    p_value: float
+    log10_p: float
+    start_char: int | None = None  # character offsets ``[start_char, end_char)`` (text input)
+    end_char: int | None = None
+    key_index: int = 0  # which tested key configuration (``localize_text``)
+    key_name: str | None = None
+    window_log10_p: float = 0.0  # the span's own Gamma p-value, before any adjustment
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "start_token": self.start,
+            "end_token": self.end,
+            "start_char": self.start_char,
+            "end_char": self.end_char,
+            "num_scored_tokens": self.num_scored_tokens,
+            "score": self.score,
+            "p_value": self.p_value,
+            "log10_p": self.log10_p,
+        }
+
+
+@dataclass(frozen=True)
+class Localization:
+    """The localized test of one text under one key."""
+
+    spans: list[Span]
+    is_watermarked: bool
+    p_value: float  # document level: global test and scan, Bonferroni-combined
+    log10_p: float
+    global_log10_p: float
+    scan_log10_p: float  # calibrated p of the best window (before the factor 2)
+    threshold: float
+    detection: Detection = field(repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "is_watermarked": self.is_watermarked,
+            "p_value": self.p_value,
+            "log10_p": self.log10_p,
+            "global_log10_p": self.global_log10_p,
+            "scan_log10_p": self.scan_log10_p,
+            "spans": [s.summary() for s in self.spans],
+        }
+
+
+def exp_scores(detection: Detection, config: KeyConfig) -> NDArray[np.float64]:
+    """The scored tokens' scores as Exp(1) variables under the null (``[num_scored_tokens]``)."""
+    s = detection.token_scores[detection.scored_mask]
+    if config.algorithm == "gumbel" or config.alpha in (0.0, 1.0):
+        return s
+    a = min(config.alpha, 1.0 - config.alpha)
+    r1, r2 = 1.0 / (1.0 - a), 1.0 / a  # rates of the two weighted exponentials, r2 > r1
+    if r2 - r1 < 1e-6:  # alpha = 1/2: Gamma(2, 1/2)
+        return 2.0 * s - np.log1p(2.0 * s)
+    # P[S > x] = (r2 e^{-r1 x} - r1 e^{-r2 x}) / (r2 - r1); its -log, without overflow
+    return r1 * s - np.log1p(-(r1 / r2) * np.exp(-(r2 - r1) * s)) + math.log((r2 - r1) / r2)
+
+
+def _log10_pair(log10_p: float) -> tuple[float, float]:
+    log10_p = min(0.0, log10_p)
+    return 10.0**log10_p, log10_p
+
+
+def _strongest_part(exp: NDArray, cum: NDArray, window: scan.Window) -> tuple[int, int]:
+    """``window``, or its stronger side when a human stretch splits it (repeatedly); the other
+    side stays free for the next scan, which tests it on its own."""
+    lo, hi = window.start, window.stop
+    while (gap := scan.human_stretch(exp, scan.Window(lo, hi, 0.0))) is not None:
+        left = gamma_upper_log10(float(gap[0] - lo), float(cum[gap[0]] - cum[lo]))
+        right = gamma_upper_log10(float(hi - gap[1]), float(cum[hi] - cum[gap[1]]))
+        lo, hi = (lo, gap[0]) if left <= right else (gap[1], hi)
+    return lo, hi
+
+
+def localize_detection(
+    detection: Detection,
+    config: KeyConfig,
+    *,
+    threshold: float = 0.01,
+    max_spans: int = MAX_SPANS,
+    span_factor: float = 1.0,
+) -> Localization:
+    """Localize from an existing ``Detection``. ``span_factor`` multiplies the spans' p-values
+    (Bonferroni over several keys; 1 for one key); the document p-value is left for the
+    caller's family correction."""
+    positions = np.flatnonzero(detection.scored_mask)
+    exp = exp_scores(detection, config)
+    n = exp.shape[0]
+    blocked = np.zeros(n, np.bool_)
+    cum = np.concatenate([[0.0], np.cumsum(exp)])
+    log_two = math.log10(2.0)
+    log_span = log_two + math.log10(span_factor)
+    spans: list[Span] = []
+    first = 0.0
+    running = -math.inf  # max of scan log10 p over the spans so far
+    while len(spans) < max_spans:
+        window = scan.best_window(exp, blocked)
+        if window is None:
+            break
+        scan_lp = scan.scan_log10_p(window.log10_p, n)
+        if not spans:
+            first = scan_lp
+        running = max(running, scan_lp)
+        adjusted = min(0.0, running + log_span)
+        if adjusted > math.log10(threshold):
+            break
+        lo, hi = _strongest_part(exp, cum, window)
+        spans.append(
+            Span(
+                start=int(positions[lo]),
+                end=int(positions[hi - 1]) + 1,
+                num_scored_tokens=hi - lo,
+                score=float(cum[hi] - cum[lo]),
+                p_value=10.0**adjusted,
+                log10_p=adjusted,
+                window_log10_p=gamma_upper_log10(float(hi - lo), float(cum[hi] - cum[lo])),
+            )
+        )
+        margin = config.context_width
+        blocked[max(0, lo - margin) : min(n, hi + margin)] = True
+    global_lp = detection.log10_p
+    doc_lp = min(0.0, min(global_lp, first) + log_two) if n else 0.0
+    p, lp = _log10_pair(doc_lp)
+    return Localization(
+        spans=sorted(spans, key=lambda s: s.start),
+        is_watermarked=bool(n > 0 and lp <= math.log10(threshold)),
+        p_value=p,
+        log10_p=lp,
+        global_log10_p=global_lp,
+        scan_log10_p=first,
+        threshold=threshold,
+        detection=detection,
+    )
+
+
+def localize_ids(
+    token_ids: ArrayLike,
+    key: int | KeyConfig,
+    *,
+    threshold: float = 0.01,
+    max_spans: int = MAX_SPANS,
+) -> Localization:
+    """Find the spans of ``token_ids`` that carry ``key``'s watermark."""
+    config = as_key_config(key)
+    detection = detect_config(token_ids, config, threshold)
+    return localize_detection(detection, config, threshold=threshold, max_spans=max_spans)
+
+
+@dataclass(frozen=True)
+class TextLocalization:
+    """Several keys tested on one text; spans carry character offsets and their key."""
+
+    localizations: tuple[Localization, ...]
+    spans: list[Span]  # every key's accepted spans, in text order
+    is_watermarked: bool
+    best: int | None
+    p_value: float
+    log10_p: float
+    num_hypotheses: int
+    correction: str
+    threshold: float
+    token_ids: NDArray[np.int64] = field(repr=False)
+    offsets: NDArray[np.int64] = field(repr=False)  # [num_tokens, 2]
+
+
+def char_range(offsets: NDArray[np.int64], start: int, end: int) -> tuple[int, int]:
+    """Character offsets ``[start_char, end_char)`` of tokens ``[start, end)``."""
+    return int(offsets[start:end, 0].min()), int(offsets[start:end, 1].max())
+
+
+def _with_chars(span: Span, offsets: NDArray[np.int64], index: int, name: str | None) -> Span:
+    a, b = char_range(offsets, span.start, span.end)
+    return replace(span, start_char=a, end_char=b, key_index=index, key_name=name)
+
+
+def localize_text(
+    text: str,
+    tokenizer: Any,
+    keys: Sequence[int | KeyConfig] | int | KeyConfig,
+    *,
+    threshold: float = 0.01,
+    correction: str = "holm",
+    max_spans: int = MAX_SPANS,
+) -> TextLocalization:
+    """Tokenize once, localize under every key; the family of keys is corrected as
+    ``detect_text`` does (Holm on the document p-values; spans: Bonferroni over keys)."""
+    from detector.tokenizers import as_tokenizer, offsets_of
+
+    if not isinstance(text, str):
+        raise ValueError("text must be a str")
+    configs = [as_key_config(k) for k in ([keys] if isinstance(keys, (int, KeyConfig)) else keys)]
+    if not configs:
+        raise ValueError("at least one key is needed")
+    ids, encoding = as_tokenizer(tokenizer).encode_lazy(text)
+    offsets = offsets_of(encoding)
+    detections = detect_batch([ids] * len(configs), configs, threshold)
+    locs = tuple(
+        localize_detection(
+            d, c, threshold=threshold, max_spans=max_spans, span_factor=float(len(configs))
+        )
+        for d, c in zip(detections, configs, strict=True)
+    )
+    # Holm over the keys' document p-values (each already combines global test and scan).
+    proxies = [replace(d, log10_p=loc.log10_p) for d, loc in zip(detections, locs, strict=True)]
+    adjusted, best, verdict = combine(proxies, threshold=threshold, correction=correction)
+    spans = [
+        _with_chars(s, offsets, i, c.name)
+        for i, (c, loc) in enumerate(zip(configs, locs, strict=True))
+        for s in loc.spans
+    ]
+    best_lp = float(adjusted[best]) if best is not None else 0.0
+    return TextLocalization(
+        localizations=locs,
+        spans=sorted(spans, key=lambda s: (s.start, s.key_index)),
+        is_watermarked=verdict,
+        best=best,
+        p_value=10.0**best_lp,
+        log10_p=best_lp,
+        num_hypotheses=len(configs),
+        correction=correction,
+        threshold=threshold,
+        token_ids=ids,
+        offsets=offsets,
+    )

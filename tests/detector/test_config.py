@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from detector.config import (
+    MAX_CONTEXT_WIDTH,
+    VLLM_FIELDS,
+    KeyConfig,
+    as_key_config,
+    key_int64,
+    parse_key,
+)
+
+SECRET = 0xFEEDFACECAFEBEEF
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("42", 42),
+        (" 42\n", 42),
+        ("0x2a", 42),
+        ("0X2A", 42),
+        ("042", 42),
+        (str(2**64 - 1), 2**64 - 1),
+        ("0xFFFFFFFFFFFFFFFF", 2**64 - 1),
+        (7, 7),
+    ],
+)
+def test_it_parses_decimal_and_hex_key_literals(text, expected):
+    assert parse_key(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["0o52", "0b101010", "4_2", "+42", "0x", "", "forty-two", "4 2", "٤٢", "42.0"]
+)
+def test_it_refuses_every_other_key_literal(text):
+    with pytest.raises(ValueError, match="decimal or 0x-hex"):
+        parse_key(text)
+
+
+@pytest.mark.parametrize("text", ["-1", str(2**64), "0x10000000000000000"])
+def test_it_refuses_keys_outside_64_bits_without_echoing_them(text):
+    with pytest.raises(ValueError, match=r"2\*\*64") as err:
+        parse_key(text)
+    assert text not in str(err.value)
+
+
+def test_the_int64_view_keeps_the_64_bits():
+    for key in (0, 1, 2**63 - 1, 2**63, 2**64 - 1, SECRET):
+        view = key_int64(key)
+        assert -(2**63) <= view < 2**63 and view % 2**64 == key
+    assert key_int64(2**64 - 1) == -1 and key_int64(2**63) == -(2**63)
+    assert KeyConfig(SECRET).key_int64 == SECRET - 2**64
+
+
+def test_a_vllm_json_entry_keeps_every_field_both_ways():
+    entry = {
+        "key": SECRET,
+        "algorithm": "dual_key_gumbel",
+        "alpha": 0.25,
+        "context_width": 3,
+        "deduplicate_contexts": "all",
+        "deduplicate_contexts_max_history": None,
+        "prf": "philox",
+        "allow_target_only_watermarking": True,
+    }
+    config = KeyConfig.from_vllm(json.loads(json.dumps(entry)), name="team-a")
+    assert config.to_vllm() == entry and config.name == "team-a"
+    assert set(VLLM_FIELDS) == set(entry)
+
+
+def test_absent_fields_take_upstreams_defaults():
+    config = KeyConfig.from_vllm({"key": 42})
+    assert config.to_vllm() == {
+        "key": 42,
+        "algorithm": "gumbel",
+        "alpha": 0.1,
+        "context_width": 4,
+        "deduplicate_contexts": "single_turn",
+        "deduplicate_contexts_max_history": 8192,
+        "prf": "philox",
+        "allow_target_only_watermarking": False,
+    }
+
+
+def test_detection_reads_the_deduplication_settings():
+    assert KeyConfig(1).deduplicate and KeyConfig(1).max_history == 8192
+    off = KeyConfig(1, deduplicate_contexts="none", deduplicate_contexts_max_history=None)
+    assert not off.deduplicate and off.max_history is None
+    bare = as_key_config(1)  # a bare key searches repeats over the whole text (spec 3.3)
+    assert bare.deduplicate and bare.max_history is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"key": -1},
+        {"key": True},
+        {"key": "42"},
+        {"key": 1, "algorithm": "kgw"},
+        {"key": 1, "alpha": 1.5},
+        {"key": 1, "alpha": "0.5"},
+        {"key": 1, "context_width": 0},
+        {"key": 1, "context_width": MAX_CONTEXT_WIDTH + 1},
+        {"key": 1, "context_width": 4.0},
+        {"key": 1, "deduplicate_contexts": True},
+        {"key": 1, "deduplicate_contexts_max_history": 0},
+        {"key": 1, "prf": "aes"},
+        {"key": 1, "allow_target_only_watermarking": "yes"},
+        {"key": 1, "colour": "red"},
+        {"algorithm": "gumbel"},
+        [1, 2],
+    ],
+)
+def test_it_refuses_a_malformed_entry_without_echoing_the_key(bad):
+    with pytest.raises(ValueError) as err:
+        KeyConfig.from_vllm(bad, name="team-a")
+    assert str(SECRET) not in str(err.value)
+
+
+def test_the_widest_context_is_accepted():
+    assert KeyConfig(1, context_width=MAX_CONTEXT_WIDTH).context_width == MAX_CONTEXT_WIDTH
+
+
+def test_its_repr_never_shows_the_key():
+    config = KeyConfig(SECRET, name="team-a")
+    for text in (repr(config), str(config)):
+        assert str(SECRET) not in text and hex(SECRET)[2:] not in text.lower()

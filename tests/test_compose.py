@@ -1,0 +1,183 @@
+"""docker-compose.yml checked without a Docker engine: what every service runs exists in this
+checkout, every variable it sets is read by the code, images are pinned, every service has a
+healthcheck, only the web publishes a port, and the generator's image holds what the
+generator's code imports. Where ``docker compose`` exists, ``docker compose config`` passes."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+SERVICES: dict = COMPOSE["services"]
+APP_SERVICES = ["web", "worker", "sweeper"]
+# Read by the images and tools themselves, not by this project's code.
+EXTERNAL_VARIABLES = {
+    "postgres": {"POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD"},
+    "generator": {"VLLM_USE_V2_MODEL_RUNNER", "HF_HUB_OFFLINE"},
+}
+# vLLM's image installs these as vLLM's own requirements (vllm/requirements/*.txt); the rest
+# of what generator/, detector/ and kernels/ import must be installed by Dockerfile.generator.
+IN_VLLM_IMAGE = {
+    "vllm", "torch", "transformers", "tokenizers", "numpy", "triton", "gguf",
+    "starlette", "uvicorn", "anyio", "httpx", "mpmath",
+}  # fmt: skip
+IMPORT_NAMES = {"yaml": "pyyaml"}  # import name -> distribution name, where they differ
+
+
+def _sources(*packages: str) -> str:
+    return "\n".join(
+        path.read_text() for package in packages for path in (REPO / package).rglob("*.py")
+    )
+
+
+def _words(command: object) -> list[str]:
+    """The words of a service's command, through one ``sh -c "..."`` level."""
+    words = shlex.split(command) if isinstance(command, str) else list(command)
+    if words[:2] == ["sh", "-c"]:
+        words = shlex.split(words[2].replace("&&", " "))
+    return words
+
+
+def test_the_app_services_run_modules_and_commands_that_exist():
+    from django.core.management import get_commands
+
+    for name in APP_SERVICES:
+        words = _words(SERVICES[name]["command"])
+        for i, word in enumerate(words):
+            if word == "manage.py":
+                assert words[i + 1] in get_commands(), f"{name}: manage.py {words[i + 1]}"
+            if word == "gunicorn":
+                module, attribute = words[i + 1].split(":")
+                assert hasattr(importlib.import_module(module), attribute), f"{name}: {module}"
+            if word == "-A":
+                assert hasattr(importlib.import_module(f"{words[i + 1]}.celery"), "app")
+    assert "gunicorn" in _words(SERVICES["web"]["command"])
+    assert "worker" in _words(SERVICES["worker"]["command"])
+
+
+def test_the_generator_loads_classes_that_exist_in_this_checkout():
+    words = _words(SERVICES["generator"]["command"])
+    targets = [
+        words[i + 1]
+        for i, word in enumerate(words)
+        if word in ("--logits-processors", "--middleware")
+    ]
+    assert len(targets) == 2
+    for target in targets:
+        module, _, name = target.replace(":", ".").rpartition(".")
+        path = REPO / (module.replace(".", "/") + ".py")
+        tree = ast.parse(path.read_text())  # not imported: vLLM is not installed here
+        assert name in {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+
+
+def test_every_variable_a_service_sets_is_read_by_the_code():
+    settings_source = (REPO / "provenance" / "settings.py").read_text()
+    generator_source = _sources("generator", "detector")
+    anchor = COMPOSE["x-app"]["environment"]
+    for name, service in SERVICES.items():
+        env = dict(service.get("environment") or {})
+        if name in APP_SERVICES:
+            env.update(anchor)
+        for variable in env:
+            if variable in EXTERNAL_VARIABLES.get(name, set()):
+                continue
+            source = settings_source if name in APP_SERVICES else generator_source
+            assert f'"{variable}"' in source, f"{name} sets {variable}, which nothing reads"
+
+
+def test_env_example_lists_only_variables_the_code_reads():
+    code = _sources("provenance", "generator", "detector", "kernels")
+    listed = re.findall(r"^([A-Z][A-Z0-9_]+)=", (REPO / ".env.example").read_text(), re.M)
+    unread = [name for name in listed if f'"{name}"' not in code]
+    assert listed and unread == []
+
+
+def _pinned(image: str) -> bool:
+    """A tag with at least major.minor (``16.4-alpine``, ``v0.33.0``) or a digest."""
+    return "@sha256:" in image or re.search(r":v?\d+\.\d+", image) is not None
+
+
+def test_every_image_is_pinned():
+    for name, service in SERVICES.items():
+        if "build" in service or name in APP_SERVICES:
+            continue  # built from this checkout
+        assert _pinned(service["image"]), f"{name}: {service['image']} is not pinned"
+    for dockerfile in ("Dockerfile", "Dockerfile.generator"):
+        bases = re.findall(r"^FROM\s+(\S+)", (REPO / dockerfile).read_text(), re.M)
+        assert bases and all(_pinned(base) for base in bases), f"{dockerfile}: {bases}"
+
+
+def test_every_service_has_a_healthcheck_and_waits_for_healthy_dependencies():
+    for name, service in SERVICES.items():
+        assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
+    needs = COMPOSE["x-app"]["depends_on"]  # the app services wait for healthy stores
+    assert {dep["condition"] for dep in needs.values()} == {"service_healthy"}
+
+
+def test_only_the_web_publishes_a_port():
+    published = {name for name, service in SERVICES.items() if service.get("ports")}
+    assert published == {"web"}
+
+
+def _third_party_imports(*packages: str) -> set[str]:
+    found: set[str] = set()
+    for package in packages:
+        for path in (REPO / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    found.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module.split(".")[0])
+    ours = {"detector", "generator", "kernels", "provenance", "tests"}
+    return {name for name in found if name not in ours and name not in sys.stdlib_module_names}
+
+
+def test_the_generator_image_installs_what_the_generator_imports():
+    needed = _third_party_imports("generator", "detector", "kernels") - IN_VLLM_IMAGE
+    dockerfile = (REPO / "Dockerfile.generator").read_text()
+    installed = dict(re.findall(r'"([a-z0-9_.-]+)([<>=!~][^"]*)"', dockerfile))
+    assert set(installed) == {IMPORT_NAMES.get(name, name) for name in needed}
+    # The same ranges as the project's own dependencies: one version policy.
+    declared = re.findall(r'"([a-z0-9_.-]+)(?:\[[a-z,]+\])?([<>=!~][^"]*)"', _pyproject())
+    for package, spec in installed.items():
+        assert (package, spec) in declared, f"{package}{spec} differs from pyproject.toml"
+    copied = set(re.findall(r"^COPY (\w+) ", dockerfile, re.M))
+    assert copied == {"generator", "detector", "kernels"}
+
+
+def _pyproject() -> str:
+    return (REPO / "pyproject.toml").read_text()
+
+
+def test_the_worker_keeps_its_node_name_across_restarts():
+    # A restarted worker releases what the dead one held only under the same node name.
+    assert "-n worker@%h" in SERVICES["worker"]["command"]
+    assert "worker@$$HOSTNAME" in " ".join(SERVICES["worker"]["healthcheck"]["test"])
+
+
+@pytest.mark.skipif(
+    shutil.which("docker") is None
+    or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0,
+    reason="docker compose is not installed here",
+)
+def test_docker_compose_config_accepts_the_file(tmp_path):
+    env = tmp_path / ".env"
+    env.write_text((REPO / ".env.example").read_text())
+    done = subprocess.run(
+        ["docker", "compose", "--env-file", str(env), "-f", str(REPO / "docker-compose.yml")]
+        + ["--profile", "gpu", "config", "--quiet"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
