@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser, User
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from provenance.accounts.models import Membership, Team
@@ -21,13 +21,13 @@ def user_create(*, username: str, password: str, team: Team | None = None, **ext
     return user
 
 
-def membership_set(*, user: AbstractUser, team: Team) -> Membership:
+def membership_set(*, user: User, team: Team) -> Membership:
     membership, _ = Membership.objects.update_or_create(user=user, defaults={"team": team})
     return membership
 
 
 @transaction.atomic
-def api_token_rotate(*, user: AbstractUser) -> str:
+def api_token_rotate(*, user: User) -> str:
     """Replace the user's API token; the new one is returned to show once."""
     from rest_framework.authtoken.models import Token
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -14,7 +16,7 @@ from provenance.auth import AuthenticatedHttpRequest
 @never_cache
 @login_required
 def api_token(request: AuthenticatedHttpRequest) -> HttpResponse:
-    context = {"has_token": hasattr(request.user, "auth_token"), "token": None}
+    context: dict[str, Any] = {"has_token": hasattr(request.user, "auth_token"), "token": None}
     if request.method == "POST":
         context.update(has_token=True, token=api_token_rotate(user=request.user))
     return render(request, "accounts/api_token.html", context)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
 from provenance.errors import PayloadTooLarge, ProblemError
 
 
-def team_required(user: AbstractBaseUser) -> Team:
+def team_required(user: User) -> Team:
     team = team_for_user(user)
     if team is None:
         raise ProblemError("your account belongs to no team", status_code=403)
