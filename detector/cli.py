@@ -1,5 +1,8 @@
 """``python -m detector detect --key K [--tokenizer PATH|default] [FILE|-]``: JSON on stdout.
 
+``python -m detector verify REPORT --jwks JWKS [--text FILE] [--key-file K --tokenizer T]``
+checks a signed report (``detector.report``): exit 0 when it holds, 1 with the reason if not.
+
 Bad input (no text, undecodable bytes, unknown tokenizer, key out of range) prints one line on
 stderr and exits with status 2; the key's value never appears in any output.
 """
@@ -40,7 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     keys = det.add_mutually_exclusive_group(required=True)
     keys.add_argument("--key", type=_key, help="the 64-bit watermark key")
     keys.add_argument("--key-file", help="read the key from this file (keeps it out of `ps`)")
-    det.add_argument("--tokenizer", default="default", help="HF directory, .gguf, or default")
+    det.add_argument(
+        "--tokenizer",
+        default="default",
+        help="HF directory, .gguf, default, mistral-v3 or mistral-tekken",
+    )
     det.add_argument("--algorithm", choices=ALGORITHMS, default="gumbel")
     det.add_argument("--alpha", type=float, default=0.1)
     det.add_argument("--context-width", type=int, default=4)
@@ -48,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--threshold", type=float, default=0.01)
     det.add_argument("--tokens", action="store_true", help="add per-token rows")
     det.add_argument("file", nargs="?", default="-", help="text file, or - for stdin")
+    ver = sub.add_parser("verify", help="verify a signed report (exit 0 valid, 1 not)")
+    ver.add_argument("report", help="the report: a compact JWS, as the server sent it")
+    ver.add_argument("--jwks", required=True, help="the server's /.well-known/jwks.json, saved")
+    ver.add_argument("--text", help="the checked text: its SHA-256 must match")
+    ver.add_argument("--key-file", help="the watermark key (with --tokenizer): recompute")
+    ver.add_argument("--tokenizer", help="HF directory, .gguf, or default (with --key-file)")
+    ver.add_argument("--hypothesis", type=int, default=None, help="index (default: the best)")
     return parser
 
 
@@ -66,7 +80,7 @@ def _read_text(path: str) -> str:
 
 
 def _read_key(args: argparse.Namespace) -> int:
-    if args.key is not None:
+    if getattr(args, "key", None) is not None:
         return int(args.key)
     try:
         raw = open(args.key_file, encoding="utf-8").read().strip()
@@ -132,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         args = build_parser().parse_args(argv)
+        if args.command == "verify":
+            from detector.report_cli import run_verify
+
+            return run_verify(args, _read_key)
         out = run_detect(args)
     except (CliError, TokenizerError) as exc:
         print(f"error: {exc}", file=sys.stderr)

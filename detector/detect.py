@@ -1,4 +1,5 @@
-"""Detection entry points: ``detect_ids`` for token ids, ``detect_text`` for text.
+"""Detection entry points: ``detect_ids`` for token ids, ``detect_text`` for text,
+``detect_batch`` for many tokenized documents, ``combine`` for the verdict of a family.
 
 Scoring follows spec section 3: contexts from the text itself, first occurrence of each
 context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,30 @@ def _check_threshold(threshold: float) -> None:
         raise ValueError("threshold must lie in (0, 1)")
 
 
+def survival(config: KeyConfig, score: float, n: int) -> tuple[float, float]:
+    """(p-value, log10 p) of a sum ``score`` of ``n`` scored tokens under the null: Gamma(n, 1)
+    for ``gumbel``, the moment-matched gamma of spec section 4 for ``dual_key_gumbel``."""
+    if config.algorithm == "dual_key_gumbel":
+        return dual_key_sf(score, n, config.alpha)
+    return gamma_sf(score, n)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One tokenized text and the key configurations it is tested under (its hypotheses).
+
+    The hypotheses of a document share its token ids; those with the same context width and
+    de-duplication settings also share one context array and one scored mask, built once.
+    Two documents never share anything, even when their token ids are equal.
+    """
+
+    token_ids: ArrayLike
+    configs: Sequence[KeyConfig]
+
+    def __repr__(self) -> str:  # configs hold key values
+        return f"<Document hypotheses={len(self.configs)}>"
+
+
 def _scored_mask(ids: NDArray[np.int64], config: KeyConfig) -> tuple[NDArray, NDArray[np.bool_]]:
     contexts = build_contexts(ids, config.context_width)
     if config.deduplicate:
@@ -57,7 +82,22 @@ def _scored_mask(ids: NDArray[np.int64], config: KeyConfig) -> tuple[NDArray, ND
     return contexts, np.ones(ids.shape[0], np.bool_)
 
 
-def _verdict(
+def _masks(
+    ids: NDArray[np.int64], configs: Sequence[KeyConfig]
+) -> list[tuple[NDArray, NDArray[np.bool_]]]:
+    """Contexts and scored mask per configuration of one document, each distinct one built once."""
+    built: dict[tuple[int, bool, int | None], tuple[NDArray, NDArray[np.bool_]]] = {}
+    for c in configs:
+        tag = (c.context_width, c.deduplicate, c.max_history if c.deduplicate else None)
+        if tag not in built:
+            built[tag] = _scored_mask(ids, c)
+    return [
+        built[(c.context_width, c.deduplicate, c.max_history if c.deduplicate else None)]
+        for c in configs
+    ]
+
+
+def _detection(
     ids: NDArray[np.int64],
     mask: NDArray[np.bool_],
     scores: NDArray[np.float64],
@@ -66,10 +106,7 @@ def _verdict(
 ) -> Detection:
     n = int(mask.sum())
     total = float(scores.sum())
-    if config.algorithm == "dual_key_gumbel":
-        p_value, log10_p = dual_key_sf(total, n, config.alpha)
-    else:
-        p_value, log10_p = gamma_sf(total, n)
+    p_value, log10_p = survival(config, total, n)
     return Detection(
         score=total,
         p_value=p_value,
@@ -84,38 +121,31 @@ def _verdict(
 
 def detect_config(token_ids: ArrayLike, config: KeyConfig, threshold: float = 0.01) -> Detection:
     """Test ``token_ids`` under one key configuration."""
-    return detect_batch([token_ids], [config], threshold)[0]
+    return detect_batch([Document(token_ids, [config])], threshold)[0][0]
 
 
-def detect_batch(
-    docs: Sequence[ArrayLike], configs: Sequence[KeyConfig], threshold: float = 0.01
-) -> list[Detection]:
-    """Test document i under ``configs[i]``. On CUDA, all scores come from one kernel launch
-    per distinct (width, algorithm, alpha); on the CPU, numpy scores only the scored positions.
-    """
+def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list[Detection]]:
+    """Test every document under each of its configurations: ``out[d][h]`` is document d's
+    hypothesis h. On CUDA, all scores come from one kernel launch per distinct (width,
+    algorithm, alpha); on the CPU, numpy scores only the scored positions."""
     _check_threshold(threshold)
-    if len(docs) != len(configs):
-        raise ValueError("one configuration per document is needed")
-    arrays = [as_token_array(d) for d in docs]
-    memo: dict[tuple[int, int, bool, int | None], tuple[NDArray, NDArray[np.bool_]]] = {}
-    masks = []  # contexts and mask, shared by configurations that test one text alike
-    for ids, c in zip(arrays, configs, strict=True):
-        tag = (id(ids), c.context_width, c.deduplicate, c.max_history)
-        if tag not in memo:
-            memo[tag] = _scored_mask(ids, c)
-        masks.append(memo[tag])
-    if scoring.cuda_available() and arrays:
-        full = _gpu_scores(arrays, configs)
-        scores = [np.where(m, s, 0.0) for (_, m), s in zip(masks, full, strict=True)]
-    else:
-        scores = [
-            _cpu_scores(ids, ctx, m, c)
-            for ids, (ctx, m), c in zip(arrays, masks, configs, strict=True)
-        ]
-    return [
-        _verdict(ids, m, s, c, threshold)
-        for ids, (_, m), s, c in zip(arrays, masks, scores, configs, strict=True)
+    arrays = [as_token_array(d.token_ids) for d in docs]
+    masks = [_masks(ids, d.configs) for ids, d in zip(arrays, docs, strict=True)]
+    # One entry per hypothesis, document-major: (token ids, contexts, mask, config).
+    flat = [
+        (ids, ctx, m, c)
+        for ids, doc, doc_masks in zip(arrays, docs, masks, strict=True)
+        for c, (ctx, m) in zip(doc.configs, doc_masks, strict=True)
     ]
+    if scoring.cuda_available() and flat:
+        full = _gpu_scores([ids for ids, *_ in flat], [c for *_, c in flat])
+        scores = [np.where(m, s, 0.0) for (_, _, m, _), s in zip(flat, full, strict=True)]
+    else:
+        scores = [_cpu_scores(ids, ctx, m, c) for ids, ctx, m, c in flat]
+    found = iter(
+        _detection(ids, m, s, c, threshold) for (ids, _, m, c), s in zip(flat, scores, strict=True)
+    )
+    return [[next(found) for _ in doc.configs] for doc in docs]
 
 
 def _cpu_scores(ids: NDArray, contexts: NDArray, mask: NDArray, config: KeyConfig) -> NDArray:
@@ -176,25 +206,24 @@ class Hypothesis:
 
 
 @dataclass(frozen=True)
-class TextDetection:
+class Verdict:
+    """A family of hypotheses tested on one text, corrected together for their number.
+
+    The family verdict rests on the hypothesis with the smallest corrected p-value
+    (``best``): watermarked when that p-value is at most ``threshold`` and it scored at
+    least one token."""
+
     hypotheses: tuple[Hypothesis, ...]
-    num_hypotheses: int
     correction: str
     threshold: float
     is_watermarked: bool
-    best: int | None  # index of the hypothesis with the smallest corrected p-value
+    best: int | None
     p_value: float
     log10_p: float
-    token_ids: NDArray[np.int64] = field(repr=False)
-    tokenizer_hash: str | None = None
-    _encoding: Any = field(default=None, repr=False, compare=False)
 
-    @functools.cached_property
-    def offsets(self) -> NDArray[np.int64]:
-        """``[n, 2]`` character offsets of every token (computed on first use)."""
-        from detector.tokenizers import offsets_of
-
-        return offsets_of(self._encoding)
+    @property
+    def num_hypotheses(self) -> int:
+        return len(self.hypotheses)
 
 
 def correct(log10_ps: Sequence[float], correction: str = "holm") -> NDArray[np.float64]:
@@ -207,17 +236,47 @@ def correct(log10_ps: Sequence[float], correction: str = "holm") -> NDArray[np.f
 def combine(
     detections: Sequence[Detection],
     *,
+    names: Sequence[str | None] | None = None,
     threshold: float = 0.01,
     correction: str = "holm",
-) -> tuple[NDArray[np.float64], int | None, bool]:
-    """Correct a family of detections: (adjusted log10 ps, best index, family verdict)."""
+) -> Verdict:
+    """Correct a family of detections (hypothesis i is ``detections[i]``, named ``names[i]``)."""
     _check_threshold(threshold)
+    names = list(names) if names is not None else [None] * len(detections)
+    if len(names) != len(detections):
+        raise ValueError("one name per detection is needed")
     adjusted = correct([d.log10_p for d in detections], correction)
-    if adjusted.size == 0:
-        return adjusted, None, False
-    best = int(np.argmin(adjusted))
-    scored = detections[best].num_scored_tokens > 0
-    return adjusted, best, bool(scored and adjusted[best] <= math.log10(threshold))
+    best = int(np.argmin(adjusted)) if adjusted.size else None
+    best_lp = float(adjusted[best]) if best is not None else 0.0
+    scored = best is not None and detections[best].num_scored_tokens > 0
+    return Verdict(
+        hypotheses=tuple(
+            Hypothesis(i, name, d, float(a))
+            for i, (name, d, a) in enumerate(zip(names, detections, adjusted, strict=True))
+        ),
+        correction=correction,
+        threshold=threshold,
+        is_watermarked=bool(scored and best_lp <= math.log10(threshold)),
+        best=best,
+        p_value=10.0**best_lp,
+        log10_p=best_lp,
+    )
+
+
+@dataclass(frozen=True)
+class TextDetection(Verdict):
+    """A text tested under every configuration with one tokenizer (``detect_text``)."""
+
+    token_ids: NDArray[np.int64] = field(repr=False, kw_only=True)
+    tokenizer_hash: str | None = field(default=None, kw_only=True)
+    _encoding: Any = field(default=None, repr=False, compare=False, kw_only=True)
+
+    @functools.cached_property
+    def offsets(self) -> NDArray[np.int64]:
+        """``[n, 2]`` character offsets of every token (computed on first use)."""
+        from detector.tokenizers import offsets_of
+
+        return offsets_of(self._encoding)
 
 
 def detect_text(
@@ -240,23 +299,26 @@ def detect_text(
         raise ValueError("at least one key is needed")
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
-    detections = detect_batch([ids] * len(configs), configs, threshold)
-    adjusted, best, verdict = combine(detections, threshold=threshold, correction=correction)
-    hypotheses = tuple(
-        Hypothesis(i, c.name, d, float(a))
-        for i, (c, d, a) in enumerate(zip(configs, detections, adjusted, strict=True))
-    )
-    best_lp = float(adjusted[best]) if best is not None else 0.0
+    detections = detect_batch([Document(ids, configs)], threshold)[0]
+    names = [c.name for c in configs]
+    verdict = combine(detections, names=names, threshold=threshold, correction=correction)
     return TextDetection(
-        hypotheses=hypotheses,
-        num_hypotheses=len(hypotheses),
-        correction=correction,
-        threshold=threshold,
-        is_watermarked=verdict,
-        best=best,
-        p_value=10.0**best_lp,
-        log10_p=best_lp,
+        **{f.name: getattr(verdict, f.name) for f in fields(Verdict)},
         token_ids=ids,
         tokenizer_hash=tok.content_hash,
         _encoding=encoding,
     )
+
+
+def cumulative_log10_p(
+    detection: Detection, config: KeyConfig, points: int
+) -> list[tuple[int, float]]:
+    """(token index, log10 p of the tokens up to it) at up to ``points`` evenly spread
+    positions, the last token included: the evidence as it builds up along the text."""
+    n = detection.num_tokens
+    if n == 0:
+        return []
+    sums = np.cumsum(detection.token_scores)
+    counts = np.cumsum(detection.scored_mask)
+    picks = np.unique(np.linspace(0, n - 1, min(n, points)).round().astype(int))
+    return [(int(i), survival(config, float(sums[i]), int(counts[i]))[1]) for i in picks]

@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from detector import scan
 from detector.config import KeyConfig, as_key_config
-from detector.detect import Detection, combine, detect_batch, detect_config
+from detector.detect import Detection, Document, combine, detect_batch, detect_config
 from detector.stats import gamma_upper_log10
 
 MAX_SPANS = 8
@@ -241,7 +241,7 @@ def localize_text(
         raise ValueError("at least one key is needed")
     ids, encoding = as_tokenizer(tokenizer).encode_lazy(text)
     offsets = offsets_of(encoding)
-    detections = detect_batch([ids] * len(configs), configs, threshold)
+    detections = detect_batch([Document(ids, configs)], threshold)[0]
     locs = tuple(
         localize_detection(
             d, c, threshold=threshold, max_spans=max_spans, span_factor=float(len(configs))
@@ -250,20 +250,19 @@ def localize_text(
     )
     # Holm over the keys' document p-values (each already combines global test and scan).
     proxies = [replace(d, log10_p=loc.log10_p) for d, loc in zip(detections, locs, strict=True)]
-    adjusted, best, verdict = combine(proxies, threshold=threshold, correction=correction)
+    verdict = combine(proxies, threshold=threshold, correction=correction)
     spans = [
         _with_chars(s, offsets, i, c.name)
         for i, (c, loc) in enumerate(zip(configs, locs, strict=True))
         for s in loc.spans
     ]
-    best_lp = float(adjusted[best]) if best is not None else 0.0
     return TextLocalization(
         localizations=locs,
         spans=sorted(spans, key=lambda s: (s.start, s.key_index)),
-        is_watermarked=verdict,
-        best=best,
-        p_value=10.0**best_lp,
-        log10_p=best_lp,
+        is_watermarked=verdict.is_watermarked,
+        best=verdict.best,
+        p_value=verdict.p_value,
+        log10_p=verdict.log10_p,
         num_hypotheses=len(configs),
         correction=correction,
         threshold=threshold,

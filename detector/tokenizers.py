@@ -1,9 +1,10 @@
-"""Tokenizers for detection: local Hugging Face directories, GGUF files, the embedded default.
+"""Tokenizers for detection: local Hugging Face directories, GGUF files, the embedded default
+and the built-ins ``mistral-v3`` and ``mistral-tekken`` (detector.mistral).
 
-Parsing a GGUF file's tokenizer takes 10-20 s here, so the converted fast tokenizer is saved
-under ``data_dir()/tokenizers/`` and later loads take well under a second. Every tokenizer is
-identified by a content hash of its canonical JSON so that results record exactly which one was
-used.
+Parsing a GGUF file's tokenizer takes 10-20 s here (converting Tekken ~5 s), so the converted
+fast tokenizer is saved under ``data_dir()/tokenizers/`` and later loads take about a second.
+Every tokenizer is identified by a content hash of its canonical JSON so that results record
+exactly which one was used.
 """
 
 from __future__ import annotations
@@ -20,9 +21,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from detector import mistral
 from detector.paths import data_dir
 
 DEFAULT = "default"
+# Sources that are names, not paths: the embedded default and the mistral-common built-ins.
+BUILTINS: tuple[str, ...] = (DEFAULT, *mistral.BUILTINS)
+# Bump when detector.mistral converts differently: cached conversions are then rebuilt.
+_MISTRAL_CONVERSION = "1"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 
@@ -57,10 +63,19 @@ class Tokenizer:
     def hf(self) -> Any:
         """The transformers fast tokenizer (loaded on first use: importing it costs ~3 s)."""
         if self._hf is None:
-            from transformers import AutoTokenizer
+            from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-            self._hf = AutoTokenizer.from_pretrained(str(self._directory), local_files_only=True)
+            directory = self._directory
+            if directory is None or not (directory / "tokenizer_config.json").is_file():
+                # A bare tokenizer.json (the built-ins, uploads): wrap the backend as it is.
+                self._hf = PreTrainedTokenizerFast(tokenizer_object=self._backend)
+            else:
+                self._hf = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
         return self._hf
+
+    def vocabulary(self) -> dict[str, int]:
+        """Token string -> id, added tokens included."""
+        return dict(self._backend.get_vocab(with_added_tokens=True))
 
     def __repr__(self) -> str:
         return f"Tokenizer({self.name!r}, {self.content_hash[:12]})"
@@ -114,14 +129,30 @@ def _convert_gguf(gguf: Path) -> Path:
     from transformers import AutoTokenizer
 
     hf = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+    return _save_atomically(cache, lambda tmp: hf.save_pretrained(str(tmp)))
+
+
+def _save_atomically(cache: Path, save: Any) -> Path:
+    """Run ``save(tmp_dir)`` and move the directory into place as ``cache`` in one step."""
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=cache.parent, prefix=".tmp-"))
     try:
-        hf.save_pretrained(str(tmp))
+        save(tmp)
         os.replace(tmp, cache)  # atomic: a concurrent loader sees all files or none
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)  # another process won the race; its copy is equal
     return cache
+
+
+def _convert_mistral(name: str) -> Path:
+    """A directory holding built-in ``name`` as a ``tokenizer.json`` (converted once)."""
+    source = mistral.data_file(name)
+    digest = hashlib.sha256(source.read_bytes() + _MISTRAL_CONVERSION.encode()).hexdigest()
+    cache = data_dir() / "tokenizers" / f"{name}-{digest[:16]}"
+    if (cache / "tokenizer.json").is_file():
+        return cache
+    backend = mistral.convert(name)
+    return _save_atomically(cache, lambda tmp: backend.save(str(tmp / "tokenizer.json")))
 
 
 def _from_dir(path: Path, name: str) -> Tokenizer:
@@ -141,6 +172,11 @@ def _from_dir(path: Path, name: str) -> Tokenizer:
 def _load(source: str) -> Tokenizer:
     if source == DEFAULT:
         return _from_dir(_convert_gguf(embedded_gguf_path()), EMBEDDED_NAME)
+    if source in mistral.BUILTINS:
+        try:
+            return _from_dir(_convert_mistral(source), source)
+        except mistral.MistralTokenizerError as exc:
+            raise TokenizerError(str(exc)) from None
     path = Path(source)
     if not path.exists():
         raise TokenizerError(f"no tokenizer at {source}")
@@ -159,9 +195,10 @@ def _load(source: str) -> Tokenizer:
 
 
 def load_tokenizer(source: str | os.PathLike[str] = DEFAULT) -> Tokenizer:
-    """Load (once per process) the tokenizer at ``source``: a HF directory, a GGUF, "default"."""
+    """Load (once per process) the tokenizer at ``source``: a HF directory, a GGUF, or a
+    built-in name ("default", "mistral-v3", "mistral-tekken"; names win over paths)."""
     source = str(source)
-    if source != DEFAULT:
+    if source not in BUILTINS:
         source = str(Path(source).expanduser().resolve())
     return _load(source)
 

@@ -14,7 +14,7 @@ from provenance.middleware import UNAVAILABLE
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ProblemError):
-        return Response({"detail": exc.message}, status=exc.status_code)
+        return Response({"detail": exc.message, "code": exc.code}, status=exc.status_code)
     if isinstance(exc, (OperationalError, InterfaceError)):  # database down or locked
         return Response({"detail": UNAVAILABLE}, status=503, headers={"Retry-After": "5"})
     return drf_exception_handler(exc, context)

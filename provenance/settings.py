@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "provenance.keys",
     "provenance.checks",
     "provenance.playground",
+    "provenance.reports",
 ]
 
 MIDDLEWARE = [
@@ -214,6 +215,15 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 # embedded default generates one into DATA_DIR on first use (provenance.keys.crypto).
 PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
 PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
+# Documents checked as files (.txt .md .html .docx .pdf), alone or zipped into an audit: the
+# file size of one, the pages of one PDF, and the uncompressed size of a whole archive.
+PROVENANCE_MAX_DOCUMENT_BYTES = env_int("PROVENANCE_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024, 1)
+PROVENANCE_MAX_DOCUMENT_PAGES = env_int("PROVENANCE_MAX_DOCUMENT_PAGES", 300, minimum=1)
+PROVENANCE_MAX_ARCHIVE_BYTES = env_int("PROVENANCE_MAX_ARCHIVE_BYTES", 64 * 1024 * 1024, 1)
+# An uploaded tokenizer.json (Tekken's is 17 MB, Qwen's 11 MB).
+PROVENANCE_MAX_TOKENIZER_BYTES = env_int(
+    "PROVENANCE_MAX_TOKENIZER_BYTES", 48 * 1024 * 1024, minimum=1
+)
 PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
 PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.

@@ -21,4 +21,5 @@ urlpatterns = [
     path("", include("provenance.keys.urls")),
     path("", include("provenance.checks.urls")),
     path("", include("provenance.playground.urls")),
+    path("", include("provenance.reports.urls")),
 ]

@@ -8,7 +8,16 @@ from django.db import models
 
 
 class Team(models.Model):
+    class OracleTier(models.TextChoices):
+        # The detector is an oracle for scrubbing and forging: exact p-values and per-token
+        # scores tell an attacker which edits remove the watermark. Only auditors get them.
+        AUDITOR = "auditor", "auditor (per-token scores, heatmap, exact p-values)"
+        BASIC = "basic", "basic (verdict, spans, p rounded down to its power of ten)"
+
     name = models.CharField(max_length=100, unique=True)
+    oracle_tier = models.CharField(
+        max_length=10, choices=OracleTier.choices, default=OracleTier.AUDITOR
+    )
     # Days a submitted text is kept (empty: PROVENANCE_RETENTION_DAYS). A team may only
     # shorten the deployment's period: the effective value is the smaller of the two.
     retention_days = models.PositiveIntegerField(

@@ -76,6 +76,7 @@ class CheckSummaryOutput(serializers.ModelSerializer):
         fields = [
             "id",
             "client_id",
+            "filename",
             "status",
             "failure_reason",
             "is_watermarked",
@@ -149,22 +150,50 @@ def _body_size_guard(request: Request) -> None:
         )
 
 
+def _read_upload(upload: Any) -> bytes:
+    """An uploaded file's bytes, refused before reading when larger than any document or
+    archive may be (the body guard bounds it too)."""
+    limit = max(settings.PROVENANCE_MAX_DOCUMENT_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    if upload.size is not None and upload.size > limit:
+        raise PayloadTooLarge(f"the file is {upload.size} bytes; the limit is {limit}")
+    return bytes(upload.read())
+
+
 class CheckListCreateApi(APIView):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="CheckInput")
     class InputSerializer(serializers.Serializer):
-        text = TextField()
+        text = TextField(required=False)
+        file = serializers.FileField(
+            required=False,
+            help_text="instead of text (multipart): a .txt, .md, .html, .docx or .pdf file",
+        )
         key_ids = serializers.ListField(
             child=serializers.UUIDField(), required=False, allow_empty=False
         )
 
-    @extend_schema(request=InputSerializer, responses={202: CheckDetailOutput})
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("text" in data) == ("file" in data):
+                raise serializers.ValidationError("send exactly one of text and file")
+            return data
+
+    @extend_schema(
+        request={
+            "application/json": InputSerializer,
+            "multipart/form-data": InputSerializer,
+        },
+        responses={202: CheckDetailOutput},
+    )
     def post(self, request: AuthenticatedRequest) -> Response:
         _body_size_guard(request)
         data = self._input(request)
+        text, filename = data.get("text"), ""
+        if "file" in data:
+            document = services.document_extract(data["file"].name, _read_upload(data["file"]))
+            text, filename = document.text, document.filename
         check = services.check_create(
-            user=request.user, text=data["text"], key_ids=data.get("key_ids")
+            user=request.user, text=text, key_ids=data.get("key_ids"), filename=filename
         )
         location = reverse("api-check-detail", args=[check.id])
         body = CheckDetailOutput(selectors.check_get(request.user, check.id)).data
@@ -240,14 +269,28 @@ class AuditListCreateApi(APIView):
         texts = serializers.ListField(
             child=serializers.DictField(),
             allow_empty=False,
+            required=False,
             help_text='[{"client_id": "doc-1", "text": "..."}, ...], at most 10,000',
+        )
+        archive = serializers.FileField(
+            required=False,
+            help_text="instead of texts (multipart): a zip of .txt, .md, .html, .docx and .pdf "
+            "files; each file's name (its path in the zip) becomes its client_id",
         )
         key_ids = serializers.ListField(
             child=serializers.UUIDField(), required=False, allow_empty=False
         )
 
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("texts" in data) == ("archive" in data):
+                raise serializers.ValidationError("send exactly one of texts and archive")
+            return data
+
     @extend_schema(
-        request=InputSerializer,
+        request={
+            "application/json": InputSerializer,
+            "multipart/form-data": InputSerializer,
+        },
         responses={202: AuditOutput, 200: AuditOutput},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
     )
@@ -255,10 +298,14 @@ class AuditListCreateApi(APIView):
         _body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        texts = data.get("texts")
+        if "archive" in data:
+            texts = services.archive_texts(_read_upload(data["archive"]))
         audit, created = services.audit_submit(
             user=request.user,
-            texts=serializer.validated_data["texts"],
-            key_ids=serializer.validated_data.get("key_ids"),
+            texts=texts,
+            key_ids=data.get("key_ids"),
             idempotency_key=request.headers.get("Idempotency-Key", "").strip(),
         )
         code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK

@@ -86,6 +86,9 @@ class Check(models.Model):
         Audit, null=True, blank=True, on_delete=models.CASCADE, related_name="checks"
     )
     client_id = models.CharField(max_length=200, blank=True)
+    # The uploaded document the text was extracted from (empty for pasted text and audit
+    # items, whose client_id names their file). db_default: raw bulk inserts may omit it.
+    filename = models.CharField(max_length=255, blank=True, default="", db_default="")
     # Submission order within an audit (ids are random, so they cannot order the items).
     position = models.PositiveIntegerField(default=0)
     # Emptied when the check is purged (retention) or deleted; the digest stays.

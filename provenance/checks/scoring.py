@@ -1,13 +1,13 @@
 """Scoring a text against registered keys: the one place the web product calls the detector.
 
-Keys are grouped by tokenizer: each group tokenizes the text once (``detect_text``), then
-all hypotheses of all groups are Holm-corrected together, so the verdict accounts for every
-(key x tokenizer) pair tested.
+Keys are grouped by tokenizer: each group tokenizes the text once (a ``detector.detect.Document``
+holding the group's configurations), and the detector's ``combine`` corrects all hypotheses of
+all groups together, so the verdict accounts for every (key x tokenizer) pair tested. Nothing
+statistical happens here: this module binds the detector's results to registry rows.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,10 +15,17 @@ from typing import Any
 import numpy as np
 
 from detector.config import KeyConfig
-from detector.detect import Detection, TextDetection, detect_batch, detect_text
-from detector.stats import dual_key_sf, gamma_sf, holm
+from detector.detect import (
+    Detection,
+    Document,
+    Hypothesis,
+    Verdict,
+    combine,
+    cumulative_log10_p,
+    detect_batch,
+)
 from detector.tokenizers import Tokenizer as LoadedTokenizer
-from detector.tokenizers import load_tokenizer
+from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
 from provenance.keys.selectors import key_config
@@ -45,22 +52,50 @@ class KeyGroup:
 
 @dataclass(frozen=True)
 class HypothesisResult:
-    index: int
+    """The detector's hypothesis ``hypothesis`` bound to the registry rows it tested."""
+
     key: WatermarkKey
     tokenizer: Tokenizer
-    detection: Detection
-    adjusted_log10_p: float
+    hypothesis: Hypothesis
+
+    @property
+    def index(self) -> int:
+        return self.hypothesis.index
+
+    @property
+    def detection(self) -> Detection:
+        return self.hypothesis.detection
+
+    @property
+    def adjusted_log10_p(self) -> float:
+        return self.hypothesis.adjusted_log10_p
 
 
 @dataclass(frozen=True)
 class TextResult:
+    """The detector's verdict on one text, its hypotheses bound to registry rows, what the
+    heatmap shows, and the time scoring took."""
+
+    verdict: Verdict
     hypotheses: tuple[HypothesisResult, ...]
-    is_watermarked: bool
-    best: int | None
-    p_value: float
-    log10_p: float
     token_data: dict[str, Any] | None
     elapsed_ms: float
+
+    @property
+    def is_watermarked(self) -> bool:
+        return self.verdict.is_watermarked
+
+    @property
+    def best(self) -> int | None:
+        return self.verdict.best
+
+    @property
+    def p_value(self) -> float:
+        return self.verdict.p_value
+
+    @property
+    def log10_p(self) -> float:
+        return self.verdict.log10_p
 
 
 def tokenizer_load(tokenizer: Tokenizer) -> LoadedTokenizer:
@@ -100,70 +135,59 @@ def _config(key: WatermarkKey) -> KeyConfig:
         raise ScoringError(f"key {key.name!r} does not decrypt with the configured KEK") from None
 
 
-Raw = list[tuple[KeyGroup, int, Detection]]  # (group, position in group, detection)
-
-
 def score_text(
     text: str, groups: list[KeyGroup], *, threshold: float, with_tokens: bool = True
 ) -> TextResult:
-    """Test ``text`` under every prepared key; Holm-correct over all of them."""
+    """Test ``text`` under every prepared key: one document per tokenizer, one detector
+    verdict over all their hypotheses (Holm)."""
     start = time.perf_counter()
-    raw: Raw = []
-    found_by_group: dict[int, TextDetection] = {}
-    for g, group in enumerate(groups):
-        found = detect_text(text, group.loaded, list(group.configs), threshold=threshold)
-        found_by_group[g] = found
-        raw.extend((group, pos, h.detection) for pos, h in enumerate(found.hypotheses))
-    result = _combine(raw, threshold)
+    encoded = [group.loaded.encode_lazy(text) for group in groups]  # (ids, encoding)
+    docs = [Document(ids, group.configs) for (ids, _), group in zip(encoded, groups, strict=True)]
+    result = _result(detect_batch(docs, threshold), groups, threshold)
     if with_tokens and result.best is not None:
-        group, pos, detection = raw[result.best]
-        # Offsets are computed lazily by the detector: only the heatmap pays for them.
-        found = found_by_group[groups.index(group)]
-        tokens = heatmap_data(detection, found.offsets, group.configs[pos])
+        g, pos = _position(groups, result.best)
+        # Offsets only for the heatmap's tokenizer: the other groups never pay for them.
+        offsets = offsets_of(encoded[g][1])
+        tokens = heatmap_data(
+            result.hypotheses[result.best].detection, offsets, groups[g].configs[pos]
+        )
         result = replace(result, token_data=tokens)
     return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
 
 
 def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -> list[TextResult]:
-    """The audit path: like ``score_text`` for many texts (no heatmaps). Each key group
-    scores all texts in one ``detect_batch`` call: one kernel launch per group on CUDA,
-    the same numpy path as ``detect_text`` on the CPU."""
+    """The audit path: like ``score_text`` for many texts (no heatmaps), every (text,
+    tokenizer) document in one ``detect_batch`` call: one kernel launch per distinct
+    (width, algorithm, alpha) on CUDA, the same numpy path as ``detect_text`` on the CPU."""
     start = time.perf_counter()
-    raws: list[Raw] = [[] for _ in texts]
-    for group in groups:
-        k = len(group.configs)
-        ids = [group.loaded.encode(text) for text in texts]
-        docs = [doc for doc in ids for _ in range(k)]  # the same array object: masks shared
-        found = detect_batch(docs, list(group.configs) * len(ids), threshold)
-        for i, raw in enumerate(raws):
-            raw.extend((group, pos, found[i * k + pos]) for pos in range(k))
+    docs = [Document(g.loaded.encode(text), g.configs) for text in texts for g in groups]
+    found = detect_batch(docs, threshold)
+    per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
     each_ms = (time.perf_counter() - start) * 1000.0 / max(len(texts), 1)
-    return [replace(_combine(raw, threshold), elapsed_ms=each_ms) for raw in raws]
+    return [replace(_result(f, groups, threshold), elapsed_ms=each_ms) for f in per_text]
 
 
-def _combine(raw: Raw, threshold: float) -> TextResult:
-    """Holm over every hypothesis; the family-wise verdict rests on the strongest one."""
-    adjusted = holm([detection.log10_p for _, _, detection in raw])
+def _position(groups: list[KeyGroup], index: int) -> tuple[int, int]:
+    """(group, position in the group) of the family's hypothesis ``index``."""
+    for g, group in enumerate(groups):
+        if index < len(group.configs):
+            return g, index
+        index -= len(group.configs)
+    raise IndexError(index)
+
+
+def _result(found: list[list[Detection]], groups: list[KeyGroup], threshold: float) -> TextResult:
+    """The detector's verdict over every group's hypotheses, bound to the registry rows."""
+    detections = [d for group_found in found for d in group_found]
+    rows = [(key, group.tokenizer) for group in groups for key in group.keys]
+    verdict = combine(
+        detections, names=[key.name for key, _ in rows], threshold=threshold, correction="holm"
+    )
     hypotheses = tuple(
-        HypothesisResult(i, group.keys[pos], group.tokenizer, detection, float(adjusted[i]))
-        for i, (group, pos, detection) in enumerate(raw)
+        HypothesisResult(key, tokenizer, h)
+        for (key, tokenizer), h in zip(rows, verdict.hypotheses, strict=True)
     )
-    best = int(np.argmin(adjusted)) if raw else None
-    best_lp = float(adjusted[best]) if best is not None else 0.0
-    verdict = bool(
-        best is not None
-        and hypotheses[best].detection.num_scored_tokens > 0
-        and best_lp <= math.log10(threshold)
-    )
-    return TextResult(
-        hypotheses=hypotheses,
-        is_watermarked=verdict,
-        best=best,
-        p_value=10.0**best_lp,
-        log10_p=best_lp,
-        token_data=None,
-        elapsed_ms=0.0,
-    )
+    return TextResult(verdict=verdict, hypotheses=hypotheses, token_data=None, elapsed_ms=0.0)
 
 
 def heatmap_data(detection: Detection, offsets: np.ndarray, config: KeyConfig) -> dict[str, Any]:
@@ -173,23 +197,7 @@ def heatmap_data(detection: Detection, offsets: np.ndarray, config: KeyConfig) -
         "offsets": offsets.astype(int).tolist(),
         "scores": [round(float(s), 4) for s in detection.token_scores],
         "scored": [bool(m) for m in detection.scored_mask],
-        "chart": cumulative_evidence(detection, config),
+        "chart": [
+            [i, round(lp, 3)] for i, lp in cumulative_log10_p(detection, config, CHART_POINTS)
+        ],
     }
-
-
-def cumulative_evidence(detection: Detection, config: KeyConfig) -> list[list[float]]:
-    """(token index, log10 p of the tokens up to it) at up to CHART_POINTS positions."""
-    n = detection.num_tokens
-    if n == 0:
-        return []
-    sums = np.cumsum(detection.token_scores)
-    counts = np.cumsum(detection.scored_mask)
-    picks = np.unique(np.linspace(0, n - 1, min(n, CHART_POINTS)).round().astype(int))
-    points = []
-    for i in picks:
-        if config.algorithm == "dual_key_gumbel":
-            _, lp = dual_key_sf(float(sums[i]), int(counts[i]), config.alpha)
-        else:
-            _, lp = gamma_sf(float(sums[i]), int(counts[i]))
-        points.append([int(i), round(lp, 3)])
-    return points

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import cast
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -17,8 +18,8 @@ from provenance.accounts.selectors import team_for_user
 from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import heatmap, retention, selectors, services
 from provenance.checks.api import DetectionThrottle
-from provenance.checks.models import Status
-from provenance.errors import ProblemError
+from provenance.checks.models import Check, Status
+from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.selectors import keys_visible_to
 
 
@@ -37,12 +38,26 @@ def check_new(request: AuthenticatedHttpRequest) -> HttpResponse:
             context.update(error="too many checks in a short time; try again in a minute")
             return render(request, "checks/check_new.html", context, status=429)
         try:
-            check = services.check_create(user=request.user, text=text)
+            check = _check_from_form(request, text)
         except ProblemError as exc:
             context.update(error=exc.message, text=text[:10_000])
             return render(request, "checks/check_new.html", context, status=exc.status_code)
         return redirect("check-detail", check_id=check.id)
     return render(request, "checks/check_new.html", context)
+
+
+def _check_from_form(request: AuthenticatedHttpRequest, text: str) -> Check:
+    """A chosen file wins over the text box (the form offers both)."""
+    upload = request.FILES.get("file")
+    if upload is None:
+        return services.check_create(user=request.user, text=text)
+    if upload.size > settings.PROVENANCE_MAX_DOCUMENT_BYTES:
+        limit = settings.PROVENANCE_MAX_DOCUMENT_BYTES
+        raise PayloadTooLarge(
+            f"{upload.name}: the file is {upload.size} bytes; the limit is {limit}"
+        )
+    document = services.document_extract(upload.name or "", upload.read())
+    return services.check_create(user=request.user, text=document.text, filename=document.filename)
 
 
 @login_required

@@ -15,6 +15,7 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
 from provenance.auth import signed_in
+from provenance.errors import ProblemError
 from provenance.keys import services
 from provenance.keys.models import Tokenizer, WatermarkKey
 
@@ -23,21 +24,42 @@ _CREATED = "_provenance_created"
 
 
 class TokenizerForm(forms.ModelForm):
+    upload = forms.FileField(
+        required=False,
+        label="tokenizer.json",
+        help_text="For “Uploaded tokenizer.json”: a Hugging Face tokenizer.json. It must "
+        "encode and decode a sample text back unchanged; it is stored under the data dir.",
+    )
+
     class Meta:
         model = Tokenizer
         fields = ["name", "source_kind", "source_path"]
+        help_texts = {
+            "source_path": "A directory or .gguf path on the server, or a built-in's name "
+            "(mistral-v3, mistral-tekken). Empty for the embedded default and uploads."
+        }
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         if self.instance.pk is None and not self.errors:
-            try:  # load it once here so a bad path is a form error, not a 500
-                services.tokenizer_inspect(
-                    source_kind=data["source_kind"], source_path=data.get("source_path", "")
-                )
-            except services.RegistryError as exc:
+            try:  # load it once here so a bad source is a form error, not a 500
+                self._inspect(data)
+            except ProblemError as exc:
                 raise forms.ValidationError(exc.message) from None
         return data
+
+    def _inspect(self, data: dict[str, Any]) -> None:
+        if data["source_kind"] != Tokenizer.Source.UPLOAD:
+            services.tokenizer_inspect(
+                source_kind=data["source_kind"], source_path=data.get("source_path", "")
+            )
+            return
+        upload = data.get("upload")
+        if upload is None:
+            raise services.RegistryError("choose a tokenizer.json file to upload")
+        data["upload_content"] = upload.read()
+        services.tokenizer_upload_validate(data["upload_content"])
 
 
 @admin.register(Tokenizer)
@@ -62,11 +84,16 @@ class TokenizerAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        registered = services.tokenizer_register(
-            name=obj.name, source_kind=obj.source_kind, source_path=obj.source_path
-        )
+        if obj.source_kind == Tokenizer.Source.UPLOAD:
+            content = form.cleaned_data["upload_content"]
+            registered = services.tokenizer_upload(name=obj.name, content=content)
+        else:
+            registered = services.tokenizer_register(
+                name=obj.name, source_kind=obj.source_kind, source_path=obj.source_path
+            )
         obj.pk = registered.pk
         obj.content_hash, obj.vocab_size = registered.content_hash, registered.vocab_size
+        obj.source_path = registered.source_path
 
 
 class KeyAddForm(forms.ModelForm):

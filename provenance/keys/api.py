@@ -3,14 +3,18 @@ create and rotate answers carry the new value a single time; nothing else ever d
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from detector import mistral
 from detector.config import MAX_CONTEXT_WIDTH
 from provenance.accounts.selectors import team_for_user
 from provenance.auth import AuthenticatedRequest
@@ -129,3 +133,50 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["post"])
     def retire(self, request: Request, pk: str | None = None) -> Response:
         return Response(KeyOutput(services.key_retire(key=self._own_key())).data)
+
+
+class TokenizerOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Tokenizer
+        fields = ["id", "name", "source_kind", "content_hash", "vocab_size", "created_at"]
+
+
+class TokenizerListCreateApi(APIView):
+    """List the registered tokenizers; register one (model permission ``keys.add_tokenizer``):
+    a Hugging Face ``tokenizer.json`` as multipart field ``file``, or a built-in by name."""
+
+    permission_classes = [ManageKeys]
+    parser_classes = [MultiPartParser, JSONParser]
+    queryset = Tokenizer.objects.none()  # for the permission class's model lookup
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=100)
+        file = serializers.FileField(required=False, help_text="a Hugging Face tokenizer.json")
+        builtin = serializers.ChoiceField(
+            list(mistral.BUILTINS), required=False, help_text="a mistral-common built-in"
+        )
+
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("file" in data) == ("builtin" in data):
+                raise serializers.ValidationError("send exactly one of file and builtin")
+            return data
+
+    @extend_schema(responses=TokenizerOutput(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(TokenizerOutput(Tokenizer.objects.order_by("name"), many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": InputSerializer, "application/json": InputSerializer},
+        responses={201: TokenizerOutput},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if "builtin" in data:
+            tokenizer = services.tokenizer_register(
+                name=data["name"], source_kind=Tokenizer.Source.BUILTIN, source_path=data["builtin"]
+            )
+        else:
+            tokenizer = services.tokenizer_upload(name=data["name"], content=data["file"].read())
+        return Response(TokenizerOutput(tokenizer).data, status=status.HTTP_201_CREATED)

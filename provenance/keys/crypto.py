@@ -96,3 +96,15 @@ def reencrypt(token: bytes | memoryview) -> bytes:
         return _fernet(settings.PROVENANCE_KEK).rotate(bytes(token))
     except InvalidToken:
         raise KeyDecryptionError("stored key does not decrypt with the configured KEK") from None
+
+
+def encrypt_bytes(value: bytes) -> bytes:
+    """Encrypt a secret that is not a watermark key (the report-signing key) under the KEK."""
+    return _fernet(settings.PROVENANCE_KEK).encrypt(value)
+
+
+def decrypt_bytes(token: bytes | memoryview) -> bytes:
+    try:
+        return _fernet(settings.PROVENANCE_KEK).decrypt(bytes(token))
+    except InvalidToken:
+        raise KeyDecryptionError("stored key does not decrypt with the configured KEK") from None

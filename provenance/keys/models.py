@@ -9,6 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from detector.config import MAX_CONTEXT_WIDTH, KeyConfig
+from detector.paths import data_dir
 from provenance.accounts.models import Team
 
 
@@ -17,10 +18,13 @@ class Tokenizer(models.Model):
         DEFAULT = "default", "Embedded SmolLM2 (default)"
         HF_DIR = "hf_dir", "Local Hugging Face directory"
         GGUF = "gguf", "GGUF file"
+        BUILTIN = "builtin", "Built-in (mistral-v3, mistral-tekken)"
+        UPLOAD = "upload", "Uploaded tokenizer.json"
 
     name = models.CharField(max_length=100, unique=True)
     source_kind = models.CharField(max_length=16, choices=Source.choices, default=Source.DEFAULT)
-    # Empty for the embedded default; a local directory or .gguf path otherwise.
+    # Empty for the embedded default; a local directory or .gguf path; a built-in's name; for
+    # an upload, its directory relative to the data dir (uploads/<sha256 of the file>).
     source_path = models.CharField(max_length=500, blank=True)
     content_hash = models.CharField(max_length=64, editable=False)
     vocab_size = models.PositiveIntegerField(editable=False)
@@ -35,7 +39,11 @@ class Tokenizer(models.Model):
     @property
     def source(self) -> str:
         """The argument that detector.tokenizers.load_tokenizer expects."""
-        return "default" if self.source_kind == self.Source.DEFAULT else self.source_path
+        if self.source_kind == self.Source.DEFAULT:
+            return "default"
+        if self.source_kind == self.Source.UPLOAD:
+            return str(data_dir() / "tokenizers" / self.source_path)
+        return self.source_path
 
 
 class WatermarkKey(models.Model):

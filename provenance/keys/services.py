@@ -3,17 +3,24 @@ value of key_create / key_rotate; callers show it once and drop it."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import secrets
+from pathlib import Path
+from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
+from detector import mistral
 from detector.config import parse_key
+from detector.paths import data_dir
 from detector.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
-from provenance.errors import ProblemError
+from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.crypto import encrypt_value, reencrypt
 from provenance.keys.models import Tokenizer, WatermarkKey, registry_config
 
@@ -38,6 +45,12 @@ def tokenizer_inspect(*, source_kind: str, source_path: str = "") -> tuple[str, 
     """Load a tokenizer source once: (content hash, vocabulary size), or a clear error."""
     if source_kind not in Tokenizer.Source.values:
         raise RegistryError(f"unknown tokenizer source {source_kind!r}")
+    if source_kind == Tokenizer.Source.UPLOAD:
+        raise RegistryError("an uploaded tokenizer is registered with tokenizer_upload")
+    if source_kind == Tokenizer.Source.BUILTIN and source_path not in mistral.BUILTINS:
+        raise RegistryError(
+            f"unknown built-in tokenizer {source_path!r}; known: {mistral.BUILTINS}"
+        )
     if source_kind != Tokenizer.Source.DEFAULT and not source_path:
         raise RegistryError("a local tokenizer needs a path")
     source = "default" if source_kind == Tokenizer.Source.DEFAULT else source_path
@@ -51,13 +64,100 @@ def tokenizer_inspect(*, source_kind: str, source_path: str = "") -> tuple[str, 
 def tokenizer_register(*, name: str, source_kind: str, source_path: str = "") -> Tokenizer:
     """Register a tokenizer with the content hash and vocabulary size it has now."""
     content_hash, vocab_size = tokenizer_inspect(source_kind=source_kind, source_path=source_path)
-    return Tokenizer.objects.create(
+    return _tokenizer_store(
         name=name,
         source_kind=source_kind,
         source_path="" if source_kind == Tokenizer.Source.DEFAULT else source_path,
         content_hash=content_hash,
         vocab_size=vocab_size,
     )
+
+
+def _tokenizer_store(**fields: Any) -> Tokenizer:
+    if Tokenizer.objects.filter(name=fields["name"]).exists():
+        raise RegistryError(f"a tokenizer named {fields['name']!r} is already registered")
+    return Tokenizer.objects.create(**fields)
+
+
+def tokenizer_builtin(name: str) -> Tokenizer:
+    """The registry row of a mistral-common built-in (registered under its name on first use)."""
+    existing = Tokenizer.objects.filter(
+        source_kind=Tokenizer.Source.BUILTIN, source_path=name
+    ).first()
+    if existing is not None:
+        return existing
+    return tokenizer_register(name=name, source_kind=Tokenizer.Source.BUILTIN, source_path=name)
+
+
+# Text an uploaded tokenizer must encode and decode back unchanged before it is accepted:
+# prose, code and whitespace (every tokenizer that detection can use gets these right).
+ROUND_TRIP_SAMPLE = (
+    "Provenance checks whether a text carries a watermark. It's 2026; 42 keys, 3.5% done.\n"
+    "def score(tokens):\n    return sum(t for t in tokens if t > 0)  # comment\n"
+)
+
+
+def tokenizer_upload(*, name: str, content: bytes) -> Tokenizer:
+    """Accept a Hugging Face ``tokenizer.json`` (bytes): parse it, check it round-trips
+    ``ROUND_TRIP_SAMPLE``, store it under ``<data dir>/tokenizers/uploads/<sha256>/`` and
+    register it with its content hash and vocabulary size. Nothing is kept on refusal."""
+    if not name or len(name) > 100:
+        raise RegistryError("a tokenizer needs a name of 1 to 100 characters")
+    tokenizer_upload_validate(content)
+    relative = f"uploads/{hashlib.sha256(content).hexdigest()}"
+    directory = data_dir() / "tokenizers" / relative
+    _write_once(directory / "tokenizer.json", content)
+    loaded = load_tokenizer(directory)
+    return _tokenizer_store(
+        name=name,
+        source_kind=Tokenizer.Source.UPLOAD,
+        source_path=relative,
+        content_hash=loaded.content_hash,
+        vocab_size=loaded.vocab_size,
+    )
+
+
+def tokenizer_upload_validate(content: bytes) -> None:
+    """Refuse, with a clear message, a file that cannot serve as a detection tokenizer."""
+    limit = settings.PROVENANCE_MAX_TOKENIZER_BYTES
+    if len(content) > limit:
+        raise PayloadTooLarge(f"the tokenizer file is {len(content)} bytes; the limit is {limit}")
+    _check_round_trip(_parse_tokenizer_json(content))
+
+
+def _parse_tokenizer_json(content: bytes) -> Any:
+    from tokenizers import Tokenizer as Backend
+
+    try:
+        backend = Backend.from_str(content.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise RegistryError("the tokenizer file is not UTF-8 JSON") from None
+    except Exception as exc:  # the Rust parser raises plain Exception with a serde message
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise RegistryError(f"not a Hugging Face tokenizer.json: {reason}") from None
+    if backend.get_vocab_size(with_added_tokens=True) < 2:
+        raise RegistryError("the tokenizer has an empty vocabulary")
+    return backend
+
+
+def _check_round_trip(backend: Any) -> None:
+    ids = backend.encode(ROUND_TRIP_SAMPLE, add_special_tokens=False).ids
+    decoded = backend.decode(ids, skip_special_tokens=False)
+    if decoded != ROUND_TRIP_SAMPLE:
+        raise RegistryError(
+            "the tokenizer does not round-trip text (decoding its ids of a sample gives "
+            f"{decoded[:60]!r}...): detection needs the model's own lossless tokenizer"
+        )
+
+
+def _write_once(path: Path, content: bytes) -> None:
+    """Write ``path`` atomically; an existing file has the same content (named by its hash)."""
+    if path.is_file():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    tmp.write_bytes(content)
+    os.replace(tmp, path)
 
 
 def tokenizer_default() -> Tokenizer:

@@ -7,7 +7,7 @@ import pytest
 
 from detector import scoring
 from detector.config import KeyConfig
-from detector.detect import detect_batch
+from detector.detect import Document, detect_batch
 
 CONFIGS = [
     KeyConfig(key=42),
@@ -26,8 +26,9 @@ def documents():
 
 def run_both(monkeypatch, device: str, backend: str):
     docs = documents()
-    configs = [CONFIGS[i % len(CONFIGS)] for i in range(len(docs))]
-    cpu = detect_batch(docs, configs)
+    # Each document under one or two configurations: shared contexts on both paths.
+    batch = [Document(d, CONFIGS[i % 4 : i % 4 + 1 + i % 2]) for i, d in enumerate(docs)]
+    cpu = [d for found in detect_batch(batch) for d in found]
     original = scoring.kernel_scores
 
     def on_device(*args, **kwargs):
@@ -35,7 +36,7 @@ def run_both(monkeypatch, device: str, backend: str):
 
     monkeypatch.setattr(scoring, "cuda_available", lambda: True)
     monkeypatch.setattr(scoring, "kernel_scores", on_device)
-    return cpu, detect_batch(docs, configs)
+    return cpu, [d for found in detect_batch(batch) for d in found]
 
 
 def assert_same(cpu, dev):

@@ -12,7 +12,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from provenance.accounts.services import user_create
-from provenance.checks.services import audit_submit, check_create
+from provenance.checks.services import audit_submit, check_create, check_score
 from provenance.playground.models import Conversation, Message
 
 pytestmark = pytest.mark.django_db
@@ -32,11 +32,13 @@ def world(cast, alice_key, human_text):
         conversation=conversation, role="assistant", content="A reply.", key=alice_key
     )
     audit, _ = audit_submit(user=cast["alice"], texts=[{"client_id": "a", "text": human_text}])
+    check = check_create(user=cast["alice"], text=human_text)
+    check_score(check.id)  # finished: it has a signed report
     return {
         **cast,
         "staff": staff,
         "ids": {
-            "check": check_create(user=cast["alice"], text=human_text).id,
+            "check": check.id,
             "audit": audit.id,
             "key": alice_key.id,
             "conversation": conversation.id,
@@ -65,6 +67,8 @@ LISTED = (401, 200, 200, 200, 200)  # team-scoped lists: everyone signed in, own
 API_ROUTES = [
     ("get", "/api/v1/checks", None, LISTED),
     ("get", "/api/v1/checks/{check}", None, OWNED),
+    ("get", "/api/v1/checks/{check}/report", None, OWNED),
+    ("get", "/.well-known/jwks.json", None, (200, 200, 200, 200, 200)),  # public keys
     ("get", "/api/v1/audits", None, LISTED),
     ("get", "/api/v1/audits/{audit}", None, OWNED),
     ("get", "/api/v1/audits/{audit}/items", None, OWNED),
@@ -93,6 +97,7 @@ PAGES = [
     ("/checks/", (LOGIN, 200, 200, 200, 200)),
     ("/checks/{check}/", (LOGIN, 404, 200, 200, 404)),
     ("/checks/{check}/delete/", (LOGIN, 404, 403, 200, 404)),
+    ("/checks/{check}/report/", (LOGIN, 404, 200, 200, 404)),
     ("/audits/", (LOGIN, 200, 200, 200, 200)),
     ("/audits/{audit}/", (LOGIN, 404, 200, 200, 404)),
     ("/keys/", (LOGIN, 200, 200, 200, 200)),

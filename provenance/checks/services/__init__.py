@@ -27,10 +27,12 @@ from provenance.checks.services.detection_log import detection_log_create, text_
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import check_fail, results_store
 from provenance.checks.services.sweeper import checks_sweep
-from provenance.checks.services.validation import text_validate
+from provenance.checks.services.validation import archive_texts, document_extract, text_validate
 from provenance.checks.services.warmup import tokenizers_warm
 
 __all__ = [
+    "archive_texts",
+    "document_extract",
     "audit_enqueue",
     "audit_fail",
     "audit_refresh",

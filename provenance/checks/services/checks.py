@@ -24,7 +24,13 @@ from provenance.errors import ProblemError
 from provenance.keys.selectors import keys_for_check
 
 
-def check_create(*, user: User, text: Any, key_ids: Sequence[Any] | None = None) -> Check:
+def check_create(
+    *,
+    user: User,
+    text: Any,
+    key_ids: Sequence[Any] | None = None,
+    filename: str = "",
+) -> Check:
     """Store a check and queue its scoring; invalid input or an exhausted quota stores
     nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
     for the sweeper."""
@@ -37,6 +43,7 @@ def check_create(*, user: User, text: Any, key_ids: Sequence[Any] | None = None)
             team=team,
             submitted_by=user,
             text=text,
+            filename=filename[:255],
             text_sha256=text_sha256(text),
             key_ids=[str(key.id) for key in keys],
             threshold=settings.PROVENANCE_THRESHOLD,

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
+from provenance.checks import documents
 from provenance.errors import PayloadTooLarge, ProblemError
 
 
@@ -53,3 +54,34 @@ def audit_texts_validate(items: Any) -> list[tuple[str, str]]:
             raise ProblemError(f"texts[{i}].client_id must be a string of at most 200 chars")
         cleaned.append((client_id, text_validate(item["text"], f"texts[{i}].text")))
     return cleaned
+
+
+def document_limits() -> documents.Limits:
+    return documents.Limits(
+        max_bytes=settings.PROVENANCE_MAX_DOCUMENT_BYTES,
+        max_pages=settings.PROVENANCE_MAX_DOCUMENT_PAGES,
+        max_files=settings.PROVENANCE_MAX_AUDIT_TEXTS,
+        max_archive_bytes=settings.PROVENANCE_MAX_ARCHIVE_BYTES,
+    )
+
+
+def _document_problem(exc: documents.DocumentError) -> ProblemError:
+    error_class = PayloadTooLarge if exc.too_large else ProblemError
+    return error_class(exc.message, code=f"document_{exc.code}")
+
+
+def document_extract(filename: str, content: bytes) -> documents.Document:
+    """The text of an uploaded document, or a 400/413 naming the file and the reason."""
+    try:
+        return documents.extract(filename, content, document_limits())
+    except documents.DocumentError as exc:
+        raise _document_problem(exc) from None
+
+
+def archive_texts(content: bytes) -> list[dict[str, str]]:
+    """An audit's ``texts`` from a zip of documents, each file's name as its client_id."""
+    try:
+        found = documents.extract_archive(content, document_limits())
+    except documents.DocumentError as exc:
+        raise _document_problem(exc) from None
+    return [{"client_id": doc.filename, "text": doc.text} for doc in found]

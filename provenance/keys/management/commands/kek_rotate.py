@@ -11,8 +11,10 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from provenance.keys import crypto, services
+from provenance.reports.services import signing_keys_reencrypt
 
 
 class Command(BaseCommand):
@@ -31,7 +33,8 @@ class Command(BaseCommand):
                 raise CommandError("PROVENANCE_KEK is set: put the new KEK first there instead")
             crypto.kek_file_prepend_new()
         try:
-            count = services.keys_reencrypt()
+            with transaction.atomic():  # watermark and signing keys: all or nothing
+                count = services.keys_reencrypt() + signing_keys_reencrypt()
         except crypto.KeyDecryptionError as exc:
             raise CommandError(f"{exc}; nothing was changed") from None
         if options["generate"]:

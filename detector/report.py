@@ -1,0 +1,162 @@
+"""Signed detection reports: a compact JWS (Ed25519) over a canonical JSON payload.
+
+A report lets anyone who does not trust the issuing server re-check a verdict: the signature
+against the server's published keys (``/.well-known/jwks.json``), the text against its SHA-256,
+and, given the watermark key and the tokenizer, the numbers themselves by recomputing them.
+
+Canonical JSON: keys sorted, no insignificant whitespace, UTF-8, no NaN or infinity; floats in
+Python's shortest round-trip form. The signed bytes are exactly that serialization, and a
+verifier refuses a payload that is not in canonical form. The payload never holds a key value:
+keys appear by id and name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from joserfc import jws
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet, OKPKey
+
+SCHEMA = "provenance.report/v1"
+PRF_VERSION = "philox4x32-10-v1"
+MEDIA_TYPE = "application/jose"
+TYP = "provenance-report+jws"
+ALGORITHM = "Ed25519"  # RFC 9864's fully specified name (EdDSA over Ed25519)
+DEDUP_RULE = "first-occurrence-of-context"  # over the whole text (no history bound)
+
+
+class ReportError(Exception):
+    """The report does not verify; the message says which check failed."""
+
+
+def canonical_json(payload: Any) -> bytes:
+    return json.dumps(
+        payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def text_sha256(text: str) -> str:
+    """SHA-256 of the exact UTF-8 bytes of ``text`` (no normalization)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def generate_signing_key() -> OKPKey:
+    """A fresh Ed25519 key whose kid is its RFC 7638 thumbprint."""
+    key = OKPKey.generate_key("Ed25519", auto_kid=True)
+    return key
+
+
+def sign(payload: dict[str, Any], private_jwk: dict[str, Any]) -> str:
+    """Compact JWS of the canonical payload with the private JWK (which carries its kid)."""
+    key = OKPKey.import_key(private_jwk)
+    header = {"alg": ALGORITHM, "kid": private_jwk["kid"], "typ": TYP}
+    return jws.serialize_compact(header, canonical_json(payload), key, algorithms=[ALGORITHM])
+
+
+@dataclass(frozen=True)
+class Verified:
+    payload: dict[str, Any]
+    kid: str
+
+
+def verify(token: str, jwks: dict[str, Any]) -> Verified:
+    """Check the signature against the published keys; return the payload."""
+    token = token.strip()
+    try:
+        keys = KeySet.import_key_set(jwks)  # type: ignore[arg-type]
+    except (JoseError, ValueError, KeyError, TypeError) as exc:
+        raise ReportError(f"the JWKS is not a valid key set ({exc})") from None
+    try:
+        obj = jws.deserialize_compact(token, keys, algorithms=[ALGORITHM])
+    except JoseError as exc:
+        raise ReportError(f"the signature does not verify ({exc.error})") from None
+    except (ValueError, TypeError):
+        raise ReportError("the report is not a compact JWS") from None
+    header = obj.headers()
+    if header.get("typ") != TYP:
+        raise ReportError(f"the report's type is {header.get('typ')!r}, not {TYP!r}")
+    try:
+        payload = json.loads(obj.payload)
+    except ValueError:
+        raise ReportError("the signed payload is not JSON") from None
+    if not isinstance(payload, dict) or canonical_json(payload) != obj.payload:
+        raise ReportError("the signed payload is not canonical JSON")
+    if payload.get("schema") != SCHEMA:
+        raise ReportError(f"unknown report schema {payload.get('schema')!r}")
+    return Verified(payload=payload, kid=str(header.get("kid")))
+
+
+def check_text(payload: dict[str, Any], text: str) -> None:
+    expected = payload["text"]["sha256"]
+    if text_sha256(text) != expected:
+        raise ReportError("the text does not match the report's SHA-256 (it was changed)")
+
+
+def hypothesis_to_check(payload: dict[str, Any], index: int | None) -> dict[str, Any]:
+    """The hypothesis to recompute: ``index``, else the verdict's best one."""
+    hypotheses = payload.get("hypotheses") or []
+    if index is None:
+        index = payload["verdict"].get("best")
+    match = [h for h in hypotheses if h.get("index") == index]
+    if not match:
+        raise ReportError(f"the report has no hypothesis {index}")
+    return match[0]
+
+
+def recompute(
+    payload: dict[str, Any], text: str, key: int, tokenizer: Any, index: int | None = None
+) -> dict[str, Any]:
+    """Run the detector again on one hypothesis and compare with the report (ReportError)."""
+    from detector.config import KeyConfig
+    from detector.detect import detect_text
+    from detector.tokenizers import as_tokenizer
+
+    h = hypothesis_to_check(payload, index)
+    tok = as_tokenizer(tokenizer)
+    if tok.content_hash != h["tokenizer"]["content_hash"]:
+        raise ReportError(
+            f"tokenizer content hash {tok.content_hash[:12]}... is not the report's "
+            f"{str(h['tokenizer']['content_hash'])[:12]}... (a different tokenizer)"
+        )
+    config = KeyConfig(
+        key=key,
+        algorithm=h["algorithm"],
+        context_width=int(h["context_width"]),
+        alpha=float(h["alpha"]),
+        deduplicate_contexts="single_turn" if h["deduplication"] == DEDUP_RULE else "none",
+        deduplicate_contexts_max_history=None,  # the rule searches the whole text
+    )
+    d = detect_text(text, tok, [config], threshold=payload["threshold"]).hypotheses[0].detection
+    got: dict[str, Any] = {
+        "num_tokens": d.num_tokens,
+        "num_scored_tokens": d.num_scored_tokens,
+        "score": d.score,
+        "log10_p": d.log10_p,
+    }
+    _compare(h, got)
+    return got
+
+
+def _compare(reported: dict[str, Any], got: dict[str, Any]) -> None:
+    for field in ("num_tokens", "num_scored_tokens"):
+        if reported.get(field) is not None and int(reported[field]) != got[field]:
+            raise ReportError(
+                f"{field}: recomputed {got[field]}, the report says {reported[field]}"
+            )
+    if reported.get("score") is not None and not math.isclose(
+        got["score"], reported["score"], rel_tol=1e-9, abs_tol=1e-9
+    ):
+        raise ReportError(
+            f"score: recomputed {got['score']!r}, the report says {reported['score']!r}"
+        )
+    lp = reported.get("log10_p")
+    if reported.get("p_rounded"):  # a basic-tier report: p rounded down to its power of ten
+        if math.floor(got["log10_p"]) != lp:
+            raise ReportError(f"log10 p: recomputed {got['log10_p']:.3f}, the report says {lp}")
+    elif lp is not None and not math.isclose(got["log10_p"], lp, rel_tol=1e-9, abs_tol=1e-9):
+        raise ReportError(f"log10 p: recomputed {got['log10_p']!r}, the report says {lp!r}")

@@ -1,0 +1,72 @@
+"""``python -m detector verify``: check a signed report offline (exit 0 valid, 1 not)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from detector.report import ReportError, check_text, recompute, verify
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ReportError(f"cannot read the {what} {path}: {exc.strerror}") from None
+
+
+def _text(path: str) -> str:
+    try:
+        return _read(path, "text").decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReportError(f"the text {path} is not valid UTF-8") from None
+
+
+def _verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], int]) -> list[str]:
+    if bool(args.key_file) != bool(args.tokenizer):
+        raise ReportError("--key-file and --tokenizer go together")
+    if args.key_file and not args.text:
+        raise ReportError("recomputing needs the text: add --text FILE")
+    try:
+        jwks = json.loads(_read(args.jwks, "JWKS"))
+    except ValueError:
+        raise ReportError(f"the JWKS {args.jwks} is not JSON") from None
+    token = _read(args.report, "report").decode("ascii", errors="replace")
+    verified = verify(token, jwks)
+    lines = [f"signature valid (key {verified.kid})"]
+    if args.text is None:
+        lines.append("text not checked (no --text)")
+        return lines
+    text = _text(args.text)
+    check_text(verified.payload, text)
+    lines.append(f"text matches (sha256 {verified.payload['text']['sha256']})")
+    if args.key_file:
+        from detector.cli import CliError
+        from detector.tokenizers import TokenizerError, load_tokenizer
+
+        try:
+            key = read_key(args)
+            tokenizer = load_tokenizer(args.tokenizer)
+        except (CliError, TokenizerError) as exc:
+            raise ReportError(str(exc)) from None
+        got = recompute(verified.payload, text, key, tokenizer, args.hypothesis)
+        lines.append(
+            f"recomputed: {got['num_scored_tokens']} scored tokens, "
+            f"log10 p {got['log10_p']:.3f}, as reported"
+        )
+    return lines
+
+
+def run_verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], int]) -> int:
+    try:
+        lines = _verify(args, read_key)
+    except ReportError as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print("OK: " + "; ".join(lines))
+    return EXIT_OK

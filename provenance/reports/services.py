@@ -1,0 +1,140 @@
+"""Signed reports of checks and audit items, and the signing keys behind them.
+
+The payload is built from what the check stored (the web layer does not decide again) and
+signed by ``detector.report``; the private key is decrypted only for the signature.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
+
+import detector
+from detector import report
+from provenance.accounts.models import Team
+from provenance.checks.models import Check, Hypothesis, Status
+from provenance.errors import Conflict
+from provenance.keys.crypto import decrypt_bytes, encrypt_bytes, reencrypt
+from provenance.reports.models import SigningKey
+
+CORRECTION = "holm"
+
+
+def signing_key_create() -> SigningKey:
+    key = report.generate_signing_key()
+    private = json.dumps(key.as_dict(private=True)).encode()
+    return SigningKey.objects.create(
+        kid=key.kid,
+        public_jwk=key.as_dict(private=False),
+        encrypted_private=encrypt_bytes(private),
+    )
+
+
+def signing_key_active() -> SigningKey:
+    """The newest unretired signing key, created on first use."""
+    with transaction.atomic():
+        active = SigningKey.objects.filter(retired_at__isnull=True).first()
+        return active if active is not None else signing_key_create()
+
+
+@transaction.atomic
+def signing_key_rotate() -> SigningKey:
+    """A new signing key; the old ones stop signing but stay published (old reports verify)."""
+    SigningKey.objects.filter(retired_at__isnull=True).update(retired_at=timezone.now())
+    return signing_key_create()
+
+
+@transaction.atomic
+def signing_keys_reencrypt() -> int:
+    """Re-encrypt every private signing key under the first KEK (``kek_rotate``)."""
+    count = 0
+    for key in SigningKey.objects.select_for_update().only("id", "encrypted_private"):
+        SigningKey.objects.filter(id=key.id).update(
+            encrypted_private=reencrypt(key.encrypted_private)
+        )
+        count += 1
+    return count
+
+
+def _rounded(log10_p: float | None) -> float | None:
+    """Basic tier: p rounded down to its power of ten (no more digits for an oracle)."""
+    return None if log10_p is None else float(math.floor(log10_p))
+
+
+def _hypothesis(h: Hypothesis, basic: bool) -> dict[str, Any]:
+    key, tok = h.key, h.tokenizer
+    entry: dict[str, Any] = {
+        "index": h.index,
+        "key": {"id": str(h.key_id) if h.key_id else None, "name": h.key_name},
+        "tokenizer": {"name": h.tokenizer_name, "content_hash": tok.content_hash if tok else None},
+        "algorithm": h.algorithm,
+        "alpha": key.alpha if key else None,
+        "context_width": key.context_width if key else None,
+        "deduplication": (
+            None if key is None else report.DEDUP_RULE if key.deduplicate else "none"
+        ),
+        "num_tokens": h.num_tokens,
+        "num_scored_tokens": h.num_scored_tokens,
+        "score": None if basic else h.score,
+        "p_value": None if basic else h.p_value,
+        "log10_p": _rounded(h.log10_p) if basic else h.log10_p,
+        "adjusted_log10_p": _rounded(h.adjusted_log10_p) if basic else h.adjusted_log10_p,
+    }
+    if basic:
+        entry["p_rounded"] = True
+    return entry
+
+
+def report_payload(check: Check, tier: str) -> dict[str, Any]:
+    """The canonical report of a scored check (never a key value, never per-token data)."""
+    if check.status != Status.DONE:
+        raise Conflict(f"the check is {check.status}; a report needs a finished check")
+    basic = tier != Team.OracleTier.AUDITOR
+    hypotheses = [
+        _hypothesis(h, basic) for h in check.hypotheses.select_related("key", "tokenizer")
+    ]
+    best = min(hypotheses, key=lambda h: h["adjusted_log10_p"], default=None)
+    log10_p = _rounded(check.log10_p) if basic else check.log10_p
+    payload: dict[str, Any] = {
+        "schema": report.SCHEMA,
+        "subject": {
+            "kind": "audit-item" if check.audit_id else "check",
+            "id": str(check.id),
+            "audit_id": str(check.audit_id) if check.audit_id else None,
+            "client_id": check.client_id or None,
+        },
+        "text": {"sha256": check.text_sha256 or report.text_sha256(check.text)},
+        "prf": report.PRF_VERSION,
+        "detector_version": detector.__version__,
+        "tier": tier,
+        "threshold": check.threshold,
+        "correction": CORRECTION,
+        "num_hypotheses": len(hypotheses),
+        "hypotheses": hypotheses,
+        "verdict": {
+            "is_watermarked": bool(check.is_watermarked),
+            "best": best["index"] if best else None,
+            "log10_p": log10_p,
+            "p_value": 10.0**log10_p if log10_p is not None else None,
+        },
+        "checked_at": check.finished_at.isoformat() if check.finished_at else None,
+        "issued_at": timezone.now().isoformat(),
+    }
+    spans = getattr(check, "spans", None)  # set once checks carry watermarked spans
+    if spans is not None:
+        payload["spans"] = spans
+    return payload
+
+
+@sensitive_variables("private")
+def report_sign(check: Check, tier: str) -> str:
+    """The compact JWS of the check's report, signed with the active key."""
+    payload = report_payload(check, tier)
+    signer = signing_key_active()
+    private = json.loads(decrypt_bytes(signer.encrypted_private))
+    return report.sign(payload, private)
