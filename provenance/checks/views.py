@@ -51,7 +51,7 @@ def _check_from_form(request: AuthenticatedHttpRequest, text: str) -> Check:
     upload = request.FILES.get("file")
     if upload is None:
         return services.check_create(user=request.user, text=text)
-    if upload.size > settings.PROVENANCE_MAX_DOCUMENT_BYTES:
+    if (upload.size or 0) > settings.PROVENANCE_MAX_DOCUMENT_BYTES:
         limit = settings.PROVENANCE_MAX_DOCUMENT_BYTES
         raise PayloadTooLarge(
             f"{upload.name}: the file is {upload.size} bytes; the limit is {limit}"
