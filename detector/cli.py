@@ -1,4 +1,4 @@
-"""``python -m detector detect --key K [--tokenizer PATH|default] [FILE|-]``: JSON on stdout.
+"""``python -m detector detect --key K [--tokenizer PATH|default] [--spans] [FILE|-]``: JSON.
 
 ``python -m detector verify REPORT --jwks JWKS [--text FILE] [--key-file K --tokenizer T]``
 checks a signed report (``detector.report``): exit 0 when it holds, 1 with the reason if not.
@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--no-dedup", action="store_true", help="score repeated contexts too")
     det.add_argument("--threshold", type=float, default=0.01)
     det.add_argument("--tokens", action="store_true", help="add per-token rows")
+    det.add_argument(
+        "--spans", action="store_true", help="localize: add the spans that carry the watermark"
+    )
     det.add_argument("file", nargs="?", default="-", help="text file, or - for stdin")
     ver = sub.add_parser("verify", help="verify a signed report (exit 0 valid, 1 not)")
     ver.add_argument("report", help="the report: a compact JWS, as the server sent it")
@@ -121,6 +124,8 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
         context_width=config.context_width,
         threshold=args.threshold,
     )
+    if args.spans:
+        out["localized"] = _localized(result, config, args.threshold, text)
     if args.tokens:
         out["tokens"] = [
             {
@@ -138,6 +143,18 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
                 )
             )
         ]
+    return out
+
+
+def _localized(result: Any, config: KeyConfig, threshold: float, text: str) -> dict[str, Any]:
+    """The localized decision (global test and scan combined) and its spans, with text."""
+    from detector.localize import char_range, localize_detection
+
+    loc = localize_detection(result.hypotheses[0].detection, config, threshold=threshold)
+    out = loc.summary()
+    for row, span in zip(out["spans"], loc.spans, strict=True):
+        row["start_char"], row["end_char"] = char_range(result.offsets, span.start, span.end)
+        row["text"] = text[row["start_char"] : row["end_char"]]
     return out
 
 

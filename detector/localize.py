@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from detector import scan
 from detector.config import KeyConfig, as_key_config
-from detector.detect import Detection, Document, combine, detect_batch, detect_config
+from detector.detect import Detection, Document, Verdict, combine, detect_batch, detect_config
 from detector.stats import gamma_upper_log10
 
 MAX_SPANS = 8
@@ -194,21 +194,64 @@ def localize_ids(
     return localize_detection(detection, config, threshold=threshold, max_spans=max_spans)
 
 
+def localize_family(
+    detections: Sequence[Detection],
+    configs: Sequence[KeyConfig],
+    *,
+    names: Sequence[str | None] | None = None,
+    threshold: float = 0.01,
+    correction: str = "holm",
+    max_spans: int = MAX_SPANS,
+) -> tuple[Verdict, tuple[Localization, ...]]:
+    """The localized verdict of a family of hypotheses on one text: every hypothesis is
+    localized, their document p-values are corrected together (``correction``), and span
+    p-values carry a Bonferroni factor for the number of hypotheses. The verdict's hypotheses
+    keep their own global detections; ``adjusted_log10_p`` is the corrected document p."""
+    m = float(max(len(detections), 1))
+    locs = tuple(
+        localize_detection(d, c, threshold=threshold, max_spans=max_spans, span_factor=m)
+        for d, c in zip(detections, configs, strict=True)
+    )
+    proxies = [
+        replace(d, log10_p=loc.log10_p, p_value=loc.p_value)
+        for d, loc in zip(detections, locs, strict=True)
+    ]
+    verdict = combine(proxies, names=names, threshold=threshold, correction=correction)
+    hypotheses = tuple(
+        replace(h, detection=d) for h, d in zip(verdict.hypotheses, detections, strict=True)
+    )
+    return replace(verdict, hypotheses=hypotheses), locs
+
+
 @dataclass(frozen=True)
 class TextLocalization:
     """Several keys tested on one text; spans carry character offsets and their key."""
 
+    verdict: Verdict
     localizations: tuple[Localization, ...]
     spans: list[Span]  # every key's accepted spans, in text order
-    is_watermarked: bool
-    best: int | None
-    p_value: float
-    log10_p: float
-    num_hypotheses: int
-    correction: str
-    threshold: float
     token_ids: NDArray[np.int64] = field(repr=False)
     offsets: NDArray[np.int64] = field(repr=False)  # [num_tokens, 2]
+
+    @property
+    def is_watermarked(self) -> bool:
+        return self.verdict.is_watermarked
+
+    @property
+    def best(self) -> int | None:
+        return self.verdict.best
+
+    @property
+    def p_value(self) -> float:
+        return self.verdict.p_value
+
+    @property
+    def log10_p(self) -> float:
+        return self.verdict.log10_p
+
+    @property
+    def num_hypotheses(self) -> int:
+        return self.verdict.num_hypotheses
 
 
 def char_range(offsets: NDArray[np.int64], start: int, end: int) -> tuple[int, int]:
@@ -216,7 +259,8 @@ def char_range(offsets: NDArray[np.int64], start: int, end: int) -> tuple[int, i
     return int(offsets[start:end, 0].min()), int(offsets[start:end, 1].max())
 
 
-def _with_chars(span: Span, offsets: NDArray[np.int64], index: int, name: str | None) -> Span:
+def with_chars(span: Span, offsets: NDArray[np.int64], index: int, name: str | None) -> Span:
+    """``span`` with its character offsets and the hypothesis it belongs to."""
     a, b = char_range(offsets, span.start, span.end)
     return replace(span, start_char=a, end_char=b, key_index=index, key_name=name)
 
@@ -231,7 +275,7 @@ def localize_text(
     max_spans: int = MAX_SPANS,
 ) -> TextLocalization:
     """Tokenize once, localize under every key; the family of keys is corrected as
-    ``detect_text`` does (Holm on the document p-values; spans: Bonferroni over keys)."""
+    ``detect_text`` does (``localize_family``)."""
     from detector.tokenizers import as_tokenizer, offsets_of
 
     if not isinstance(text, str):
@@ -242,30 +286,20 @@ def localize_text(
     ids, encoding = as_tokenizer(tokenizer).encode_lazy(text)
     offsets = offsets_of(encoding)
     detections = detect_batch([Document(ids, configs)], threshold)[0]
-    locs = tuple(
-        localize_detection(
-            d, c, threshold=threshold, max_spans=max_spans, span_factor=float(len(configs))
-        )
-        for d, c in zip(detections, configs, strict=True)
+    names = [c.name for c in configs]
+    verdict, locs = localize_family(
+        detections,
+        configs,
+        names=names,
+        threshold=threshold,
+        correction=correction,
+        max_spans=max_spans,
     )
-    # Holm over the keys' document p-values (each already combines global test and scan).
-    proxies = [replace(d, log10_p=loc.log10_p) for d, loc in zip(detections, locs, strict=True)]
-    verdict = combine(proxies, threshold=threshold, correction=correction)
-    spans = [
-        _with_chars(s, offsets, i, c.name)
-        for i, (c, loc) in enumerate(zip(configs, locs, strict=True))
-        for s in loc.spans
-    ]
+    spans = [with_chars(s, offsets, i, names[i]) for i, loc in enumerate(locs) for s in loc.spans]
     return TextLocalization(
+        verdict=verdict,
         localizations=locs,
         spans=sorted(spans, key=lambda s: (s.start, s.key_index)),
-        is_watermarked=verdict.is_watermarked,
-        best=verdict.best,
-        p_value=verdict.p_value,
-        log10_p=verdict.log10_p,
-        num_hypotheses=len(configs),
-        correction=correction,
-        threshold=threshold,
         token_ids=ids,
         offsets=offsets,
     )

@@ -192,13 +192,17 @@ def scan_statistic(scores: NDArray[np.float64]) -> float:
 def _table() -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """(n grid, tail probabilities, quantiles ``[len(n), len(alpha)]``) from the shipped JSON.
 
-    Quantiles are made non-increasing in ``n`` (more windows can only make ``T`` smaller), and
-    a document's ``n`` is read at the next grid point up: both err on the safe side.
+    Untabulated tail probabilities (too few draws) are NaN. Quantiles are made non-increasing
+    in ``n`` (more windows can only make ``T`` smaller), and a document's ``n`` is read at the
+    next grid point up: both err on the safe side.
     """
     data = json.loads(TABLE_PATH.read_text())
     ns = np.asarray(data["n"], np.int64)
     alphas = np.asarray(data["alpha"], np.float64)
-    q = np.minimum.accumulate(np.asarray(data["quantiles"], np.float64), axis=0)
+    raw = [[np.nan if v is None else v for v in row] for row in data["quantiles"]]
+    q = np.asarray(raw, np.float64)
+    filled = np.where(np.isnan(q), np.inf, q)
+    q = np.where(np.isnan(q), np.nan, np.minimum.accumulate(filled, axis=0))
     return ns, alphas, q
 
 
@@ -223,12 +227,12 @@ def scan_log10_p(statistic: float, n: int) -> float:
     row = int(np.searchsorted(ns, n))
     if row >= ns.shape[0]:
         return union
-    quant = q[row]  # decreasing as alpha decreases
+    ok = ~np.isnan(q[row])
+    quant, la = q[row][ok], np.log10(alphas[ok])  # quantiles fall as alpha falls
     if statistic >= quant[0]:
         return 0.0
     if statistic < quant[-1]:
-        return min(float(np.log10(alphas[-1])), union)
-    la = np.log10(alphas)
+        return min(float(la[-1]), union)
     return float(np.interp(-statistic, -quant, la))
 
 
@@ -242,34 +246,45 @@ def simulate(n: int, sims: int, seed: int) -> NDArray[np.float64]:
 
 
 ALPHAS = 10.0 ** (-np.arange(4, 40) / 12.0)  # 0.46 .. 5.6e-4, with 0.1, 0.01, 0.001
-GRID = [int(round(32 * 2 ** (k / 2))) for k in range(0, 27)]  # 32 .. 262,144
+GRID = [round(32 * 2 ** (k / 2)) for k in range(0, 23)]  # 32 .. 65,536 (texts <= 200 KB)
+MIN_EVENTS = 50  # a tail probability is tabulated only where >= 50 draws fall below it
 
 
-def calibrate(sims: int, seed: int, largest: int) -> dict:
-    ns, rows = [], []
-    for n in GRID:
-        if n > largest:
-            break
-        count = sims if n <= 16384 else max(2000, sims * 16384 // n)
+def sims_for(n: int, sims: int) -> int:
+    """Fewer draws for long documents (a draw costs ~n): full count up to 4,096 tokens."""
+    return sims if n <= 4096 else max(sims // 5, sims * 4096 // n)
+
+
+def calibrate(sims: int, seed: int, largest: int, partial: Path | None = None) -> dict:
+    """Simulate every grid point; rows already in ``partial`` (same settings) are kept."""
+    done: dict[int, list[float | None]] = {}
+    if partial is not None and partial.is_file():
+        done = {int(k): v for k, v in json.loads(partial.read_text()).items()}
+    for n in (g for g in GRID if g <= largest):
+        if n in done:
+            continue
+        count = sims_for(n, sims)
         t0 = time.perf_counter()
         draws = simulate(n, count, seed)
-        rows.append([float(np.quantile(draws, a, method="lower")) for a in ALPHAS])
-        ns.append(n)
-        print(
-            f"n={n:>7} sims={count:>6} {time.perf_counter() - t0:7.1f}s q01={rows[-1][20]:.3f}",
-            flush=True,
-        )
+        done[n] = [
+            float(np.quantile(draws, a, method="lower")) if a * count >= MIN_EVENTS else None
+            for a in ALPHAS
+        ]
+        if partial is not None:
+            partial.write_text(json.dumps({str(k): v for k, v in done.items()}))
+        print(f"n={n:>6} draws={count:>6} {time.perf_counter() - t0:6.1f}s", flush=True)
+    ns = sorted(done)
     return {
-        "statistic": "min log10 Gamma sf over windows >= MIN_WINDOW, coarse grid + refinement",
+        "statistic": "min log10 Gamma sf over windows >= min_window: coarse grid + refinement",
         "min_window": MIN_WINDOW,
         "length_ratio": LENGTH_RATIO,
         "stride_fraction": STRIDE_FRACTION,
         "refine_span": REFINE_SPAN,
-        "sims": sims,
+        "sims": {str(n): sims_for(n, sims) for n in ns},
         "seed": seed,
         "n": ns,
         "alpha": [float(a) for a in ALPHAS],
-        "quantiles": rows,
+        "quantiles": [done[n] for n in ns],  # null where fewer than MIN_EVENTS draws fall below
     }
 
 
@@ -279,8 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--largest", type=int, default=GRID[-1])
     parser.add_argument("--out", default=str(TABLE_PATH))
+    parser.add_argument("--partial", help="keep finished rows here and resume from them")
     args = parser.parse_args(argv)
-    table = calibrate(args.sims, args.seed, args.largest)
+    partial = Path(args.partial) if args.partial else None
+    table = calibrate(args.sims, args.seed, args.largest, partial)
     Path(args.out).write_text(json.dumps(table, indent=1) + "\n")
     return 0
 

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from provenance.processes import stop_process
@@ -51,9 +52,14 @@ def _version(path: str) -> int:
 class PostgresServer:
     """``start()`` / ``stop()`` (or a context manager); ``url`` for DATABASE_URL."""
 
-    def __init__(self, port: int | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, port: int | None = None, host: str = "127.0.0.1", wrap: Sequence[str] = ()
+    ) -> None:
+        """``wrap`` prefixes every command (``ip netns exec NAME``: a server in a network
+        namespace, listening on an address of that namespace)."""
         self.port = port or free_port()
         self.host = host
+        self.wrap = list(wrap)
         self.bindir = postgres_bindir()
         self.root: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
@@ -64,8 +70,8 @@ class PostgresServer:
 
     def _as_owner(self, args: list[str]) -> list[str]:
         if os.geteuid() == 0:
-            return ["runuser", "-u", SYSTEM_USER, "--", *args]
-        return args
+            return [*self.wrap, "runuser", "-u", SYSTEM_USER, "--", *args]
+        return [*self.wrap, *args]
 
     def start(self, timeout: float = 60.0) -> PostgresServer:
         # Under /tmp, not pytest's 0700 root-owned tree: the postgres user must reach it.
@@ -83,6 +89,9 @@ class PostgresServer:
         )
         if init.returncode != 0:
             raise PostgresStartError(f"initdb failed: {init.stderr.strip()[-2000:]}")
+        if self.host != "127.0.0.1":  # initdb trusts loopback only; this host's subnet too
+            with open(data / "pg_hba.conf", "a") as hba:
+                hba.write("host all all samenet trust\n")
         settings = {
             "listen_addresses": self.host,
             "port": str(self.port),
@@ -109,7 +118,14 @@ class PostgresServer:
             if self.process is not None and self.process.poll() is not None:
                 raise PostgresStartError(f"postgres exited early:\n{log.read_text()[-2000:]}")
             ready = subprocess.run(
-                [str(self.bindir / "pg_isready"), "-h", self.host, "-p", str(self.port)],
+                [
+                    *self.wrap,
+                    str(self.bindir / "pg_isready"),
+                    "-h",
+                    self.host,
+                    "-p",
+                    str(self.port),
+                ],
                 capture_output=True,
             )
             if ready.returncode == 0:

@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "provenance.keys",
     "provenance.checks",
     "provenance.playground",
+    "provenance.webhooks",
     "provenance.reports",
 ]
 
@@ -220,6 +221,14 @@ PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, min
 PROVENANCE_MAX_DOCUMENT_BYTES = env_int("PROVENANCE_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024, 1)
 PROVENANCE_MAX_DOCUMENT_PAGES = env_int("PROVENANCE_MAX_DOCUMENT_PAGES", 300, minimum=1)
 PROVENANCE_MAX_ARCHIVE_BYTES = env_int("PROVENANCE_MAX_ARCHIVE_BYTES", 64 * 1024 * 1024, 1)
+# Audit callbacks (provenance.webhooks): private, loopback and link-local targets are refused
+# unless allowed (SSRF); each attempt times out after TIMEOUT s; failed attempts are retried
+# after BACKOFF, 2 x BACKOFF, 4 x BACKOFF... seconds (at most BACKOFF_MAX), MAX_RETRIES times.
+PROVENANCE_WEBHOOK_ALLOW_PRIVATE = env_bool("PROVENANCE_WEBHOOK_ALLOW_PRIVATE", False)
+PROVENANCE_WEBHOOK_TIMEOUT = env_int("PROVENANCE_WEBHOOK_TIMEOUT", 10, minimum=1)
+PROVENANCE_WEBHOOK_BACKOFF = env_int("PROVENANCE_WEBHOOK_BACKOFF", 10, minimum=1)
+PROVENANCE_WEBHOOK_BACKOFF_MAX = env_int("PROVENANCE_WEBHOOK_BACKOFF_MAX", 3600, minimum=1)
+PROVENANCE_WEBHOOK_MAX_RETRIES = env_int("PROVENANCE_WEBHOOK_MAX_RETRIES", 8, minimum=0)
 # An uploaded tokenizer.json (Tekken's is 17 MB, Qwen's 11 MB).
 PROVENANCE_MAX_TOKENIZER_BYTES = env_int(
     "PROVENANCE_MAX_TOKENIZER_BYTES", 48 * 1024 * 1024, minimum=1

@@ -7,20 +7,27 @@ render. Every read goes through a team-scoped selector.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
+from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from provenance.auth import AuthenticatedRequest
@@ -95,8 +102,27 @@ class CheckSummaryOutput(serializers.ModelSerializer):
         ]
 
 
+class SpanOutput(serializers.Serializer):
+    """A stretch of the text that carries one key's watermark (``detector.localize``)."""
+
+    start_token = serializers.IntegerField()
+    end_token = serializers.IntegerField(help_text="exclusive")
+    start_char = serializers.IntegerField()
+    end_char = serializers.IntegerField(help_text="exclusive")
+    num_scored_tokens = serializers.IntegerField()
+    p_value = serializers.FloatField(help_text="adjusted for the scan and every hypothesis")
+    log10_p = serializers.FloatField()
+    key_id = serializers.UUIDField()
+
+
 class CheckDetailOutput(CheckSummaryOutput):
     hypotheses = HypothesisOutput(many=True, read_only=True)
+    spans = serializers.SerializerMethodField(help_text="Where the watermark is (if anywhere).")
+
+    @extend_schema_field(SpanOutput(many=True))
+    def get_spans(self, check: Check) -> list[dict[str, Any]]:
+        return SpanOutput(check.spans or [], many=True).data  # null until scored
+
     purged_at = serializers.DateTimeField(
         read_only=True,
         help_text="When the text and per-token data were removed (retention period over).",
@@ -110,6 +136,7 @@ class CheckDetailOutput(CheckSummaryOutput):
             "text_sha256",
             "purged_at",
             "hypotheses",
+            "spans",
         ]
 
 
@@ -232,6 +259,78 @@ class CheckDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+CHECK_EXPORT_FIELDS = [
+    "check_id",
+    "filename",
+    "client_id",
+    "status",
+    "is_watermarked",
+    "p_value",
+    "log10_p",
+    "num_hypotheses",
+    "num_tokens",
+    "num_scored_tokens",
+    "best_key",
+    "threshold",
+    "created_at",
+    "finished_at",
+]
+HYPOTHESIS_EXPORT_FIELDS = [
+    "hypothesis",
+    "key_id",
+    "key_name",
+    "tokenizer_name",
+    "algorithm",
+    "score",
+    "hypothesis_num_scored_tokens",
+    "hypothesis_p_value",
+    "hypothesis_log10_p",
+    "adjusted_log10_p",
+]
+
+
+def _check_csv_rows(check: Check) -> Iterator[dict[str, Any]]:
+    """One row per hypothesis (the check's fields repeated); one row when none was tested."""
+    summary = CheckDetailOutput(check).data
+    base = {field: summary.get(field) for field in CHECK_EXPORT_FIELDS if field != "check_id"}
+    base["check_id"] = summary["id"]
+    for h in summary["hypotheses"] or [{}]:
+        yield {
+            **base,
+            "hypothesis": h.get("index"),
+            "key_id": h.get("key_id"),
+            "key_name": h.get("key_name"),
+            "tokenizer_name": h.get("tokenizer_name"),
+            "algorithm": h.get("algorithm"),
+            "score": h.get("score"),
+            "hypothesis_num_scored_tokens": h.get("num_scored_tokens"),
+            "hypothesis_p_value": h.get("p_value"),
+            "hypothesis_log10_p": h.get("log10_p"),
+            "adjusted_log10_p": h.get("adjusted_log10_p"),
+        }
+
+
+class CheckExportApi(APIView):
+    """One check as a file: JSON (the detail answer, hypotheses included) or CSV (one row per
+    hypothesis). Pages link here; the session authenticates them."""
+
+    @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
+    def get(self, request: Request, check_id: str, fmt: str) -> HttpResponse:
+        check = selectors.check_get(request.user, check_id)
+        if fmt == "json":
+            data = CheckDetailOutput(check).data
+            body = json.dumps(data, cls=JSONEncoder, ensure_ascii=False, indent=2)
+            response = HttpResponse(body, content_type="application/json; charset=utf-8")
+        else:
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=CHECK_EXPORT_FIELDS + HYPOTHESIS_EXPORT_FIELDS)
+            writer.writeheader()
+            writer.writerows(_check_csv_rows(check))
+            response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="check-{check.id}.{fmt}"'
+        return response
+
+
 class AuditOutput(serializers.ModelSerializer):
     counts = serializers.SerializerMethodField()
     notice = serializers.SerializerMethodField(
@@ -250,6 +349,7 @@ class AuditOutput(serializers.ModelSerializer):
             "key_ids",
             "threshold",
             "idempotency_key",
+            "callback_url",
             "created_at",
             "finished_at",
             "counts",
@@ -280,6 +380,13 @@ class AuditListCreateApi(APIView):
         key_ids = serializers.ListField(
             child=serializers.UUIDField(), required=False, allow_empty=False
         )
+        callback_url = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            max_length=500,
+            help_text="POSTed the audit's summary when it finishes, signed with the team's "
+            "webhook secret (default: the team's callback URL)",
+        )
 
         def validate(self, data: dict[str, Any]) -> dict[str, Any]:
             if ("texts" in data) == ("archive" in data):
@@ -307,6 +414,7 @@ class AuditListCreateApi(APIView):
             texts=texts,
             key_ids=data.get("key_ids"),
             idempotency_key=request.headers.get("Idempotency-Key", "").strip(),
+            callback_url=data.get("callback_url", ""),
         )
         code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
         location = reverse("api-audit-detail", args=[audit.id])
@@ -394,6 +502,7 @@ class DetectApi(APIView):
         key = serializers.CharField(allow_null=True)
         tokenizer = serializers.CharField(allow_null=True)
         hypotheses = serializers.ListField(child=serializers.DictField())
+        spans = SpanOutput(many=True)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -429,4 +538,5 @@ def _detect_body(result: Any) -> dict[str, Any]:
             }
             for h in result.hypotheses
         ],
+        "spans": list(result.spans),
     }

@@ -28,19 +28,26 @@ def _bucket(score: float) -> int:
     return sum(score >= edge for edge in BUCKETS)
 
 
-def segments(text: str, data: dict[str, Any] | None) -> list[Segment]:
-    """The text cut into token spans (with class and hover title) and the gaps between."""
+def segments(
+    text: str, data: dict[str, Any] | None, spans: list[dict[str, Any]] | None = None
+) -> list[Segment]:
+    """The text cut into token spans (with class and hover title) and the gaps between;
+    tokens inside a localized span also get the class ``in-span``."""
     if not data:
         return [Segment(text, "", "")]
     out: list[Segment] = []
     cursor = 0
     offsets = data["offsets"]
+    ranges = [(s["start_char"], s["end_char"]) for s in spans or []]
     for i, (start, end) in enumerate(offsets):
         if start < cursor:  # overlapping offsets (byte-fallback pieces): already shown
             continue
         if start > cursor:
             out.append(Segment(text[cursor:start], "", ""))
-        out.append(_token_segment(text, data, i, start, end))
+        seg = _token_segment(text, data, i, start, end)
+        if any(a <= start and end <= b for a, b in ranges):
+            seg = Segment(seg.text, seg.css + " in-span", seg.title, seg.index, seg.score)
+        out.append(seg)
         cursor = end
     if cursor < len(text):
         out.append(Segment(text[cursor:], "", ""))
@@ -58,6 +65,20 @@ def _token_segment(text: str, data: dict[str, Any], i: int, start: int, end: int
         return Segment(token, f"tok h{_bucket(score)}", title, i, score)
     title = f"token {token!r} · skipped: repeated context · context {context_repr}"
     return Segment(token, "tok skip", title, i, None)
+
+
+def span_sentences(spans: list[dict[str, Any]] | None) -> list[str]:
+    """One sentence per localized span: "tokens 212-347, characters 1,040-1,702, carry the
+    watermark of key "X", p = ..." (positions shown 1-based and inclusive)."""
+    from provenance.checks.templatetags.provenance_tags import pvalue
+
+    return [
+        f"Tokens {s['start_token'] + 1:,}–{s['end_token']:,}, characters "
+        f"{s['start_char'] + 1:,}–{s['end_char']:,}, carry the watermark of key "
+        f"“{s.get('key_name') or s['key_id']}”, p = {pvalue(s['log10_p'])} "
+        f"({s['num_scored_tokens']:,} scored tokens)."
+        for s in spans or []
+    ]
 
 
 def chart(data: dict[str, Any] | None, threshold: float, num_hypotheses: int) -> dict[str, Any]:

@@ -55,6 +55,8 @@ class Audit(models.Model):
     num_texts = models.PositiveIntegerField()
     key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
     threshold = models.FloatField()
+    # Called with the audit's summary when it finishes (empty: the team's default, if any).
+    callback_url = models.URLField(max_length=500, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Deleted by its submitter or a team admin: the row stays for the detection log, hidden
@@ -112,6 +114,9 @@ class Check(models.Model):
     )
     # Heatmap of the best hypothesis: offsets, scores, scored mask, cumulative evidence.
     token_data = models.JSONField(null=True, blank=True)
+    # Localized spans of every hypothesis (detector.localize): token and character offsets,
+    # scored tokens, family-adjusted p-value, key id. Offsets only: kept after a purge.
+    spans = models.JSONField(null=True, blank=True)  # null until scored
     created_at = models.DateTimeField(auto_now_add=True)
     # When the scoring task last reached the broker; empty while the broker was down.
     queued_at = models.DateTimeField(null=True, blank=True)

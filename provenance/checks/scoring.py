@@ -1,9 +1,10 @@
 """Scoring a text against registered keys: the one place the web product calls the detector.
 
 Keys are grouped by tokenizer: each group tokenizes the text once (a ``detector.detect.Document``
-holding the group's configurations), and the detector's ``combine`` corrects all hypotheses of
-all groups together, so the verdict accounts for every (key x tokenizer) pair tested. Nothing
-statistical happens here: this module binds the detector's results to registry rows.
+holding the group's configurations), and the detector's ``localize_family`` localizes every
+hypothesis and corrects all hypotheses of all groups together, so the verdict (global test and
+span scan combined) accounts for every (key x tokenizer) pair tested. Nothing statistical
+happens here: this module binds the detector's results to registry rows.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from detector.detect import (
     Document,
     Hypothesis,
     Verdict,
-    combine,
     cumulative_log10_p,
     detect_batch,
 )
+from detector.localize import Localization, localize_family, with_chars
 from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
@@ -80,6 +81,8 @@ class TextResult:
     hypotheses: tuple[HypothesisResult, ...]
     token_data: dict[str, Any] | None
     elapsed_ms: float
+    localizations: tuple[Localization, ...] = ()  # one per hypothesis
+    spans: tuple[dict[str, Any], ...] = ()  # every hypothesis's accepted spans, in text order
 
     @property
     def is_watermarked(self) -> bool:
@@ -144,6 +147,7 @@ def score_text(
     encoded = [group.loaded.encode_lazy(text) for group in groups]  # (ids, encoding)
     docs = [Document(ids, group.configs) for (ids, _), group in zip(encoded, groups, strict=True)]
     result = _result(detect_batch(docs, threshold), groups, threshold)
+    result = _with_spans(result, groups, lambda g: offsets_of(encoded[g][1]))
     if with_tokens and result.best is not None:
         g, pos = _position(groups, result.best)
         # Offsets only for the heatmap's tokenizer: the other groups never pay for them.
@@ -163,8 +167,13 @@ def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -
     docs = [Document(g.loaded.encode(text), g.configs) for text in texts for g in groups]
     found = detect_batch(docs, threshold)
     per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
+    results = [_result(f, groups, threshold) for f in per_text]
+    results = [  # offsets only for the texts where a span was found
+        _with_spans(r, groups, lambda g, t=text: groups[g].loaded.encode_with_offsets(t)[1])
+        for r, text in zip(results, texts, strict=True)
+    ]
     each_ms = (time.perf_counter() - start) * 1000.0 / max(len(texts), 1)
-    return [replace(_result(f, groups, threshold), elapsed_ms=each_ms) for f in per_text]
+    return [replace(result, elapsed_ms=each_ms) for result in results]
 
 
 def _position(groups: list[KeyGroup], index: int) -> tuple[int, int]:
@@ -180,14 +189,53 @@ def _result(found: list[list[Detection]], groups: list[KeyGroup], threshold: flo
     """The detector's verdict over every group's hypotheses, bound to the registry rows."""
     detections = [d for group_found in found for d in group_found]
     rows = [(key, group.tokenizer) for group in groups for key in group.keys]
-    verdict = combine(
-        detections, names=[key.name for key, _ in rows], threshold=threshold, correction="holm"
+    configs = [c for group in groups for c in group.configs]
+    verdict, localizations = localize_family(
+        detections,
+        configs,
+        names=[key.name for key, _ in rows],
+        threshold=threshold,
+        correction="holm",
     )
     hypotheses = tuple(
         HypothesisResult(key, tokenizer, h)
         for (key, tokenizer), h in zip(rows, verdict.hypotheses, strict=True)
     )
-    return TextResult(verdict=verdict, hypotheses=hypotheses, token_data=None, elapsed_ms=0.0)
+    return TextResult(
+        verdict=verdict,
+        hypotheses=hypotheses,
+        token_data=None,
+        elapsed_ms=0.0,
+        localizations=localizations,
+    )
+
+
+def _with_spans(result: TextResult, groups: list[KeyGroup], offsets: Any) -> TextResult:
+    """``result`` with a row per accepted span; ``offsets(g)`` gives group g's token offsets
+    (only asked for when one of its hypotheses has a span)."""
+    rows: list[dict[str, Any]] = []
+    got: dict[int, np.ndarray] = {}
+    for h, loc in zip(result.hypotheses, result.localizations, strict=True):
+        g, _ = _position(groups, h.index)
+        for span in loc.spans:
+            if g not in got:
+                got[g] = offsets(g)
+            s = with_chars(span, got[g], h.index, h.key.name)
+            rows.append(
+                {
+                    "start_token": s.start,
+                    "end_token": s.end,
+                    "start_char": s.start_char,
+                    "end_char": s.end_char,
+                    "num_scored_tokens": s.num_scored_tokens,
+                    "p_value": s.p_value,
+                    "log10_p": s.log10_p,
+                    "key_id": str(h.key.id),
+                    "key_name": h.key.name,
+                }
+            )
+    rows.sort(key=lambda r: (r["start_token"], r["key_id"]))
+    return replace(result, spans=tuple(rows))
 
 
 def heatmap_data(detection: Detection, offsets: np.ndarray, config: KeyConfig) -> dict[str, Any]:

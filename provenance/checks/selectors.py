@@ -88,6 +88,9 @@ EXPORT_FIELDS = [
     "best_key",
     "num_tokens",
     "num_scored_tokens",
+    "num_spans",
+    "longest_span_start_char",
+    "longest_span_end_char",
     "failure_reason",
 ]
 
@@ -105,8 +108,19 @@ def audit_export_rows(audit: Audit) -> Any:
             "best_key": check.best_key.name if check.best_key else None,
             "num_tokens": check.num_tokens,
             "num_scored_tokens": check.num_scored_tokens,
+            **_longest_span(check.spans or []),
             "failure_reason": check.failure_reason,
         }
+
+
+def _longest_span(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    """The number of spans and the character range of the longest (None without spans)."""
+    longest = max(spans, key=lambda s: s["end_char"] - s["start_char"], default=None)
+    return {
+        "num_spans": len(spans),
+        "longest_span_start_char": longest["start_char"] if longest else None,
+        "longest_span_end_char": longest["end_char"] if longest else None,
+    }
 
 
 # What the API and pages say while work waits for the broker (it was down when the work was

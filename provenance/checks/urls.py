@@ -20,6 +20,11 @@ urlpatterns = [
         "api/v1/audits/<uuid:audit_id>/items", api.AuditItemsApi.as_view(), name="api-audit-items"
     ),
     re_path(
+        r"^api/v1/checks/(?P<check_id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/export\.(?P<fmt>csv|json)$",
+        api.CheckExportApi.as_view(),
+        name="api-check-export",
+    ),
+    re_path(
         r"^api/v1/audits/(?P<audit_id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/export\.(?P<fmt>csv|json)$",
         api.AuditExportApi.as_view(),
         name="api-audit-export",

@@ -104,3 +104,26 @@ def test_the_module_runs_as_a_program(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2 and b"no text" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_spans_flag_localizes_a_watermarked_passage_inside_human_text(capsys, tmp_path):
+    from tests.detector.planted import human_ids
+
+    tok = load_tokenizer()
+    human = tok.decode(human_ids()[:1500])
+    rng = np.random.default_rng(4)
+    marked = tok.decode(
+        keyed_sample(KEY, rng.normal(0, 1.5, (150, 3000)), vocab_ids=word_vocabulary(tok))
+    )
+    cut = human.rfind(" ", 0, len(human) // 2)
+    text = human[:cut] + marked + human[cut:]
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    code, out, _ = run(capsys, ["detect", "--key", str(KEY), "--spans", str(path)])
+    assert code == 0
+    loc = json.loads(out)["localized"]
+    assert loc["is_watermarked"] and len(loc["spans"]) == 1
+    span = loc["spans"][0]
+    assert abs(span["start_char"] - cut) < 150 and abs(span["end_char"] - cut - len(marked)) < 150
+    assert span["text"] == text[span["start_char"] : span["end_char"]]
+    assert span["p_value"] <= 0.01 and str(KEY) not in out

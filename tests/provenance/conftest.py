@@ -175,6 +175,9 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
         "REDIS_URL": redis_url,
         "PROVENANCE_KEK": TEST_KEK,
         "OMP_NUM_THREADS": "1",
+        # Webhook tests run their receiver on 127.0.0.1, retried after 1 s, 2 s, ...
+        "PROVENANCE_WEBHOOK_ALLOW_PRIVATE": "1",
+        "PROVENANCE_WEBHOOK_BACKOFF": "1",
         **extra,
     }
 

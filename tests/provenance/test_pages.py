@@ -56,7 +56,7 @@ def test_a_watermarked_text_shows_the_verdict_table_heatmap_and_chart(
     assert 'http-equiv="refresh"' not in page
     check = Check.objects.get(id=check_id)
     assert _heatmap(page).count('class="tok ') == check.num_tokens
-    hot = len(re.findall(r'class="tok h[34]"', _heatmap(page)))
+    hot = len(re.findall(r'class="tok h[34][ "]', _heatmap(page)))
     assert hot > check.num_scored_tokens / 2  # keyed draws carry high scores
 
 
@@ -65,7 +65,7 @@ def test_a_human_text_shows_no_watermark_and_cool_tokens(alice_client, alice_key
     check_score(check_id)
     page = alice_client.get(f"/checks/{check_id}/").content.decode()
     assert 'data-verdict="not-watermarked"' in page
-    hot = len(re.findall(r'class="tok h[34]"', _heatmap(page)))
+    hot = len(re.findall(r'class="tok h[34][ "]', _heatmap(page)))
     cool = len(re.findall(r'class="tok h[01]"', _heatmap(page)))
     assert cool > hot
 

@@ -33,6 +33,7 @@ from provenance.checks.workers import checks_claim
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
+from provenance.webhooks import services as webhooks
 
 
 def audit_submit(
@@ -41,6 +42,7 @@ def audit_submit(
     texts: Any,
     key_ids: Sequence[Any] | None = None,
     idempotency_key: str = "",
+    callback_url: str = "",
 ) -> tuple[Audit, bool]:
     """Store an audit and queue it; returns (audit, created). A replayed Idempotency-Key
     with the same body returns the first audit; with another body it is a conflict."""
@@ -49,13 +51,16 @@ def audit_submit(
         raise ProblemError("Idempotency-Key is longer than 200 characters")
     items = audit_texts_validate(texts)
     keys = keys_for_check(team, key_ids)
+    if callback_url:
+        callback_url = webhooks.callback_url_validate(callback_url)
     digest = _request_hash(items, None if key_ids is None else [str(k) for k in key_ids])
     if idempotency_key:
         existing = _audit_replay(team, idempotency_key, digest)
         if existing is not None:
             return existing, False
     try:
-        return _audit_store(user, team, items, keys, idempotency_key, digest), True
+        stored = _audit_store(user, team, items, keys, idempotency_key, digest, callback_url)
+        return stored, True
     except IntegrityError:
         # A concurrent request with the same Idempotency-Key won the race.
         existing = _audit_replay(team, idempotency_key, digest)
@@ -101,6 +106,7 @@ def _audit_store(
     keys: list[WatermarkKey],
     idempotency_key: str,
     digest: str,
+    callback_url: str = "",
 ) -> Audit:
     quota_consume(user, len(items))
     key_ids = [str(key.id) for key in keys]
@@ -112,6 +118,7 @@ def _audit_store(
         num_texts=len(items),
         key_ids=key_ids,
         threshold=settings.PROVENANCE_THRESHOLD,
+        callback_url=callback_url,
     )
     now = timezone.now()
     check_ids = [uuid.uuid4() for _ in items]
@@ -216,6 +223,10 @@ def audit_refresh(audit_id: Any) -> None:
         if open_checks.exists():
             Audit.objects.filter(id=audit_id, status=Status.PENDING).update(status=Status.RUNNING)
             return
-        Audit.objects.filter(id=audit_id).exclude(status=Status.DONE).update(
-            status=Status.DONE, finished_at=timezone.now()
+        finished = (
+            Audit.objects.filter(id=audit_id)
+            .exclude(status=Status.DONE)
+            .update(status=Status.DONE, finished_at=timezone.now())
         )
+        if finished:  # this call made the transition: the callback is sent exactly once
+            webhooks.audit_finished(Audit.objects.get(id=audit_id))

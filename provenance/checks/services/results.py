@@ -85,6 +85,7 @@ RESULT_FIELDS = [
     "num_scored_tokens",
     "best_key",
     "token_data",
+    "spans",
     "finished_at",
     "scoring_ms",
 ]
@@ -119,6 +120,7 @@ def _result_row(check: Check, result: TextResult, now: datetime) -> tuple[Any, .
         best.detection.num_scored_tokens if best else 0,
         best.key.id if best else None,
         result.token_data,
+        list(result.spans),
         now,
         result.elapsed_ms,
     )

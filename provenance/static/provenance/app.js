@@ -36,8 +36,18 @@
     map.addEventListener("focusin", show);
   }
 
+  // "Print" buttons (hidden without this file: the browser's own print works anyway).
+  function printButtons() {
+    var buttons = document.querySelectorAll("[data-print]");
+    for (var i = 0; i < buttons.length; i++) {
+      buttons[i].hidden = false;
+      buttons[i].addEventListener("click", function () { window.print(); });
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     pollCheck();
     tokenInfo();
+    printButtons();
   });
 })();

@@ -1,0 +1,70 @@
+"""Human corpora in three genres, split into train and held-out halves, for the per-key
+dispersion measurement (benchmarks/bench_dispersion.py and tests/detector/test_ngrams.py).
+
+Everything comes from files every Debian machine with Python has: the standard library's
+docstrings (prose) and modules (code), and dpkg's status file (templated package stanzas)."""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.corpus import _docstrings
+from detector.contexts import build_contexts, dedup_mask
+from detector.ngrams import NgramTable, build_table
+from detector.scoring import token_scores
+from detector.stats import gamma_sf
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+DPKG_STATUS = Path("/var/lib/dpkg/status")
+
+
+def genre_documents() -> dict[str, list[str]]:
+    """Documents of each genre, in a fixed order."""
+    code = [p.read_text(errors="replace") for p in sorted(STDLIB.glob("*.py"))]
+    stanzas = [s for s in DPKG_STATUS.read_text(errors="replace").split("\n\n") if s.strip()]
+    templated = ["\n\n".join(stanzas[i : i + 5]) for i in range(0, len(stanzas), 5)]
+    return {"prose": _docstrings(STDLIB), "code": code, "templated": templated}
+
+
+def chunks(docs: list[np.ndarray], size: int, limit: int) -> list[np.ndarray]:
+    """Consecutive ``size``-token chunks of the concatenated documents, at most ``limit``."""
+    ids = np.concatenate(docs) if docs else np.zeros(0, np.int64)
+    out = [ids[i : i + size] for i in range(0, ids.shape[0] - size + 1, size)]
+    return out[:limit]
+
+
+def split(tokenized: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(train, held out): odd documents build the table, even ones are tested."""
+    return tokenized[1::2], tokenized[0::2]
+
+
+def flag_counts(
+    chunk_ids: list[np.ndarray], keys: np.ndarray, table: NgramTable | None, alpha: float = 0.01
+) -> tuple[np.ndarray, float]:
+    """Chunks flagged at ``alpha`` under each key, and the mean number of scored tokens."""
+    prepared = []
+    for ids in chunk_ids:
+        contexts = build_contexts(ids, 4)
+        mask = dedup_mask(contexts)
+        if table is not None:
+            mask &= ~table.common_mask(ids)
+        prepared.append((contexts[mask], ids[mask]))
+    counts = np.zeros(len(keys), np.int64)
+    for k, key in enumerate(keys):
+        for contexts, ids in prepared:
+            if ids.shape[0]:
+                _, log10_p = gamma_sf(float(token_scores(int(key), contexts, ids).sum()), ids.size)
+                counts[k] += log10_p <= np.log10(alpha)
+    return counts, float(np.mean([ids.shape[0] for _, ids in prepared]))
+
+
+def dispersion(counts: np.ndarray) -> float:
+    """Variance / mean of per-key flag counts (1 for independent tests)."""
+    return float(counts.var(ddof=1) / max(counts.mean(), 1e-12))
+
+
+def held_out_table(train: list[np.ndarray], min_docs: int = 2) -> NgramTable:
+    return build_table(train, min_docs=min_docs)

@@ -1,0 +1,213 @@
+"""Webhook writes: the team secret (generated, shown once), callback URL checks (SSRF),
+deliveries created when an audit finishes and each attempt to send one.
+
+A callback is a POST of JSON with three headers: ``X-Provenance-Event``,
+``X-Provenance-Delivery`` (the delivery's id, the same on every retry) and
+``X-Provenance-Signature: t=<unix seconds>,v1=<hex>``, where ``v1`` is
+HMAC-SHA256(secret, f"{t}.{body}"). Receivers recompute it over the raw body and refuse
+stale timestamps. Failed attempts (network errors, non-2xx answers) are retried by the task
+with exponential backoff; private, loopback and link-local targets are refused unless
+``PROVENANCE_WEBHOOK_ALLOW_PRIVATE`` is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import secrets
+import socket
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
+
+from provenance.accounts.models import Team
+from provenance.checks import queue
+from provenance.errors import ProblemError
+from provenance.keys.crypto import decrypt_bytes, encrypt_bytes
+from provenance.webhooks.models import TeamWebhook, WebhookDelivery
+
+DELIVER = "provenance.webhooks.deliver"  # the task's registered name
+AUDIT_FINISHED = "audit.finished"
+
+
+class CallbackRefused(ProblemError):
+    default_code = "callback_refused"
+
+
+class DeliveryFailed(Exception):
+    """One attempt failed in a way worth retrying; the message is safe to log."""
+
+
+# --- the secret -------------------------------------------------------------------------
+
+
+@sensitive_variables("secret")
+def webhook_secret_rotate(*, team: Team, default_url: str | None = None) -> tuple[TeamWebhook, str]:
+    """Generate a new signing secret for ``team`` (creating its webhook settings if needed);
+    returns the row and the secret, which is never readable again."""
+    secret = "whsec_" + secrets.token_urlsafe(32)
+    webhook, _ = TeamWebhook.objects.get_or_create(
+        team=team, defaults={"encrypted_secret": encrypt_bytes(secret.encode())}
+    )
+    webhook.encrypted_secret = encrypt_bytes(secret.encode())
+    webhook.secret_created_at = timezone.now()
+    if default_url is not None:
+        webhook.default_url = callback_url_validate(default_url) if default_url else ""
+    webhook.save()
+    return webhook, secret
+
+
+def signature(secret: str, timestamp: int, body: bytes) -> str:
+    """The ``X-Provenance-Signature`` value for ``body`` sent at ``timestamp``."""
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+# --- SSRF -------------------------------------------------------------------------------
+
+
+def callback_url_validate(url: str) -> str:
+    """An http(s) URL whose host resolves only to public addresses (unless settings allow
+    private ones); raises ``CallbackRefused`` naming the reason."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CallbackRefused("callback_url must be an http:// or https:// URL with a host")
+    if parts.username or parts.password:
+        raise CallbackRefused("callback_url must not carry credentials")
+    if len(url) > 500:
+        raise CallbackRefused("callback_url is longer than 500 characters")
+    for address in _addresses(
+        parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    ):
+        _address_allowed(address)
+    return url
+
+
+def _addresses(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise CallbackRefused(f"callback_url host {host!r} does not resolve") from None
+    return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+
+
+def _address_allowed(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    private = (
+        address.is_private
+        or address.is_loopback
+        or address.is_link_local
+        or address.is_reserved
+        or address.is_multicast
+        or address.is_unspecified
+    )
+    if private and not settings.PROVENANCE_WEBHOOK_ALLOW_PRIVATE:
+        raise CallbackRefused(
+            f"callback_url resolves to {address}, a private, loopback or link-local address"
+        )
+
+
+# --- deliveries -------------------------------------------------------------------------
+
+
+def audit_finished(audit: Any) -> WebhookDelivery | None:
+    """Queue the callback of a finished audit (its own URL, else the team's default); None
+    when there is nowhere to send it or the team has no secret to sign with."""
+    webhook = TeamWebhook.objects.filter(team_id=audit.team_id).first()
+    url = audit.callback_url or (webhook.default_url if webhook else "")
+    if not url or webhook is None:
+        return None
+    delivery = WebhookDelivery.objects.create(
+        team_id=audit.team_id, audit=audit, event=AUDIT_FINISHED, url=url, payload=_summary(audit)
+    )
+    transaction.on_commit(lambda: queue.publish(DELIVER, str(delivery.id)))
+    return delivery
+
+
+def _summary(audit: Any) -> dict[str, Any]:
+    from provenance.checks.selectors import audit_counts
+
+    return {
+        "event": AUDIT_FINISHED,
+        "audit": {
+            "id": str(audit.id),
+            "status": audit.status,
+            "num_texts": audit.num_texts,
+            "counts": audit_counts(audit),
+            "threshold": audit.threshold,
+            "key_ids": audit.key_ids,
+            "created_at": audit.created_at.isoformat(),
+            "finished_at": audit.finished_at.isoformat() if audit.finished_at else None,
+        },
+    }
+
+
+@sensitive_variables("secret")
+def delivery_attempt(delivery_id: Any) -> None:
+    """Send a delivery once. Returns when it is delivered (or was already); raises
+    ``DeliveryFailed`` for an attempt worth retrying. The task owns retries and gives up."""
+    delivery = WebhookDelivery.objects.filter(id=delivery_id).first()
+    if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
+        return
+    webhook = TeamWebhook.objects.get(team_id=delivery.team_id)
+    secret = decrypt_bytes(webhook.encrypted_secret).decode()
+    body = json.dumps({**delivery.payload, "delivery": str(delivery.id)}).encode()
+    headers = _headers(delivery, signature(secret, int(time.time()), body))
+    code, error = _post(delivery.url, body, headers)
+    _record(delivery, code, error)
+    if error:
+        raise DeliveryFailed(error)
+
+
+def _headers(delivery: WebhookDelivery, signed: str) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "Provenance-Webhook/1",
+        "X-Provenance-Event": delivery.event,
+        "X-Provenance-Delivery": str(delivery.id),
+        "X-Provenance-Signature": signed,
+    }
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str]:
+    """(status code, "" on success or the reason it failed)."""
+    try:
+        callback_url_validate(url)  # again: DNS may point elsewhere now
+    except CallbackRefused as exc:
+        return None, exc.message
+    timeout = httpx.Timeout(settings.PROVENANCE_WEBHOOK_TIMEOUT)
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
+            response = client.post(url, content=body, headers=headers)
+    except httpx.HTTPError as exc:
+        return None, f"{type(exc).__name__} while connecting"
+    if 200 <= response.status_code < 300:
+        return response.status_code, ""
+    return response.status_code, f"the receiver answered {response.status_code}"
+
+
+def _record(delivery: WebhookDelivery, code: int | None, error: str) -> None:
+    now = timezone.now()
+    delivery.attempts += 1
+    delivery.last_attempt_at = now
+    delivery.last_status_code = code
+    delivery.last_error = error[:300]
+    if not error:
+        delivery.status = WebhookDelivery.Status.DELIVERED
+        delivery.delivered_at = now
+    delivery.save()
+
+
+def delivery_give_up(delivery_id: Any, reason: str) -> None:
+    WebhookDelivery.objects.filter(id=delivery_id, status=WebhookDelivery.Status.PENDING).update(
+        status=WebhookDelivery.Status.FAILED, last_error=reason[:300]
+    )
