@@ -121,7 +121,7 @@ class CheckDetailOutput(CheckSummaryOutput):
 
     @extend_schema_field(SpanOutput(many=True))
     def get_spans(self, check: Check) -> list[dict[str, Any]]:
-        return SpanOutput(check.spans or [], many=True).data  # null until scored
+        return list(SpanOutput(check.spans or [], many=True).data)  # null until scored
 
     purged_at = serializers.DateTimeField(
         read_only=True,
@@ -315,7 +315,7 @@ class CheckExportApi(APIView):
     hypothesis). Pages link here; the session authenticates them."""
 
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
-    def get(self, request: Request, check_id: str, fmt: str) -> HttpResponse:
+    def get(self, request: AuthenticatedRequest, check_id: str, fmt: str) -> HttpResponse:
         check = selectors.check_get(request.user, check_id)
         if fmt == "json":
             data = CheckDetailOutput(check).data
