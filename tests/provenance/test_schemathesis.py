@@ -26,6 +26,15 @@ def _schemathesis() -> list[str]:
     return [found] if found else [sys.executable, "-m", "schemathesis.cli"]
 
 
+def _operations() -> int:
+    """Operations in the served schema (each is one test case of the junit report)."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    methods = {"get", "post", "put", "patch", "delete"}
+    return sum(method in methods for item in paths.values() for method in item)
+
+
 def test_no_generated_request_gets_a_5xx(
     live_server, redis_server, cast, alice_key, tmp_path, monkeypatch
 ):
@@ -81,7 +90,7 @@ def test_no_generated_request_gets_a_5xx(
     capture.record("schemathesis", done.stdout + done.stderr)
     summary = done.stdout[-4000:] + done.stderr[-2000:]
     suite = ElementTree.parse(next(tmp_path.glob("*.xml"))).getroot()
-    assert suite.get("tests") == "18", summary  # every operation of the schema was exercised
+    assert suite.get("tests") == str(_operations()), summary  # every operation exercised
     # The only check is not_a_server_error: a failure is a 5xx answer.
     assert suite.get("failures") == "0", summary
     # An error is a request that got no answer at all. The test server's own HTTP parser
