@@ -10,12 +10,14 @@ the error count, which must be 0 (any non-2xx answer, a failed check, or a wrong
 The per-user detection rate limit and daily quota are raised for the run (one demo user
 stands for all clients; at the defaults most requests would be 429 by design).
 
-Run: ``python benchmarks/bench_load.py`` (``--clients 8 --seconds 30 --max-requests 20000``).
+Run: ``python benchmarks/bench_load.py`` (``--clients 8 --seconds 30 --max-requests 20000``);
+``--database postgresql`` runs the same against a throwaway PostgreSQL server.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import signal
@@ -121,7 +123,9 @@ def _one(api: httpx.Client, text: str, expected: bool, tally: Tally, stop_at: fl
     tally.verdict_ms.append((time.perf_counter() - start) * 1000)
 
 
-def _start_embedded(tmp: Path, port: int) -> tuple[subprocess.Popen[str], str, list[str]]:
+def _start_embedded(
+    tmp: Path, port: int, database_url: str = ""
+) -> tuple[subprocess.Popen[str], str, list[str]]:
     from provenance.redis_server import free_port
 
     env = {
@@ -143,6 +147,8 @@ def _start_embedded(tmp: Path, port: int) -> tuple[subprocess.Popen[str], str, l
             "PROVENANCE_GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
         }
     )
+    if database_url:  # the runner migrates and serves whatever DATABASE_URL names
+        env["DATABASE_URL"] = database_url
     proc = subprocess.Popen(
         [sys.executable, "-m", "provenance.embedded"],
         cwd=REPO,
@@ -175,12 +181,13 @@ def _wait_web(base: str) -> None:
     raise RuntimeError("web server not up")
 
 
-def _report(tally: Tally, seconds: float, clients: int) -> None:
+def _report(tally: Tally, seconds: float, clients: int, database: str) -> None:
     done = len(tally.verdict_ms)
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
     print(
-        f"load: {clients} concurrent API clients, {seconds:.1f} s, embedded default "
-        f"(SQLite, embedded Redis, 1 solo worker, gunicorn 1x8 threads), loopback"
+        f"load: {clients} concurrent API clients, {seconds:.1f} s, make run's runner on "
+        f"{database} (embedded Redis, 1 solo worker, gunicorn 2x8 threads), loopback, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     sent = min(tally.requests, tally.budget)
     print(
@@ -206,13 +213,24 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--max-requests", type=int, default=20_000)
+    parser.add_argument(
+        "--database",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="sqlite: the embedded default; postgresql: a throwaway server beside it",
+    )
     options = parser.parse_args()
+    from provenance.postgres_server import PostgresServer
     from provenance.redis_server import free_port
 
     texts = _texts()
-    with tempfile.TemporaryDirectory() as tmp_name:
+    with contextlib.ExitStack() as stack:
+        tmp_name = stack.enter_context(tempfile.TemporaryDirectory())
+        url = ""
+        if options.database == "postgresql":
+            url = stack.enter_context(PostgresServer()).url
         port = free_port()
-        proc, password, _ = _start_embedded(Path(tmp_name), port)
+        proc, password, _ = _start_embedded(Path(tmp_name), port, url)
         try:
             base = f"http://127.0.0.1:{port}"
             _wait_web(base)
@@ -238,7 +256,7 @@ def main() -> int:
                 thread.start()
             for thread in threads:
                 thread.join()
-            _report(tally, time.monotonic() - start, options.clients)
+            _report(tally, time.monotonic() - start, options.clients, options.database)
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(60)

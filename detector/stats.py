@@ -26,7 +26,34 @@ def gamma_upper_log10(shape: float, x: float) -> float:
     q = float(special.gammaincc(shape, x))
     if q > _UNDERFLOW:
         return math.log10(q)
+    if x > shape + 1.0:
+        return _upper_log10_continued_fraction(shape, x)
     return float(mpmath.log10(mpmath.gammainc(shape, x, mpmath.inf, regularized=True)))
+
+
+def _upper_log10_continued_fraction(shape: float, x: float) -> float:
+    """log10 Q(shape, x) for x > shape + 1 from the continued fraction of Gamma(shape, x)
+    (modified Lentz; Numerical Recipes' ``gcf``), in logs: Q = exp(-x) x^shape h / Gamma(shape).
+    mpmath's hypergeometric series stop converging for long texts (shape 16,536, x 31,341 on
+    a 45k-token text); the fraction converges there in a few hundred steps, and float64 holds
+    h (about 1 / (x - shape)) exactly enough: the log's absolute error stays near 1e-10."""
+    tiny = 1e-300
+    b = x + 1.0 - shape
+    c, d = 1.0 / tiny, 1.0 / b
+    h = d
+    for i in range(1, 100_000):
+        an = -i * (i - shape)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        step = d * c
+        h *= step
+        if abs(step - 1.0) < 1e-15:
+            break
+    return (-x + shape * math.log(x) - math.lgamma(shape) + math.log(h)) / math.log(10.0)
 
 
 def _pair(log10_p: float) -> tuple[float, float]:

@@ -202,8 +202,7 @@ class _Sweeper:
         self.last = time.monotonic()
         from django.db import close_old_connections
 
-        from provenance.checks.retention import checks_purge
-        from provenance.checks.services import checks_sweep
+        from provenance.checks.services import checks_purge, checks_sweep
 
         try:
             close_old_connections()

@@ -126,6 +126,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "mozilla_django_oidc",
     "provenance.accounts",
     "provenance.keys",
     "provenance.checks",
@@ -210,6 +211,53 @@ WHITENOISE_AUTOREFRESH = DEBUG
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+
+def env_mapping(name: str) -> dict[str, str]:
+    """``a=b,c=d`` as {"a": "b", "c": "d"} (in order); a malformed pair stops the start."""
+    mapping = {}
+    for pair in env_list(name, []):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"{name} must be comma-separated group=team pairs, got {pair!r}")
+        mapping[key.strip()] = value.strip()
+    return mapping
+
+
+# --- Organization sign-in (OpenID Connect, mozilla-django-oidc) --------------------------
+# Off unless PROVENANCE_OIDC_CLIENT_ID is set; local accounts always work beside it. The
+# group claim maps users to teams (a user in no mapped group is refused), to team admin and
+# to the playground permission at every sign-in (provenance/accounts/oidc.py).
+PROVENANCE_OIDC = {
+    "ENABLED": bool(env_str("PROVENANCE_OIDC_CLIENT_ID", "")),
+    "LABEL": env_str("PROVENANCE_OIDC_LABEL", "your organization"),
+    "GROUP_CLAIM": env_str("PROVENANCE_OIDC_GROUP_CLAIM", "groups"),
+    "TEAMS": env_mapping("PROVENANCE_OIDC_TEAMS"),
+    "ADMIN_GROUPS": env_list("PROVENANCE_OIDC_ADMIN_GROUPS", []),
+    "PLAYGROUND_GROUPS": env_list("PROVENANCE_OIDC_PLAYGROUND_GROUPS", []),
+}
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+if PROVENANCE_OIDC["ENABLED"]:
+    AUTHENTICATION_BACKENDS.insert(0, "provenance.accounts.oidc.OrganizationBackend")
+    _OIDC_REQUIRED = {
+        "OIDC_RP_CLIENT_SECRET": "PROVENANCE_OIDC_CLIENT_SECRET",
+        "OIDC_OP_AUTHORIZATION_ENDPOINT": "PROVENANCE_OIDC_AUTHORIZATION_ENDPOINT",
+        "OIDC_OP_TOKEN_ENDPOINT": "PROVENANCE_OIDC_TOKEN_ENDPOINT",
+        "OIDC_OP_USER_ENDPOINT": "PROVENANCE_OIDC_USERINFO_ENDPOINT",
+        "OIDC_OP_JWKS_ENDPOINT": "PROVENANCE_OIDC_JWKS_ENDPOINT",
+    }
+    for _setting, _variable in _OIDC_REQUIRED.items():
+        if not env_str(_variable, ""):
+            raise ValueError(f"{_variable} must be set when PROVENANCE_OIDC_CLIENT_ID is")
+        globals()[_setting] = env_str(_variable, "")
+    if not PROVENANCE_OIDC["TEAMS"]:
+        raise ValueError("PROVENANCE_OIDC_TEAMS must map at least one group to a team")
+OIDC_RP_CLIENT_ID = env_str("PROVENANCE_OIDC_CLIENT_ID", "")
+OIDC_RP_SIGN_ALGO = env_str("PROVENANCE_OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("PROVENANCE_OIDC_SCOPES", "openid email profile groups")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?oidc=refused"
 
 # --- Provenance -------------------------------------------------------------------------
 # Key-encryption key (urlsafe base64, 32 bytes, as from Fernet.generate_key()). Unset: the

@@ -9,9 +9,11 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
+from provenance.accounts import views as account_views
+
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", account_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its init code as a file: no inline script, no CDN (sidecar).

@@ -47,3 +47,17 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team}"
+
+
+class ExternalIdentity(models.Model):
+    """A user who signs in through the organization's OpenID Connect provider, known by the
+    provider's stable subject identifier (never matched by e-mail)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="external_identity"
+    )
+    subject = models.CharField(max_length=255, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} (OpenID Connect)"

@@ -27,6 +27,23 @@ def membership_set(*, user: User, team: Team) -> Membership:
 
 
 @transaction.atomic
+def user_sync_from_groups(*, user: User, team_name: str, is_admin: bool, playground: bool) -> None:
+    """Apply what an organization sign-in's groups say: the team (created on first use),
+    team admin, and the playground permission (granted or taken away)."""
+    from django.contrib.auth.models import Permission
+
+    team = Team.objects.filter(name=team_name).first() or team_create(name=team_name)
+    Membership.objects.update_or_create(user=user, defaults={"team": team, "is_admin": is_admin})
+    permission = Permission.objects.get(
+        content_type__app_label="playground", codename="use_playground"
+    )
+    if playground:
+        user.user_permissions.add(permission)
+    else:
+        user.user_permissions.remove(permission)
+
+
+@transaction.atomic
 def api_token_rotate(*, user: User) -> str:
     """Replace the user's API token; the new one is returned to show once."""
     from rest_framework.authtoken.models import Token

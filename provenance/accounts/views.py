@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -20,3 +22,15 @@ def api_token(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST":
         context.update(has_token=True, token=api_token_rotate(user=request.user))
     return render(request, "accounts/api_token.html", context)
+
+
+class LoginView(auth_views.LoginView):
+    """Local accounts, and the organization's sign-in when it is configured."""
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["oidc"] = settings.PROVENANCE_OIDC["ENABLED"] and {
+            "label": settings.PROVENANCE_OIDC["LABEL"],
+            "refused": self.request.GET.get("oidc") == "refused",
+        }
+        return context

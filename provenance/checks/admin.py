@@ -64,7 +64,7 @@ class CheckAdmin(admin.ModelAdmin):
         "key_ids",
         "threshold",
     ]
-    exclude = ["token_data"]
+    exclude = ["token_data", "heatmap_compact"]
     inlines = [HypothesisInline]
 
 

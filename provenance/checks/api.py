@@ -31,7 +31,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from provenance.auth import AuthenticatedRequest
-from provenance.checks import retention, selectors, services
+from provenance.checks import selectors, services
 from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
 
@@ -255,7 +255,7 @@ class CheckDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> Response:
-        retention.check_delete(user=request.user, check_id=check_id)
+        services.check_delete(user=request.user, check_id=check_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -434,7 +434,7 @@ class AuditDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
-        retention.audit_delete(user=request.user, audit_id=audit_id)
+        services.audit_delete(user=request.user, audit_id=audit_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -28,6 +28,8 @@ def check_get(user: User, check_id: Any) -> Check:
     team = team_for_user(user)
     check = (
         Check.objects.filter(id=check_id, team=team, deleted_at__isnull=True)
+        # 1.5 MB of JSON on a 45k-token text: loaded only where asked for (?tokens=1).
+        .defer("token_data")
         .select_related("best_key", "submitted_by")
         .prefetch_related("hypotheses")
         .first()

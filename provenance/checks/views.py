@@ -16,7 +16,7 @@ from rest_framework.request import Request
 
 from provenance.accounts.selectors import team_for_user
 from provenance.auth import AuthenticatedHttpRequest
-from provenance.checks import heatmap, retention, selectors, services
+from provenance.checks import heatmap, selectors, services
 from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
@@ -65,14 +65,19 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
     check = selectors.check_get(request.user, check_id)
     finished = check.status in (Status.DONE, Status.FAILED)
     hypotheses = list(check.hypotheses.all())
+    shown = check.heatmap_compact
+    if shown is None and finished and check.purged_at is None:  # scored before it was stored
+        shown = heatmap.compact(check.token_data)
     context = {
         "check": check,
         "finished": finished,
         "hypotheses": hypotheses,
         "best": min(hypotheses, key=lambda h: h.adjusted_log10_p, default=None),
-        "segments": heatmap.segments(check.text, check.token_data, check.spans) if finished else [],
+        "heatmap": shown,
+        "buckets": ",".join(map(str, heatmap.BUCKETS)),
+        "span_ranges": heatmap.span_ranges(check.spans),
         "span_sentences": heatmap.span_sentences(check.spans),
-        "chart": heatmap.chart(check.token_data, check.threshold, check.num_hypotheses or 1),
+        "chart": heatmap.chart(shown, check.threshold, check.num_hypotheses or 1),
         "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
     }
@@ -86,7 +91,7 @@ def check_delete(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
     if not selectors.may_delete(request.user, check):
         raise PermissionDenied("only the submitter or a team admin may delete this check")
     if request.method == "POST":
-        retention.check_delete(user=request.user, check_id=check.id)
+        services.check_delete(user=request.user, check_id=check.id)
         return redirect("check-list")
     return render(request, "checks/check_delete.html", {"check": check})
 

@@ -27,6 +27,19 @@ def test_gamma_p_value_keeps_its_log_far_below_float64():
     assert lp == pytest.approx(exact, rel=1e-9)
 
 
+@pytest.mark.parametrize(
+    "n,score", [(16536, 31341.03820721412), (45000, 60000.0), (300, 1500.0), (20000, 26000.0)]
+)
+def test_long_texts_get_the_exact_tail_where_mpmath_stops_converging(n, score):
+    # (16536, 31341.04) made mpmath's series raise NoConvergence on a 45k-token text.
+    _, lp = gamma_sf(score, n)
+    k = np.arange(n)  # integer shape: log Q(n, S) = -S + log sum_k S^k / k!, exactly
+    exact = (-score + special.logsumexp(k * math.log(score) - special.gammaln(k + 1))) / math.log(
+        10
+    )
+    assert lp == pytest.approx(exact, rel=1e-9)
+
+
 def test_no_scored_tokens_or_a_non_positive_score_gives_p_one():
     assert gamma_sf(0.0, 0) == (1.0, 0.0)
     assert gamma_sf(-1.0, 5) == (1.0, 0.0)

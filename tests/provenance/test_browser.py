@@ -77,16 +77,22 @@ def test_a_user_pastes_texts_and_sees_verdicts_and_heatmaps(
 
     _check(page, live_server.url, wm_text)
     assert page.get_attribute("#verdict", "data-verdict") == "watermarked"
+    page.wait_for_selector("#heatmap[data-ready]")  # built by app.js from the compact data
+    assert page.text_content("#heatmap") == wm_text
     hot = page.locator("#heatmap .tok.h3, #heatmap .tok.h4").count()
     tokens = page.locator("#heatmap .tok").count()
     assert tokens > 100 and hot > tokens / 2
     assert page.locator("#evidence-chart polyline").count() == 1
+    assert page.locator("#heatmap .tok.in-span").count() > 0  # the localized span, framed
     page.locator("#heatmap .tok").nth(10).hover()
-    assert "score" in page.text_content("#token-info")
+    info = page.text_content("#token-info")
+    assert info.startswith("token ") and "score" in info and "context" in info
+    assert page.get_attribute("#heatmap .tok >> nth=10", "title") == info
     assert _screenshot(page, tmp_path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     _check(page, live_server.url, human_text)
     assert page.get_attribute("#verdict", "data-verdict") == "not-watermarked"
+    page.wait_for_selector("#heatmap[data-ready]")
     hot = page.locator("#heatmap .tok.h3, #heatmap .tok.h4").count()
     cool = page.locator("#heatmap .tok.h0, #heatmap .tok.h1").count()
     assert cool > hot
@@ -111,3 +117,36 @@ def test_the_csp_holds_on_the_api_docs_and_the_listener_sees_a_violation(
     page.wait_for_timeout(300)
     assert any("style-src" in text for text in page.csp_violations)
     page.csp_violations.clear()
+
+
+def test_the_heatmap_cuts_tokens_where_the_server_did_with_emoji_and_line_breaks(
+    celery_worker, live_server, cast, alice_key, browser_page
+):
+    from provenance.checks.models import Check
+
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#id_text")
+    # About 2,500 tokens: three blocks, built as they come near the screen.
+    _check(page, live_server.url, "Zeile 🙂 eins\nund <zwei> & drei 🚀🚀 vier\n" * 100)
+    page.wait_for_selector("#heatmap[data-ready]")
+    blocks = page.locator("#heatmap .blk")
+    assert blocks.count() == 3 and blocks.nth(2).locator(".tok").count() == 0  # off screen
+    for k in range(3):
+        blocks.nth(k).scroll_into_view_if_needed()
+    page.wait_for_function(
+        "[...document.querySelectorAll('#heatmap .blk')].every(b => b.querySelector('.tok'))"
+    )
+    check = Check.objects.get(id=page.url.rstrip("/").rsplit("/", 1)[1])
+    assert "\r\n" in check.text  # the form sends CRLF; the page must keep every character
+    assert page.text_content("#heatmap") == check.text
+    expected, shown = [], 0
+    for start, end in check.token_data["offsets"]:
+        if start >= shown:  # overlapping byte-fallback pieces are shown once
+            expected.append(check.text[start:end])
+            shown = end
+    spans = page.eval_on_selector_all("#heatmap .tok", "els => els.map(e => e.textContent)")
+    assert spans == expected

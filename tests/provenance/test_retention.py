@@ -92,6 +92,9 @@ def test_alice_deletes_her_check_and_it_is_gone_from_api_pages_and_heatmap(
     assert alice.delete(f"/api/v1/checks/{check.id}").status_code == 204
     assert alice.get(f"/api/v1/checks/{check.id}").status_code == 404
     assert alice.get(f"/api/v1/checks/{check.id}?tokens=1").status_code == 404
+    assert alice.get(f"/api/v1/checks/{check.id}/report").status_code == 404
+    for fmt in ("json", "csv"):
+        assert alice.get(f"/api/v1/checks/{check.id}/export.{fmt}").status_code == 404
     assert alice.get("/api/v1/checks").json()["count"] == 0
     client.force_login(cast["alice"])
     assert client.get(f"/checks/{check.id}/").status_code == 404
@@ -149,6 +152,8 @@ def test_a_purged_check_page_shows_the_verdict_and_the_hash_but_no_text(
     assert check.text_sha256 in page and wm_text[:40] not in page
     body = client.get(f"/api/v1/checks/{check.id}?tokens=1").json()
     assert body["text"] == "" and body["heatmap"] is None and body["purged_at"]
+    report = client.get(f"/checks/{check.id}/report/").content.decode()
+    assert check.text_sha256 in report and wm_text[:40] not in report
 
 
 @pytest.fixture

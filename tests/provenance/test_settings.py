@@ -48,3 +48,38 @@ def test_env_example_lists_every_variable_the_product_reads():
     internal = {"DJANGO_SETTINGS_MODULE", "X_TEST"}  # set by manage.py / by the tests
     assert len(read) > 30 and read - internal - listed == set()
     assert {"PROVENANCE_GENERATOR_URL", "PROVENANCE_PLAYGROUND_MAX_TOKENS"} <= listed
+
+
+def _import_settings(**env: str) -> str:
+    """stderr of a fresh interpreter importing the settings under ``env``."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import provenance.settings"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    return done.stderr
+
+
+def test_organization_sign_in_without_its_endpoints_or_teams_fails_loudly():
+    assert "PROVENANCE_OIDC_CLIENT_SECRET must be set" in _import_settings(
+        PROVENANCE_OIDC_CLIENT_ID="app"
+    )
+    endpoints = {
+        f"PROVENANCE_OIDC_{name}": "https://idp.example/x"
+        for name in ("AUTHORIZATION_ENDPOINT", "TOKEN_ENDPOINT", "USERINFO_ENDPOINT")
+    }
+    complete = {
+        "PROVENANCE_OIDC_CLIENT_ID": "app",
+        "PROVENANCE_OIDC_CLIENT_SECRET": "s",
+        "PROVENANCE_OIDC_JWKS_ENDPOINT": "https://idp.example/jwks",
+        **endpoints,
+    }
+    assert "PROVENANCE_OIDC_TEAMS must map" in _import_settings(**complete)
+    malformed = _import_settings(**complete, PROVENANCE_OIDC_TEAMS="teachers")
+    assert "group=team pairs" in malformed
+    assert _import_settings(**complete, PROVENANCE_OIDC_TEAMS="teachers=acme") == ""

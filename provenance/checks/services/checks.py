@@ -47,6 +47,9 @@ def check_create(
             text_sha256=text_sha256(text),
             key_ids=[str(key.id) for key in keys],
             threshold=settings.PROVENANCE_THRESHOLD,
+            # Set with the row, cleared if the publish fails: one write per check, not a
+            # second transaction after the publish (SQLite serialises every write).
+            queued_at=timezone.now(),
         )
         detection_log_create(
             user=user,
@@ -57,9 +60,16 @@ def check_create(
             check=check,
             text=text,
         )
-        transaction.on_commit(lambda: check_enqueue([check.id]))
-    check.refresh_from_db(fields=["queued_at"])
+        transaction.on_commit(lambda: _publish_created(check))
     return check
+
+
+def _publish_created(check: Check) -> None:
+    """After the commit: publish a new check; a failed publish clears its queued_at, in the
+    database and on the object the caller answers with, so the sweeper takes it."""
+    if not queue.publish(queue.SCORE_CHECK, str(check.id)):
+        Check.objects.filter(id=check.id).update(queued_at=None)
+        check.queued_at = None
 
 
 def check_enqueue(check_ids: Sequence[Any]) -> int:

@@ -16,10 +16,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from provenance.checks import bulk
+from provenance.checks import bulk, heatmap
 from provenance.checks.models import Check, Hypothesis, Status
-from provenance.checks.retention import purged_cleanup
 from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
+from provenance.checks.services.retention import purged_cleanup
 from provenance.checks.workers import held
 from provenance.keys.models import WatermarkKey
 
@@ -85,6 +85,7 @@ RESULT_FIELDS = [
     "num_scored_tokens",
     "best_key",
     "token_data",
+    "heatmap_compact",
     "spans",
     "finished_at",
     "scoring_ms",
@@ -120,6 +121,7 @@ def _result_row(check: Check, result: TextResult, now: datetime) -> tuple[Any, .
         best.detection.num_scored_tokens if best else 0,
         best.key.id if best else None,
         result.token_data,
+        heatmap.compact(result.token_data),
         list(result.spans),
         now,
         result.elapsed_ms,

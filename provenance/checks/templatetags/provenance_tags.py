@@ -3,6 +3,8 @@ from __future__ import annotations
 import math
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
@@ -17,3 +19,11 @@ def pvalue(log10_p: float | None) -> str:
     exponent = math.floor(log10_p)
     mantissa = 10.0 ** (log10_p - exponent)
     return f"{mantissa:.2f}e{exponent}"
+
+
+@register.filter
+def exact_text(text: str) -> SafeString:
+    """HTML-escaped text whose DOM text is the stored text character for character: the
+    parser turns a literal CR (CRLF from a textarea) into LF, which would shift every
+    offset after it, but keeps a CR written as a character reference."""
+    return mark_safe(escape(text).replace("\r", "&#13;"))

@@ -77,14 +77,20 @@ def _purge(checks: QuerySet[Check], now: datetime) -> int:
     """Text and per-token data go; verdict, p-values, hypotheses and text_sha256 stay. A
     check not scored yet is failed first, so no task scores an empty text."""
     todo = checks.filter(purged_at__isnull=True)
+    # A read first: the sweeper calls this every few seconds, and an UPDATE that matches
+    # nothing would still take SQLite's write lock (IMMEDIATE transactions).
+    if not todo.exists():
+        return 0
     with transaction.atomic():
         todo.exclude(status__in=[Status.DONE, Status.FAILED]).update(
             status=Status.FAILED, failure_reason=PURGED_BEFORE_SCORING, finished_at=now
         )
-        return todo.update(text="", token_data=None, purged_at=now)
+        return todo.update(text="", token_data=None, heatmap_compact=None, purged_at=now)
 
 
 def purged_cleanup(check_ids: list[Any]) -> None:
     """Called after results are stored: a check purged while it was being scored must not
     get its per-token data back from the task that was already running."""
-    Check.objects.filter(id__in=check_ids, purged_at__isnull=False).update(token_data=None)
+    Check.objects.filter(id__in=check_ids, purged_at__isnull=False).update(
+        token_data=None, heatmap_compact=None
+    )
