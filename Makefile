@@ -21,6 +21,7 @@ PYTEST_ARGS ?=
 .PHONY: run test bench lint setup system-deps clean
 
 setup: system-deps $(STAMP)
+	@$(PY) -m provenance.i18n
 
 system-deps:
 	@bash scripts/install-system-deps.sh

@@ -22,8 +22,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
+from detector.config import key_int64  # noqa: E402
 from kernels.gumbel_sample import gumbel_sample, gumbel_sample_reference  # noqa: E402
-from kernels.utils import keys_tensor  # noqa: E402
+
+
+def keys_tensor(keys: list[int], device: str = "cpu") -> torch.Tensor:
+    return torch.tensor([key_int64(k) for k in keys], dtype=torch.int64, device=device)
 
 
 def cpu_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:

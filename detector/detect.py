@@ -233,6 +233,14 @@ def correct(log10_ps: Sequence[float], correction: str = "holm") -> NDArray[np.f
     return CORRECTIONS[correction](np.asarray(log10_ps, np.float64))
 
 
+def first_step_log10(threshold: float, num_hypotheses: int) -> float:
+    """log10 of the p-value the strongest of ``num_hypotheses`` hypotheses must reach for a
+    family verdict at ``threshold``: ``threshold / m``, the first step of Holm and Bonferroni
+    alike."""
+    _check_threshold(threshold)
+    return math.log10(threshold) - math.log10(max(num_hypotheses, 1))
+
+
 def combine(
     detections: Sequence[Detection],
     *,

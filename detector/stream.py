@@ -34,6 +34,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -327,3 +328,24 @@ class EvidenceStream:
             stream._seen[w] = set(map(tuple, rows.tolist()))
             offset += count * w * 4
         return stream
+
+
+def split_stable(tokenizer: Any, pending: str, *, final: bool) -> tuple[list[int], str]:
+    """Tokens of streamed text that later text cannot change, and the text still pending.
+
+    The last word may still grow ("hel" + "lo" is one token, "hel" alone two), so the text
+    from the last token that starts with whitespace stays pending until more text arrives or
+    the stream is ``final``. Byte-level BPE pre-tokenizers (SmolLM2's) never merge across such
+    a boundary, so the committed tokens are those of the whole text. Only the pending tail is
+    tokenized again: the work per delta does not grow with the stream.
+    """
+    if not pending:
+        return [], ""
+    ids, offsets = tokenizer.encode_with_offsets(pending)
+    if final:
+        return [int(i) for i in ids], ""
+    starts = [int(o[0]) for o in offsets]
+    for i in range(len(ids) - 1, 0, -1):
+        if pending[starts[i]].isspace() and not pending[starts[i] - 1].isspace():
+            return [int(t) for t in ids[:i]], pending[starts[i] :]
+    return [], pending

@@ -15,8 +15,16 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from generator.auth import (
+    CLIENTS_FILE_ENV,
+    ENFORCE_ENV,
+    ClientRegistry,
+    ClientsFileError,
+    issue_token,
+)
 from generator.config import KeyFileError, KeyStore
 from generator.core import SamplingSettings, WatermarkRequestError
 from generator.types import GenerationRequest
@@ -62,7 +70,32 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--key", default=None, help="default key name for requests that name none")
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8001)
+    srv.add_argument(
+        "--clients",
+        default=os.environ.get(CLIENTS_FILE_ENV),
+        help="clients file: bearer-token digests -> allowed key names, opt-out (required)",
+    )
+    srv.add_argument("--enforce", action="store_true", help="refuse opt-outs and keyless calls")
+    srv.add_argument(
+        "--no-auth", action="store_true", help="serve without tokens (a private test only)"
+    )
+    tok = sub.add_parser("issue-token", help="add a client to a clients file; prints its token")
+    tok.add_argument("--clients", required=True, help="the clients file (created if absent)")
+    tok.add_argument("--name", required=True, help="the client's name (in the generation log)")
+    tok.add_argument("--keys", default="", help="comma-separated key names it may use, or *")
+    tok.add_argument("--opt-out", action="store_true", help="it may opt out of watermarking")
     return parser
+
+
+def _auth(args: argparse.Namespace) -> ClientRegistry | None:
+    if args.no_auth:
+        return None
+    if not args.clients:
+        raise ClientsFileError(
+            "the generator requires bearer tokens: pass --clients FILE (python -m generator "
+            "issue-token makes one) or --no-auth for a private test"
+        )
+    return ClientRegistry.from_file(args.clients)
 
 
 def _backend(args: argparse.Namespace, store: KeyStore) -> Any:
@@ -112,10 +145,16 @@ def run_serve(args: argparse.Namespace) -> int:
     store = KeyStore.from_file(args.keys)  # fail fast on a bad file, before a slow start
     if args.key is not None and args.key not in store:
         raise WatermarkRequestError(f"unknown watermark key name {args.key!r}")
+    auth = _auth(args)
     if args.backend == "vllm":
         from generator.vllm_backend import serve_vllm
 
-        return serve_vllm(args.keys, args.model, args.key, args.host, args.port)
+        if auth is not None:  # vLLM builds our gate from the environment
+            os.environ[CLIENTS_FILE_ENV] = str(Path(args.clients).resolve())
+            os.environ[ENFORCE_ENV] = "1" if args.enforce else "0"
+        return serve_vllm(
+            args.keys, args.model, args.key, args.host, args.port, gate=auth is not None
+        )
     import uvicorn
 
     from generator.provenance_asgi import ProvenanceHeaders  # noqa: F401  (headers set by the app)
@@ -125,7 +164,8 @@ def run_serve(args: argparse.Namespace) -> int:
     os.environ.update({MODEL_ENV: path.name, TOKENIZER_ENV: load_tokenizer(str(path)).content_hash})
     if args.key:
         os.environ[DEFAULT_KEY_ENV] = args.key
-    uvicorn.run(create_app(_backend(args, store)), host=args.host, port=args.port, log_level="info")
+    app = create_app(_backend(args, store), auth, enforce=args.enforce, default_key=args.key)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
 
@@ -134,8 +174,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return run_serve(args)
+        if args.command == "issue-token":
+            keys = [k.strip() for k in args.keys.split(",") if k.strip()]
+            print(issue_token(args.clients, args.name, keys, args.opt_out))
+            return 0
         result = run_generate(args)
-    except (KeyFileError, WatermarkRequestError, FileNotFoundError, ValueError) as exc:
+    except (
+        KeyFileError,
+        ClientsFileError,
+        WatermarkRequestError,
+        FileNotFoundError,
+        ValueError,
+    ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:

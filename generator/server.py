@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from generator.auth import AuthGate, ClientRegistry
 from generator.core import SamplingSettings, WatermarkRequestError
 from generator.provenance_asgi import provenance_headers
 from generator.types import Generation, GenerationRequest
@@ -142,8 +143,23 @@ def _envelope(rid: str, g: Generation, chat: bool, choice: dict[str, Any]) -> di
     }
 
 
-def create_app(backend: Any) -> Starlette:
-    """The app over a backend with ``generate``/``stream`` (TransformersBackend)."""
+def create_app(
+    backend: Any,
+    auth: ClientRegistry | None = None,
+    *,
+    enforce: bool = False,
+    default_key: str | None = None,
+) -> Any:
+    """The app over a backend with ``generate``/``stream`` (TransformersBackend); behind
+    ``generator.auth.AuthGate`` when a client registry is given (the CLI always gives one
+    unless told ``--no-auth``)."""
+    app = _app(backend)
+    if auth is None:
+        return app
+    return AuthGate(app, auth, enforce=enforce, default_key=default_key)
+
+
+def _app(backend: Any) -> Starlette:
 
     def _headers(g: Generation) -> dict[str, str]:
         return {

@@ -131,9 +131,19 @@ class VLLMBackend:
 
 
 def serve_vllm(
-    keys_file: str, model: str | None, default_key: str | None, host: str, port: int
+    keys_file: str,
+    model: str | None,
+    default_key: str | None,
+    host: str,
+    port: int,
+    *,
+    gate: bool = True,
 ) -> int:
-    """Replace this process with vLLM's own OpenAI server, our processor and provenance headers."""
+    """Replace this process with vLLM's own OpenAI server, our processor and provenance headers
+    (and, with ``gate``, ``generator.auth.AuthGate`` configured from the environment).
+
+    Starlette makes the middleware added last the outermost: the gate comes after the headers
+    in the list, so it runs first and the headers describe the request it rewrote."""
     import sys
 
     from detector.tokenizers import load_tokenizer
@@ -164,6 +174,7 @@ def serve_vllm(
         PROCESSOR_FQCN,
         "--middleware",
         "generator.provenance_asgi.ProvenanceHeaders",
+        *(("--middleware", "generator.auth.AuthGate") if gate else ()),
     ]
     os.execv(sys.executable, argv)
     return 0  # not reached

@@ -18,11 +18,9 @@ bounds each token's noise from the word's top bits; the exact float32 noise is t
 only for the few tokens whose upper bound reaches the best lower bound. Exactly the full
 scan's token (tests prove it on adversarial rows), ~8x faster than it at B=8 on every row kind.
 
-Reference path for other devices (``backend="torch"`` on CUDA tensors): only tokens with
-``logit + NOISE_HI >= max_logit + NOISE_LO`` (float32) are hashed, where [NOISE_LO, NOISE_HI]
-= [-2.81, 16.64] bounds the Gumbel noise a 24-bit uniform can produce: the best score is at
-least the top logit plus the smallest noise, and every other token is strictly below it
-(float32 addition rounds monotonically).
+Reference path for other devices (``backend="torch"`` on CUDA tensors): upstream's
+computation on every token (:func:`_full_scan`), in row chunks; on CUDA the product runs the
+Triton kernel.
 """
 
 from __future__ import annotations
@@ -47,34 +45,12 @@ from kernels.utils import (
 )
 
 _TINY = torch.finfo(torch.float32).tiny
-# Past V/12 candidates a row takes the grouped full scan (4 ids per Philox call): measured
-# break-even of the per-candidate path at about V/10 (B=8, V=49152, 1 thread).
-_FULL_SCAN_FRACTION = 12
-_NOISE_MARGIN = 1e-3  # far above float32 rounding of log at 16.6 (~2e-6): guards libm quirks
 
 
 def gumbel_noise(u: torch.Tensor) -> torch.Tensor:
     """Upstream's float32 transform of PRF uniforms into Gumbel noise."""
     # In place after the first op: the same float32 kernels as upstream, fewer buffers.
     return u.clamp_min(_TINY).log_().neg_().log_().neg_()
-
-
-def _noise_hi() -> float:
-    """Largest noise any PRF word can give (word 0xFFFFFFFF: u = 1 - 2**-24), plus a margin."""
-    u_max = philox.uniform(torch.tensor([0xFFFFFFFF], dtype=torch.int64))
-    return float(gumbel_noise(u_max)[0]) + _NOISE_MARGIN
-
-
-NOISE_HI = _noise_hi()  # 16.636 + margin
-
-
-def _noise_lo() -> float:
-    """Smallest noise any PRF word can give (word 0: u just below 2**-24), minus a margin."""
-    u_min = philox.uniform(torch.tensor([0], dtype=torch.int64))
-    return float(gumbel_noise(u_min)[0]) - _NOISE_MARGIN
-
-
-NOISE_LO = _noise_lo()  # -2.812 - margin
 
 
 def _check_inputs(
@@ -137,53 +113,19 @@ def _full_scan(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torc
     return torch.argmax(x + gumbel_noise(u), dim=-1)
 
 
-def _pruned(x: torch.Tensor, keys: torch.Tensor, state: philox.Words) -> torch.Tensor:
-    """Exact keyed draw on rows ``x`` [n, V] float32, scoring only tokens that can still win.
-
-    The row's best score is at least ``fl(l_max + NOISE_LO)`` (the top logit with the
-    smallest noise), and a token scores at most ``fl(l_v + NOISE_HI)``: tokens below the bar
-    lose strictly and are never hashed. Rows keeping more than V/12 candidates take the
-    grouped full scan (so do all -inf rows: every token ties at the bar); when that is half
-    the batch or more, the whole batch does, which beats paying for both paths.
-    """
-    n, vocab = x.shape
-    top = torch.amax(x, dim=-1)  # 15x faster than max(dim) here: no indices
-    keep = x + NOISE_HI >= (top + NOISE_LO)[:, None]  # [n, V]: may still win
-    full = torch.count_nonzero(keep, dim=-1) > vocab // _FULL_SCAN_FRACTION
-    n_full = int(full.sum())
-    if 2 * n_full >= n:  # T=1 without top-k/top-p lands here
-        return _full_scan(x, keys, state)
-    out = torch.empty(n, dtype=torch.int64, device=x.device)
-    if n_full:
-        rows = full.nonzero()[:, 0]
-        out[rows] = _full_scan(x[rows], keys[rows], tuple(s[rows] for s in state))  # type: ignore[arg-type]
-    sparse = (~full).nonzero()[:, 0]
-    at, col = keep[sparse].nonzero(as_tuple=True)  # candidates of the sparse rows, flattened
-    row = sparse[at]
-    sub_state = tuple(s[row] for s in state)
-    words = philox.token_words(keys[row], sub_state, col[:, None])[:, 0]  # type: ignore[arg-type]
-    scores = x[row, col] + gumbel_noise(philox.uniform(words))
-    best = torch.full((n,), float("-inf"), device=x.device).scatter_reduce(0, row, scores, "amax")
-    ids = torch.where(scores == best[row], col, vocab)  # lowest id among the row's maxima
-    lowest = torch.full((n,), vocab, dtype=torch.int64, device=x.device)
-    out[sparse] = lowest.scatter_reduce(0, row, ids, "amin")[sparse]
-    return out
-
-
 def _keyed_reference(
     x: torch.Tensor, keys: torch.Tensor, contexts: torch.Tensor, prune: bool
 ) -> torch.Tensor:
     """Keyed draw per row; the torch paths in row chunks so their [n, V] buffers stay bounded."""
     if prune and not x.is_cuda:
-        # The compiled CPU draw beats the logit-only pruning on every row kind measured,
-        # truncated rows included, and writes nothing of size [n, V].
+        # The compiled CPU draw: exact, ~8x the full scan at B=8, nothing of size [n, V].
         return cpu_scan.dense_draw(x, keys, philox.context_state(keys, contexts))
     chunk = max(1, (1 << 21) // x.shape[1])  # ~2 M entries (~16 MB of int64 words) per pass
     parts = []
     for s in range(0, x.shape[0], chunk):
         k = keys[s : s + chunk]
-        fn = _pruned if prune else _full_scan
-        parts.append(fn(x[s : s + chunk], k, philox.context_state(k, contexts[s : s + chunk])))
+        state = philox.context_state(k, contexts[s : s + chunk])
+        parts.append(_full_scan(x[s : s + chunk], k, state))
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64, device=x.device)
 
 
@@ -221,7 +163,7 @@ def gumbel_sample(
     """Sample one token per row; returns int64 ``[B]``.
 
     ``logits`` ``[B, V]`` fp32/bf16/fp16 (already temperature-scaled and masked with -inf);
-    ``keys`` ``[B]`` int64 64-bit key patterns (``kernels.utils.keys_tensor`` builds them);
+    ``keys`` ``[B]`` int64 64-bit key patterns (``detector.config.key_int64`` gives a key's);
     ``contexts`` ``[B, w]`` int token ids, -1 padded; ``watermark_mask`` ``[B]`` bool;
     ``fallback_noise`` optional ``[B, V]`` Gumbel noise for plain rows; ``generator`` the
     source of plain rows' fresh keys (on the logits' device). ``backend``: see ``kernels.utils``.

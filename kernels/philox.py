@@ -174,12 +174,6 @@ def uniform(words: torch.Tensor) -> torch.Tensor:
     return (scaled.view(torch.int32) - 1).view(torch.float32)
 
 
-def uniform_by_division(words: torch.Tensor) -> torch.Tensor:
-    """The spec's literal map (float64 division, rounded to float32), kept for the tests."""
-    m = (words & UINT32_MASK) >> 8
-    return ((m.to(torch.float64) + 1.0) / float(2**24 + 1)).to(torch.float32)
-
-
 @triton.jit
 def philox_context_state(ctx_ptr, pad, k0, k1, W: tl.constexpr):
     """Context state of W-token contexts stored at ``ctx_ptr .. ctx_ptr + W - 1``.
@@ -233,39 +227,3 @@ def words_to_uniform(word):
     m = word >> 8
     scaled = (m + 1).to(tl.float32) * 5.9604644775390625e-08  # 2**-24, exact
     return (scaled.to(tl.uint32, bitcast=True) - 1).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _prf_words_kernel(keys_ptr, ctx_ptr, tok_ptr, out_ptr, n, W: tl.constexpr, BLOCK: tl.constexpr):
-    """PRF word of (key, context, token) triples, one lane each (the tests' window on the
-    Triton PRF: exact words against ``detector.prf``)."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    valid = offs < n
-    k0, k1 = split_key(tl.load(keys_ptr + offs, mask=valid, other=0))
-    # Lanes past n load no context (pad = W masks every slot): their rows do not exist.
-    pad = tl.where(valid, 0, W)
-    s0, s1, s2, s3 = philox_context_state(ctx_ptr + offs.to(tl.int64) * W, pad, k0, k1, W)
-    t = tl.load(tok_ptr + offs, mask=valid, other=0).to(tl.uint32)
-    w0, w1, w2, w3 = philox_candidates(t >> 2, s0, s1, s2, s3, k0, k1)
-    lane = t & 3
-    word = tl.where(lane == 0, w0, tl.where(lane == 1, w1, tl.where(lane == 2, w2, w3)))
-    tl.store(out_ptr + offs, word.to(tl.int64), mask=valid)
-
-
-def prf_words_kernel(
-    keys: torch.Tensor, contexts: torch.Tensor, token_ids: torch.Tensor
-) -> torch.Tensor:
-    """Launch ``_prf_words_kernel`` (CUDA tensors, or CPU under TRITON_INTERPRET=1)."""
-    n, w = contexts.shape
-    out = torch.empty(n, dtype=torch.int64, device=contexts.device)
-    block = 128
-    _prf_words_kernel[(triton.cdiv(n, block),)](
-        keys.contiguous(),
-        contexts.to(torch.int64).contiguous(),
-        token_ids.to(torch.int64).contiguous(),
-        out,
-        n,
-        W=w,
-        BLOCK=block,
-    )
-    return out

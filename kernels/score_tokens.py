@@ -19,7 +19,7 @@ import torch
 
 from kernels import philox
 from kernels.philox import philox_candidates, philox_context_state, split_key, words_to_uniform
-from kernels.utils import Backend, check_keys, key_pattern, tl, triton, use_kernel
+from kernels.utils import Backend, check_keys, tl, triton, use_kernel
 
 ALGORITHMS = ("gumbel", "dual_key_gumbel")
 _CHUNK = 1 << 18  # reference tokens per pass: bounds the [n] int64 Philox buffers (~20 MB)
@@ -29,9 +29,9 @@ _BLOCK = 256  # kernel tokens per program
 def derive_keys(keys: torch.Tensor, domain: bytes) -> torch.Tensor:
     """``derive(K, domain)`` per key pattern: first 8 bytes of SHA-256(domain || K_be8)."""
     out = []
-    for k in keys.tolist():
-        digest = hashlib.sha256(domain + (k % 2**64).to_bytes(8, "big")).digest()
-        out.append(key_pattern(int.from_bytes(digest[:8], "big")))
+    for k in keys.tolist():  # int64 patterns: their 8 bytes are the key's, two's complement
+        digest = hashlib.sha256(domain + k.to_bytes(8, "big", signed=True)).digest()
+        out.append(int.from_bytes(digest[:8], "big", signed=True))
     return torch.tensor(out, dtype=torch.int64, device=keys.device)
 
 

@@ -119,17 +119,3 @@ def check_keys(keys: torch.Tensor, rows: int, name: str = "keys") -> torch.Tenso
     if keys.shape != (rows,):
         raise ValueError(f"{name} must have shape [{rows}], got {list(keys.shape)}")
     return keys
-
-
-def key_pattern(key: int) -> int:
-    """A Python key in [0, 2**64) as the signed int64 holding the same 64 bits."""
-    if isinstance(key, bool) or not isinstance(key, int) or not 0 <= key < 2**64:
-        raise ValueError("a watermark key must be an integer in [0, 2**64)")
-    return key - 2**64 if key >= 2**63 else key
-
-
-def keys_tensor(
-    keys: list[int] | tuple[int, ...], device: torch.device | str = "cpu"
-) -> torch.Tensor:
-    """Build the int64 key tensor that the launchers take from Python ints in [0, 2**64)."""
-    return torch.tensor([key_pattern(k) for k in keys], dtype=torch.int64, device=device)

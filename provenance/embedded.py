@@ -156,7 +156,8 @@ def main() -> int:
 
         call_command("migrate", interactive=False, verbosity=0)
         password = _demo_data(data_dir)
-        env = {**os.environ, "REDIS_URL": redis.url}
+        # The throttles count in the same Redis: one count for every web process.
+        env = {**os.environ, "REDIS_URL": redis.url, "PROVENANCE_CACHE_URL": redis.url}
         children, generator = _children(data_dir, redis, env, host, port)
         supervisor = Supervisor(children)
         supervisor.start_all()
@@ -220,6 +221,7 @@ def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:
         return None
     generator = EmbeddedGenerator(data_dir, free_port(), dict(env))
     env["PROVENANCE_GENERATOR_URL"] = generator.url
+    env["PROVENANCE_GENERATOR_TOKEN"] = generator.token  # the playground's own, this run only
     return generator
 
 

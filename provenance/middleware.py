@@ -9,6 +9,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import translation
 
 logger = logging.getLogger(__name__)
 
@@ -56,3 +57,20 @@ def unavailable_response(request: HttpRequest) -> HttpResponse:
         )
     response["Retry-After"] = "5"
     return response
+
+
+class ApiInEnglishMiddleware:
+    """API answers (and their error messages) are English whatever Accept-Language or the
+    language cookie asks: clients match on stable codes, people read English docs. Runs after
+    LocaleMiddleware, which picked the page language."""
+
+    API_PREFIXES = ("/api/", "/detect", "/.well-known/")
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(self.API_PREFIXES):
+            translation.activate("en")
+            request.LANGUAGE_CODE = "en"
+        return self.get_response(request)

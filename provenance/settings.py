@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -134,12 +135,17 @@ INSTALLED_APPS = [
     "provenance.playground",
     "provenance.webhooks",
     "provenance.reports",
+    "provenance.streams",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The page language: the switcher's cookie, else Accept-Language; the API answers in
+    # English whatever was asked (provenance.middleware.ApiInEnglishMiddleware).
+    "django.middleware.locale.LocaleMiddleware",
+    "provenance.middleware.ApiInEnglishMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -160,6 +166,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
@@ -191,7 +198,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The web UI's languages; catalogs in locale/<code>/LC_MESSAGES/django.po, compiled by the
+# set-up (python -m provenance.i18n). API error messages stay English.
+LANGUAGES = [
+    ("en", "English"),
+    ("ja", "日本語"),
+    ("zh-hans", "简体中文"),
+    ("ko", "한국어"),
+]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -265,6 +283,8 @@ LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?oidc=refused"
 # embedded default generates one into DATA_DIR on first use (provenance.keys.crypto).
 PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
 PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
+# Tokens one streaming-detection stream may take (its seen contexts are stored with it).
+PROVENANCE_STREAM_MAX_TOKENS = env_int("PROVENANCE_STREAM_MAX_TOKENS", 20_000, minimum=1)
 # Documents checked as files (.txt .md .html .docx .pdf), alone or zipped into an audit: the
 # file size of one, the pages of one PDF, and the uncompressed size of a whole archive.
 PROVENANCE_MAX_DOCUMENT_BYTES = env_int("PROVENANCE_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024, 1)
@@ -300,6 +320,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 *
 # bounds that keep a slow or hung generator from holding a web worker (seconds).
 PROVENANCE_PLAYGROUND = {
     "GENERATOR_URL": env_str("PROVENANCE_GENERATOR_URL", "http://127.0.0.1:8001"),
+    # The playground's bearer token at the generator (make run issues one per run).
+    "GENERATOR_TOKEN": env_str("PROVENANCE_GENERATOR_TOKEN", ""),
     "CONNECT_TIMEOUT": env_int("PROVENANCE_GENERATOR_CONNECT_TIMEOUT", 3, minimum=1),
     "READ_TIMEOUT": env_int("PROVENANCE_GENERATOR_READ_TIMEOUT", 30, minimum=1),
     "MAX_SECONDS": env_int("PROVENANCE_GENERATOR_MAX_SECONDS", 180, minimum=1),
@@ -376,7 +398,16 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# The rate limits (DRF throttles) count in this cache. A redis:// URL gives one count across
+# every web process (docker-compose and make run set it); unset, each process counts alone.
+PROVENANCE_CACHE_URL = env_str("PROVENANCE_CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PROVENANCE_CACHE_URL}
+        if PROVENANCE_CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 LOGGING = {
     "version": 1,

@@ -13,6 +13,7 @@ from provenance.accounts import views as account_views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the switcher's POST
     path("accounts/login/", account_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -24,4 +25,5 @@ urlpatterns = [
     path("", include("provenance.checks.urls")),
     path("", include("provenance.playground.urls")),
     path("", include("provenance.reports.urls")),
+    path("", include("provenance.streams.urls")),
 ]

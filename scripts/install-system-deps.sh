@@ -9,6 +9,10 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# CJK glyphs for the Japanese, Chinese and Korean pages (browser screenshots test them) and
+# GNU gettext for manage.py makemessages (catalogs are compiled with Babel, provenance.i18n).
+[ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || need+=(fonts-noto-cjk)
+command -v xgettext >/dev/null 2>&1 || need+=(gettext)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "missing Debian packages: ${need[*]} (run as root or install them)" >&2

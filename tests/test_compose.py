@@ -25,7 +25,10 @@ APP_SERVICES = ["web", "worker", "sweeper"]
 EXTERNAL_VARIABLES = {
     "postgres": {"POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD"},
     "generator": {"VLLM_USE_V2_MODEL_RUNNER", "HF_HUB_OFFLINE"},
+    "redis": {"REDISCLI_AUTH"},
 }
+# Interpolated by docker compose itself (required, no default), never read by the code.
+COMPOSE_VARIABLES = {"POSTGRES_PASSWORD", "REDIS_PASSWORD"}
 # vLLM's image installs these as vLLM's own requirements (vllm/requirements/*.txt); the rest
 # of what generator/, detector/ and kernels/ import must be installed by Dockerfile.generator.
 IN_VLLM_IMAGE = {
@@ -73,7 +76,7 @@ def test_the_generator_loads_classes_that_exist_in_this_checkout():
         for i, word in enumerate(words)
         if word in ("--logits-processors", "--middleware")
     ]
-    assert len(targets) == 2
+    assert len(targets) == 3  # the processor, the provenance headers, the token gate
     for target in targets:
         module, _, name = target.replace(":", ".").rpartition(".")
         path = REPO / (module.replace(".", "/") + ".py")
@@ -99,7 +102,7 @@ def test_every_variable_a_service_sets_is_read_by_the_code():
 def test_env_example_lists_only_variables_the_code_reads():
     code = _sources("provenance", "generator", "detector", "kernels")
     listed = re.findall(r"^([A-Z][A-Z0-9_]+)=", (REPO / ".env.example").read_text(), re.M)
-    unread = [name for name in listed if f'"{name}"' not in code]
+    unread = [name for name in listed if f'"{name}"' not in code and name not in COMPOSE_VARIABLES]
     assert listed and unread == []
 
 
@@ -190,7 +193,8 @@ def test_the_worker_keeps_its_node_name_across_restarts():
 )
 def test_docker_compose_config_accepts_the_file(tmp_path):
     env = tmp_path / ".env"
-    env.write_text((REPO / ".env.example").read_text())
+    required = "".join(f"{name}=test-value\n" for name in sorted(COMPOSE_VARIABLES))
+    env.write_text((REPO / ".env.example").read_text() + required)
     done = subprocess.run(
         ["docker", "compose", "--env-file", str(env), "-f", str(REPO / "docker-compose.yml")]
         + ["--profile", "gpu", "config", "--quiet"],
@@ -198,3 +202,19 @@ def test_docker_compose_config_accepts_the_file(tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_stores_need_passwords_from_the_environment_with_no_default():
+    text = (REPO / "docker-compose.yml").read_text()
+    assert "POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?" in text
+    assert "--requirepass" in text and "REDISCLI_AUTH: ${REDIS_PASSWORD:?" in text
+    anchor = COMPOSE["x-app"]["environment"]
+    assert "${REDIS_PASSWORD:?" in anchor["REDIS_URL"]
+    assert "${POSTGRES_PASSWORD:?" in anchor["DATABASE_URL"]
+    assert "provenance:provenance@" not in text
+
+
+def test_the_generator_runs_behind_the_token_gate():
+    command = _words(SERVICES["generator"]["command"])
+    assert "generator.auth.AuthGate" in command
+    assert "PROVENANCE_CLIENTS_FILE" in SERVICES["generator"]["environment"]

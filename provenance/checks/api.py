@@ -30,10 +30,21 @@ from rest_framework.throttling import UserRateThrottle
 from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
+from provenance.accounts.selectors import is_auditor
 from provenance.auth import AuthenticatedRequest
-from provenance.checks import selectors, services
+from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
+
+
+class TieredApi(APIView):
+    """Answers of a basic-tier team go through ``tiers.redact`` (see provenance.checks.tiers)."""
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(response, Response) and response.status_code < 400:
+            if not is_auditor(request.user):
+                response.data = tiers.redact(response.data)
+        return super().finalize_response(request, response, *args, **kwargs)
 
 
 class TextField(serializers.CharField):
@@ -186,7 +197,7 @@ def _read_upload(upload: Any) -> bytes:
     return bytes(upload.read())
 
 
-class CheckListCreateApi(APIView):
+class CheckListCreateApi(TieredApi):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="CheckInput")
@@ -238,7 +249,7 @@ class CheckListCreateApi(APIView):
         return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
 
 
-class CheckDetailApi(APIView):
+class CheckDetailApi(TieredApi):
     @extend_schema(
         responses=CheckTokensOutput,
         parameters=[
@@ -274,6 +285,9 @@ CHECK_EXPORT_FIELDS = [
     "threshold",
     "created_at",
     "finished_at",
+    "num_spans",
+    "longest_span_start_char",
+    "longest_span_end_char",
 ]
 HYPOTHESIS_EXPORT_FIELDS = [
     "hypothesis",
@@ -289,11 +303,14 @@ HYPOTHESIS_EXPORT_FIELDS = [
 ]
 
 
-def _check_csv_rows(check: Check) -> Iterator[dict[str, Any]]:
+def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, Any]]:
     """One row per hypothesis (the check's fields repeated); one row when none was tested."""
     summary = CheckDetailOutput(check).data
+    if not auditor:
+        summary = tiers.redact(summary)
     base = {field: summary.get(field) for field in CHECK_EXPORT_FIELDS if field != "check_id"}
     base["check_id"] = summary["id"]
+    base.update(selectors.longest_span(check.spans or []))
     for h in summary["hypotheses"] or [{}]:
         yield {
             **base,
@@ -310,22 +327,24 @@ def _check_csv_rows(check: Check) -> Iterator[dict[str, Any]]:
         }
 
 
-class CheckExportApi(APIView):
+class CheckExportApi(TieredApi):
     """One check as a file: JSON (the detail answer, hypotheses included) or CSV (one row per
     hypothesis). Pages link here; the session authenticates them."""
 
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
     def get(self, request: AuthenticatedRequest, check_id: str, fmt: str) -> HttpResponse:
         check = selectors.check_get(request.user, check_id)
+        auditor = is_auditor(request.user)
         if fmt == "json":
             data = CheckDetailOutput(check).data
+            data = data if auditor else tiers.redact(data)
             body = json.dumps(data, cls=JSONEncoder, ensure_ascii=False, indent=2)
             response = HttpResponse(body, content_type="application/json; charset=utf-8")
         else:
             out = io.StringIO()
             writer = csv.DictWriter(out, fieldnames=CHECK_EXPORT_FIELDS + HYPOTHESIS_EXPORT_FIELDS)
             writer.writeheader()
-            writer.writerows(_check_csv_rows(check))
+            writer.writerows(_check_csv_rows(check, auditor))
             response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="check-{check.id}.{fmt}"'
         return response
@@ -360,7 +379,7 @@ class AuditOutput(serializers.ModelSerializer):
         return selectors.audit_counts(audit)
 
 
-class AuditListCreateApi(APIView):
+class AuditListCreateApi(TieredApi):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="AuditInput")
@@ -427,7 +446,7 @@ class AuditListCreateApi(APIView):
         return paginator.get_paginated_response(AuditOutput(page, many=True).data)
 
 
-class AuditDetailApi(APIView):
+class AuditDetailApi(TieredApi):
     @extend_schema(responses=AuditOutput)
     def get(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         return Response(AuditOutput(selectors.audit_get(request.user, audit_id)).data)
@@ -438,7 +457,7 @@ class AuditDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class AuditItemsApi(APIView):
+class AuditItemsApi(TieredApi):
     @extend_schema(responses=CheckSummaryOutput(many=True))
     def get(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         audit = selectors.audit_get(request.user, audit_id)
@@ -466,11 +485,13 @@ def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     yield "]}"
 
 
-class AuditExportApi(APIView):
+class AuditExportApi(TieredApi):
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
     def get(self, request: AuthenticatedRequest, audit_id: str, fmt: str) -> StreamingHttpResponse:
         audit = selectors.audit_get(request.user, audit_id)
         rows = selectors.audit_export_rows(audit)
+        if not is_auditor(request.user):
+            rows = (tiers.redact(row) for row in rows)
         if fmt == "csv":
             response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv")
         else:
@@ -481,7 +502,7 @@ class AuditExportApi(APIView):
         return response
 
 
-class DetectApi(APIView):
+class DetectApi(TieredApi):
     """Drop-in for vLLM's example detection server: same request, same fields, plus ours."""
 
     throttle_classes = DETECT_THROTTLES

@@ -8,7 +8,6 @@ prepared once and plain numbers and strings go to the driver as they are.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -25,12 +24,11 @@ def _concrete_field(model: type[models.Model], name: str) -> models.Field:
 
 
 class _Prep:
-    """Prepares values for the database, memoizing those that repeat across rows."""
+    """Prepares values for the database, once per object for those that repeat across rows."""
 
     def __init__(self, model: type[models.Model], names: Sequence[str]):
         self.fields = [_concrete_field(model, name) for name in names]
-        self.memo: dict[tuple[str, Any], Any] = {}
-        self.tags: dict[int, str] = {}
+        self.memo: dict[tuple[str, int], Any] = {}
         self.alive: list[Any] = []
 
     def row(self, values: Sequence[Any]) -> list[Any]:
@@ -48,17 +46,13 @@ class _Prep:
         return value  # numbers and strings: the driver adapts them
 
     def _memoized(self, field: models.Field, value: Any) -> Any:
-        try:
-            tag: Any = hash(value) and value
-        except TypeError:  # lists and dicts (JSON): the same object repeats across rows
-            tag = self.tags.get(id(value))
-            if tag is None:
-                tag = json.dumps(value, sort_keys=True)
-                self.tags[id(value)] = tag
-                self.alive.append(value)  # keeps id(value) from being reused meanwhile
-        memo_key = (field.attname, tag)
+        # By identity, never by equality or hash: the values that repeat (the batch's
+        # timestamp, its key-id list) are one object passed with every row, while equal
+        # values can store differently (0, False and 0.0 in a JSON column).
+        memo_key = (field.attname, id(value))
         if memo_key not in self.memo:
             self.memo[memo_key] = field.get_db_prep_save(value, connection)
+            self.alive.append(value)  # keeps id(value) from being reused meanwhile
         return self.memo[memo_key]
 
 

@@ -8,8 +8,12 @@ the hover details. Server-rendered spans with titles made a 190 kB text's page 9
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from django.utils.formats import number_format
+from django.utils.translation import gettext
+
+from detector.detect import first_step_log10
 
 CHART_W, CHART_H, PAD = 600, 160, 28
 # Score classes h0..h4 (edges in hundredths, as the scores are sent): under "no watermark" a
@@ -57,11 +61,21 @@ def span_sentences(spans: list[dict[str, Any]] | None) -> list[str]:
     watermark of key "X", p = ..." (positions shown 1-based and inclusive)."""
     from provenance.checks.templatetags.provenance_tags import pvalue
 
+    sentence = gettext(
+        "Tokens %(first_token)s–%(last_token)s, characters %(first_char)s–%(last_char)s, "
+        "carry the watermark of key “%(key)s”, p = %(p)s (%(scored)s scored tokens)."
+    )
     return [
-        f"Tokens {s['start_token'] + 1:,}–{s['end_token']:,}, characters "
-        f"{s['start_char'] + 1:,}–{s['end_char']:,}, carry the watermark of key "
-        f"“{s.get('key_name') or s['key_id']}”, p = {pvalue(s['log10_p'])} "
-        f"({s['num_scored_tokens']:,} scored tokens)."
+        sentence
+        % {
+            "first_token": number_format(s["start_token"] + 1, force_grouping=True),
+            "last_token": number_format(s["end_token"], force_grouping=True),
+            "first_char": number_format(s["start_char"] + 1, force_grouping=True),
+            "last_char": number_format(s["end_char"], force_grouping=True),
+            "key": s.get("key_name") or s["key_id"],
+            "p": pvalue(s["log10_p"]),
+            "scored": number_format(s["num_scored_tokens"], force_grouping=True),
+        }
         for s in spans or []
     ]
 
@@ -73,7 +87,7 @@ def chart(data: dict[str, Any] | None, threshold: float, num_hypotheses: int) ->
     if not points:
         return {}
     n = max(points[-1][0], 1)
-    needed = -math.log10(threshold / max(num_hypotheses, 1))
+    needed = -first_step_log10(threshold, num_hypotheses)
     top = max(needed * 1.5, max(-lp for _, lp in points), 1.0)
 
     def xy(index: float, evidence: float) -> tuple[float, float]:

@@ -7,16 +7,17 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from provenance.accounts.models import Team
 from provenance.keys.models import Tokenizer, WatermarkKey
 
 
 class Status(models.TextChoices):
-    PENDING = "pending", "pending"
-    RUNNING = "running", "running"
-    DONE = "done", "done"
-    FAILED = "failed", "failed"
+    PENDING = "pending", _("pending")
+    RUNNING = "running", _("running")
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
 
 
 class Worker(models.Model):

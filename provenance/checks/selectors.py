@@ -110,12 +110,12 @@ def audit_export_rows(audit: Audit) -> Any:
             "best_key": check.best_key.name if check.best_key else None,
             "num_tokens": check.num_tokens,
             "num_scored_tokens": check.num_scored_tokens,
-            **_longest_span(check.spans or []),
+            **longest_span(check.spans or []),
             "failure_reason": check.failure_reason,
         }
 
 
-def _longest_span(spans: list[dict[str, Any]]) -> dict[str, Any]:
+def longest_span(spans: list[dict[str, Any]]) -> dict[str, Any]:
     """The number of spans and the character range of the longest (None without spans)."""
     longest = max(spans, key=lambda s: s["end_char"] - s["start_char"], default=None)
     return {

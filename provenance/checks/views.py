@@ -12,11 +12,13 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from rest_framework.request import Request
 
-from provenance.accounts.selectors import team_for_user
+from provenance.accounts.selectors import is_auditor, oracle_tier, team_for_user
 from provenance.auth import AuthenticatedHttpRequest
-from provenance.checks import heatmap, selectors, services
+from provenance.checks import heatmap, selectors, services, tiers
 from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
@@ -35,15 +37,39 @@ def check_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST":
         text = request.POST.get("text", "")
         if not _detection_allowed(request):
-            context.update(error="too many checks in a short time; try again in a minute")
+            context.update(error=gettext("too many checks in a short time; try again in a minute"))
             return render(request, "checks/check_new.html", context, status=429)
         try:
             check = _check_from_form(request, text)
         except ProblemError as exc:
-            context.update(error=exc.message, text=text[:10_000])
+            context.update(error=_page_message(exc), text=text[:10_000])
             return render(request, "checks/check_new.html", context, status=exc.status_code)
         return redirect("check-detail", check_id=check.id)
     return render(request, "checks/check_new.html", context)
+
+
+# Documents refused on the paste form, in the page's language (the API answers the English
+# message and the same code).
+DOCUMENT_MESSAGES = {
+    "document_unsupported": _(
+        "%(file)s: unsupported file type; send .txt, .md, .html, .docx or .pdf"
+    ),
+    "document_encrypted": _("%(file)s: the file is password-protected"),
+    "document_corrupt": _("%(file)s: the file is corrupt or not of its type"),
+    "document_image_only": _(
+        "%(file)s: the PDF has no text layer (scanned images?); run OCR on it first"
+    ),
+    "document_empty": _("%(file)s: the document contains no text"),
+    "document_too_large": _("%(file)s: the file is larger than the limit"),
+    "document_too_many_pages": _("%(file)s: the PDF has more pages than the limit"),
+}
+
+
+def _page_message(exc: ProblemError) -> str:
+    template = DOCUMENT_MESSAGES.get(exc.code)
+    if template is None:
+        return exc.message
+    return str(template) % {"file": getattr(exc, "filename", "")}
 
 
 def _check_from_form(request: AuthenticatedHttpRequest, text: str) -> Check:
@@ -53,9 +79,8 @@ def _check_from_form(request: AuthenticatedHttpRequest, text: str) -> Check:
         return services.check_create(user=request.user, text=text)
     if (upload.size or 0) > settings.PROVENANCE_MAX_DOCUMENT_BYTES:
         limit = settings.PROVENANCE_MAX_DOCUMENT_BYTES
-        raise PayloadTooLarge(
-            f"{upload.name}: the file is {upload.size} bytes; the limit is {limit}"
-        )
+        message = gettext("%(file)s: the file is %(size)s bytes; the limit is %(limit)s")
+        raise PayloadTooLarge(message % {"file": upload.name, "size": upload.size, "limit": limit})
     document = services.document_extract(upload.name or "", upload.read())
     return services.check_create(user=request.user, text=document.text, filename=document.filename)
 
@@ -68,6 +93,9 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
     shown = check.heatmap_compact
     if shown is None and finished and check.purged_at is None:  # scored before it was stored
         shown = heatmap.compact(check.token_data)
+    if not is_auditor(request.user):
+        tiers.basic_view(check, hypotheses)  # in memory only: nothing is saved
+        shown = None  # no per-token scores, no chart
     context = {
         "check": check,
         "finished": finished,
@@ -80,6 +108,7 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
         "chart": heatmap.chart(shown, check.threshold, check.num_hypotheses or 1),
         "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
+        "tier": oracle_tier(request.user),
     }
     return render(request, "checks/check_detail.html", context)
 
@@ -99,7 +128,15 @@ def check_delete(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
 @login_required
 def check_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(selectors.checks_for_user(request.user), 50).get_page(request.GET.get("page"))
+    _tiered(request, page)
     return render(request, "checks/check_list.html", {"page": page})
+
+
+def _tiered(request: HttpRequest, page: Any) -> None:
+    if not is_auditor(request.user):
+        page.object_list = list(page.object_list)
+        for check in page.object_list:
+            tiers.basic_view(check, [])
 
 
 @login_required
@@ -112,5 +149,6 @@ def audit_list(request: AuthenticatedHttpRequest) -> HttpResponse:
 def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> HttpResponse:
     audit = selectors.audit_get(request.user, audit_id)
     page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
+    _tiered(request, page)
     context = {"audit": audit, "counts": selectors.audit_counts(audit), "page": page}
     return render(request, "checks/audit_detail.html", context)

@@ -7,6 +7,7 @@ import uuid
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from detector.config import MAX_CONTEXT_WIDTH, KeyConfig
 from detector.paths import data_dir
@@ -52,9 +53,9 @@ class WatermarkKey(models.Model):
         DUAL_KEY_GUMBEL = "dual_key_gumbel", "dual_key_gumbel"
 
     class Status(models.TextChoices):
-        ACTIVE = "active", "active"
+        ACTIVE = "active", _("active")
         # Retired keys no longer mark new text but still detect old text.
-        RETIRED = "retired", "retired"
+        RETIRED = "retired", _("retired")
 
     # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -32,6 +32,7 @@ class ClientConfig:
     connect_timeout: float = 3.0
     read_timeout: float = 30.0  # the longest silence accepted, first token included
     max_seconds: float = 180.0  # the longest reply accepted, from request to last token
+    token: str = field(default="", repr=False)  # the playground's bearer token (a secret)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ def stream_chat(config: ClientConfig, req: ChatRequest) -> Iterator[Chunk]:
     url = config.url.rstrip("/") + "/v1/chat/completions"
     try:
         with httpx.Client(timeout=timeout) as client:
-            with client.stream("POST", url, json=chat_body(req)) as response:
+            headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+            with client.stream("POST", url, json=chat_body(req), headers=headers) as response:
                 _raise_for_status(response)
                 headers = _header_provenance(response.headers)
                 for chunk in _chunks(response.iter_lines()):

@@ -12,6 +12,10 @@ Design (keys): the registry is the source of truth. The runner writes every acti
 (a fingerprint of ids, names, settings; no value): added, retired and rotated keys apply to
 the next request without a restart. Set ``PROVENANCE_GENERATOR_URL`` to use a generator you
 run yourself instead (then write its key file with ``manage.py playground_keyfile``).
+
+Design (access): ``--clients`` names a clients file holding only the playground's bearer
+token (``generator.auth``), issued afresh each run and handed to the web process as
+``PROVENANCE_GENERATOR_TOKEN``; the generator answers no other caller.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from generator.auth import issue_token
 from provenance.playground.keyfile import keyfile_write, keyset_fingerprint
 from provenance.processes import stop_process
 from provenance.supervisor import spawn
@@ -46,6 +51,11 @@ def embedded_backend() -> str:
 class EmbeddedGenerator:
     def __init__(self, data_dir: Path, port: int, env: dict[str, str]) -> None:
         self.path = data_dir / "generator-keys.json"
+        # The playground's own bearer token, new every run: the generator accepts no other
+        # caller. The web side may use every key (it allows each user only their team's).
+        self.clients = data_dir / "generator-clients.json"
+        self.clients.unlink(missing_ok=True)
+        self.token = issue_token(self.clients, "playground", ["*"], opt_out=True)
         self.port = port
         self.env = env
         self.url = f"http://127.0.0.1:{port}"
@@ -61,6 +71,7 @@ class EmbeddedGenerator:
         args = [
             *(sys.executable, "-m", "generator", "serve", "--backend", self.backend),
             *("--keys", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)),
+            *("--clients", str(self.clients)),
         ]
         print(f"  playground: starting the {self.backend} generator on {self.url}", flush=True)
         if log is not None:

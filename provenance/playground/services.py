@@ -12,15 +12,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from detector.config import KeyConfig
-from detector.detect import detect_config
-from provenance.accounts.selectors import team_for_user
+from detector.stream import EvidenceStream
+from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.checks.models import Check
 from provenance.checks.scoring import ScoringError, tokenizer_load
 from provenance.checks.services import check_create
@@ -56,6 +55,7 @@ def client_config() -> ClientConfig:
         connect_timeout=c["CONNECT_TIMEOUT"],
         read_timeout=c["READ_TIMEOUT"],
         max_seconds=c["MAX_SECONDS"],
+        token=c.get("GENERATOR_TOKEN", ""),
     )
 
 
@@ -173,25 +173,35 @@ def _awaits_reply(conversation: Conversation) -> bool:
 
 
 class Meter:
-    """log10 p of the tokens so far under the reply's key (the detector, not a guess)."""
+    """The reply's evidence as it streams, under its key: an anytime-valid e-process
+    (``detector.stream``), so the verdict may be read after every token. ``log10_p`` is the
+    anytime p-value (1 / the largest e-value so far); basic-tier teams see it rounded down to
+    its power of ten."""
 
-    def __init__(self, key: WatermarkKey) -> None:
-        self.config: KeyConfig = key_config(key)
+    def __init__(self, key: WatermarkKey, *, auditor: bool = True) -> None:
         self.tokenizer = tokenizer_load(key.tokenizer)
+        self.auditor = auditor
+        self._config: KeyConfig = key_config(key)
+        self._restart()
 
     def __repr__(self) -> str:  # the config holds the key value
         return "<Meter>"
 
+    def _restart(self) -> None:
+        self._stream = EvidenceStream(self._config, threshold=settings.PROVENANCE_THRESHOLD)
+        self._fed: list[int] = []
+
     def read(self, token_ids: list[int]) -> dict[str, Any]:
-        if not token_ids:
-            return {"log10_p": 0.0, "num_tokens": 0, "num_scored": 0}
-        ids = np.asarray(token_ids, dtype=np.int64)
-        d = detect_config(ids, self.config, threshold=settings.PROVENANCE_THRESHOLD)
+        if token_ids[: len(self._fed)] != self._fed:
+            self._restart()  # re-tokenized text changed earlier tokens: a new sequence
+        state = self._stream.extend(token_ids[len(self._fed) :])
+        self._fed = list(token_ids)
+        lp = state.log10_p_anytime
         return {
-            "log10_p": float(d.log10_p),
-            "num_tokens": int(d.num_tokens),
-            "num_scored": int(d.num_scored_tokens),
-            "watermarked": bool(d.is_watermarked),
+            "log10_p": lp if self.auditor else float(math.floor(lp)),
+            "num_tokens": state.num_tokens,
+            "num_scored": state.num_scored_tokens,
+            "watermarked": state.is_watermarked,
         }
 
 
@@ -249,7 +259,11 @@ class _Reply:
 
     def run(self) -> Iterator[dict[str, Any]]:
         try:
-            self.meter = Meter(self.message.key) if self.message.key else None
+            self.meter = (
+                Meter(self.message.key, auditor=is_auditor(self.message.conversation.user))
+                if self.message.key
+                else None
+            )
         except ScoringError as exc:
             logger.warning("playground meter unavailable: %s", exc)
         try:

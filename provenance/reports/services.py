@@ -17,6 +17,7 @@ from django.views.decorators.debug import sensitive_variables
 import detector
 from detector import report
 from provenance.accounts.models import Team
+from provenance.checks import tiers
 from provenance.checks.models import Check, Hypothesis, Status
 from provenance.errors import Conflict
 from provenance.keys.crypto import decrypt_bytes, encrypt_bytes, reencrypt
@@ -127,9 +128,9 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
         "checked_at": check.finished_at.isoformat() if check.finished_at else None,
         "issued_at": timezone.now().isoformat(),
     }
-    spans = getattr(check, "spans", None)  # set once checks carry watermarked spans
+    spans = getattr(check, "spans", None)  # localized spans (null before scoring)
     if spans is not None:
-        payload["spans"] = spans
+        payload["spans"] = tiers.redact(spans) if basic else spans
     return payload
 
 

@@ -16,6 +16,7 @@ from detector.detect import (
     detect_batch,
     detect_config,
     detect_ids,
+    first_step_log10,
 )
 from tests.detector.toy import keyed_sample, toy_logits
 
@@ -151,6 +152,14 @@ def test_family_verdict_is_corrected_for_the_number_of_hypotheses(watermarked):
         assert verdict.best == 0 and verdict.num_hypotheses == 8
         assert verdict.p_value == pytest.approx(8 * p[0], rel=1e-6)
         assert verdict.is_watermarked == (8 * p[0] <= threshold)
+
+
+def test_the_family_bar_is_the_threshold_over_the_family_size():
+    bar = 10 ** first_step_log10(0.05, 8)
+    assert bar == pytest.approx(0.05 / 8)
+    others = [_detection(0.5)] * 7
+    assert combine([_detection(bar * 0.99), *others], threshold=0.05).is_watermarked
+    assert not combine([_detection(bar * 1.01), *others], threshold=0.05).is_watermarked
 
 
 def test_a_family_whose_best_hypothesis_scored_nothing_is_not_watermarked():

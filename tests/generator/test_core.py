@@ -205,20 +205,3 @@ def test_keys_above_two_to_the_63_round_trip_through_the_kernel():
     logits = _logits(1, 300)
     chosen = watermark_step(logits, [_row(key=big)], penalties=False)
     assert chosen[0] == keyed_argmax(logits[0], big, [-1] * 4)
-
-
-@pytest.mark.parametrize("max_history", [None, 5])
-def test_repeated_contexts_agree_with_the_kernels_batch_mask(max_history):
-    # The core tracks contexts incrementally (O(1) per step on CPU); kernels.repeated_context
-    # rescans a materialized history. Both must give the same mask.
-    from kernels.repeated_context import repeated_context
-
-    rng = np.random.default_rng(5)
-    outputs = [rng.integers(0, 3, rng.integers(0, 20)).tolist() for _ in range(30)]
-    rows = [_row(o, context_width=2, deduplicate_contexts_max_history=max_history) for o in outputs]
-    width = max(len(o) for o in outputs)
-    history = torch.tensor([o + [0] * (width - len(o)) for o in outputs])
-    lens = torch.tensor([len(o) for o in outputs])
-    contexts = torch.tensor([r.context() for r in rows])
-    expected = repeated_context(history, lens, contexts, max_history).tolist()
-    assert [r.repeated() for r in rows] == expected

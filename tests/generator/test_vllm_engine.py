@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from detector.detect import detect_ids
+from generator.auth import issue_token
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 pytest.importorskip("vllm")
@@ -25,6 +26,13 @@ watermarking = pytest.importorskip("vllm.v1.watermarking")
 httpx = pytest.importorskip("httpx")
 
 ROOT = Path(__file__).resolve().parents[2]
+TOKENS: dict[str, str] = {}  # bearer tokens issued by the server fixture
+
+
+def _auth(name: str = "all") -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[name]}"}
+
+
 KEY_A, KEY_B = 0x5EC12E7A11CE0001, 987654321
 STORY = [{"role": "user", "content": "Write a long, vivid story about a lighthouse keeper."}]
 
@@ -61,6 +69,9 @@ def server(tmp_path_factory):
             }
         )
     )
+    clients = tmp / "clients.json"
+    TOKENS["all"] = issue_token(clients, "all", ["*"], opt_out=True)
+    TOKENS["a-only"] = issue_token(clients, "a-only", ["team-a"], opt_out=False)
     port, log = _free_port(), tmp / "server.log"
     env = dict(os.environ, OMP_NUM_THREADS="1", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1")
     with log.open("w") as out:
@@ -74,6 +85,8 @@ def server(tmp_path_factory):
                 "vllm",
                 "--keys",
                 str(keys),
+                "--clients",
+                str(clients),
                 "--port",
                 str(port),
             ],
@@ -104,7 +117,7 @@ def _chat(url: str, max_tokens: int, **xargs) -> httpx.Response:
         "return_token_ids": True,
         "vllm_xargs": xargs,
     }
-    return httpx.post(url + "/v1/chat/completions", json=body, timeout=120)
+    return httpx.post(url + "/v1/chat/completions", json=body, timeout=120, headers=_auth())
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +166,8 @@ def test_greedy_requests_are_served_greedily_and_unwatermarked(server):
         "vllm_xargs": {"watermark_key": "team-a"},
     }
     first, second = (
-        httpx.post(server + "/v1/completions", json=body, timeout=60) for _ in range(2)
+        httpx.post(server + "/v1/completions", json=body, timeout=60, headers=_auth())
+        for _ in range(2)
     )
     assert first.json()["choices"][0]["token_ids"] == second.json()["choices"][0]["token_ids"]
     assert first.headers["x-provenance-watermarked"] == "false"
@@ -172,7 +186,58 @@ def test_streaming_works_through_vllms_server(server):
         "stream": True,
         "vllm_xargs": {"watermark_key": "team-a"},
     }
-    with httpx.stream("POST", server + "/v1/completions", json=body, timeout=60) as r:
+    with httpx.stream(
+        "POST", server + "/v1/completions", json=body, timeout=60, headers=_auth()
+    ) as r:
         lines = [ln for ln in r.iter_lines() if ln.startswith("data: ")]
         assert r.headers["x-provenance-key"] == "team-a"
     assert lines[-1] == "data: [DONE]" and len(lines) >= 3
+
+
+# --- the gate (generator.auth.AuthGate) in front of vLLM's server -------------------------
+
+
+def _raw(server, headers=None, content=None, path="/v1/chat/completions"):
+    body = content or json.dumps(
+        {"model": "smollm2-135m-instruct", "messages": STORY, "max_tokens": 4}
+    )
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    return httpx.post(server + path, content=body, headers=headers, timeout=60)
+
+
+def test_a_request_without_a_valid_token_is_refused(server):
+    assert _raw(server).status_code == 401
+    assert _raw(server, {"Authorization": "Bearer not-a-token"}).status_code == 401
+
+
+def test_a_client_cannot_generate_under_another_clients_key(server):
+    def ask(key):
+        body = {"model": "smollm2-135m-instruct", "messages": STORY, "max_tokens": 4}
+        body["vllm_xargs"] = {"watermark_key": key}
+        return _raw(server, _auth("a-only"), json.dumps(body))
+
+    theirs, missing, own = ask("team-b"), ask("team-z"), ask("team-a")
+    assert theirs.status_code == missing.status_code == 403
+    assert theirs.json() == missing.json()  # nothing tells whether team-b exists
+    assert own.status_code == 200 and own.headers["x-provenance-key"] == "team-a"
+
+
+def test_forged_xargs_cannot_bypass_the_gate(server):
+    head = '{"model": "smollm2-135m-instruct", "messages": ' + json.dumps(STORY)
+    forged = [
+        # a second vllm_xargs after the one the gate would read, a second key inside one
+        head
+        + ', "vllm_xargs": {"watermark_key": "team-a"}, "vllm_xargs": {"watermark_key": "team-b"}}',
+        head + ', "vllm_xargs": {"watermark_key": "team-a", "watermark_key": "team-b"}}',
+    ]
+    for body in forged:
+        assert _raw(server, _auth("a-only"), body).status_code == 400
+    opt_out = {"model": "smollm2-135m-instruct", "messages": STORY, "max_tokens": 4}
+    for variant in ({"watermarking": False}, {"vllm_xargs": {"watermarking": "false"}}):
+        assert _raw(server, _auth("a-only"), json.dumps(opt_out | variant)).status_code == 403
+
+
+def test_routes_other_than_generation_are_closed(server):
+    assert _raw(server, _auth(), path="/tokenize").status_code == 404
+    assert httpx.get(server + "/v1/models", timeout=10).status_code == 401
+    assert httpx.get(server + "/v1/models", headers=_auth(), timeout=10).status_code == 200

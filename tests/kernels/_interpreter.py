@@ -35,7 +35,7 @@ def call(module: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 
 
 def guarded_prf_words(width: int, n: int = 300) -> None:
-    """Run ``philox.prf_words_kernel`` on contexts that end exactly at an unreadable page.
+    """Run ``prf_words_kernel`` on contexts that end exactly at an unreadable page.
 
     A load past the contexts (e.g. for lanes past ``n`` in the last program) faults at once,
     so the process dies instead of silently reading whatever follows the tensor.
@@ -46,7 +46,7 @@ def guarded_prf_words(width: int, n: int = 300) -> None:
     import numpy as np
     import torch
 
-    from kernels import philox
+    from tests.kernels.prf_words import prf_words_kernel
 
     page = mmap.PAGESIZE
     nbytes = n * width * 8
@@ -61,5 +61,5 @@ def guarded_prf_words(width: int, n: int = 300) -> None:
     contexts = contexts.reshape(n, width)
     contexts[:] = np.arange(n * width).reshape(n, width) % 1000
     ctx = torch.from_numpy(contexts)
-    words = philox.prf_words_kernel(torch.arange(1, n + 1), ctx, torch.arange(n, dtype=torch.int64))
+    words = prf_words_kernel(torch.arange(1, n + 1), ctx, torch.arange(n, dtype=torch.int64))
     assert words.shape == (n,)

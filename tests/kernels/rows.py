@@ -5,10 +5,16 @@ from __future__ import annotations
 import torch
 
 from kernels import philox
-from kernels.gumbel_sample import NOISE_HI, gumbel_noise
-from kernels.utils import keys_tensor
+from kernels.gumbel_sample import gumbel_noise
+from tests.kernels.prf_words import keys_tensor
 
 NEG = float("-inf")
+
+
+# Bounds of the Gumbel noise a 24-bit uniform can give (word 0xFFFFFFFF: u = 1 - 2**-24 gives
+# the largest, 16.636; word 0: the smallest, -2.812), with a margin far above float32 rounding.
+NOISE_HI = float(gumbel_noise(philox.uniform(torch.tensor([0xFFFFFFFF])))[0]) + 1e-3
+NOISE_LO = float(gumbel_noise(philox.uniform(torch.tensor([0])))[0]) - 1e-3
 
 
 def tie_pair(key: int, context: list[int], vocab: int) -> tuple[int, int]:

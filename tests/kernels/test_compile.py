@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernels import gumbel_sample, philox, repeated_context, score_tokens
+from kernels import gumbel_sample, score_tokens
 from kernels.utils import HAS_TRITON, interpreter_on
+from tests.kernels import prf_words
 
 pytestmark = pytest.mark.skipif(
     not HAS_TRITON or interpreter_on(), reason="needs Triton in compile mode"
@@ -46,19 +47,7 @@ KERNELS = [
         {"W": 4, "DUAL": True, "BLOCK": 256},
     ),
     (
-        repeated_context._repeated_context_kernel,
-        {
-            "hist_ptr": "*i64",
-            "H": "i32",
-            "lens_ptr": "*i64",
-            "ctx_ptr": "*i64",
-            "out_ptr": "*i8",
-            "max_history": "i32",
-        },
-        {"W": 4, "BLOCK": 256},
-    ),
-    (
-        philox._prf_words_kernel,
+        prf_words._prf_words_kernel,
         {"keys_ptr": "*i64", "ctx_ptr": "*i64", "tok_ptr": "*i64", "out_ptr": "*i64", "n": "i32"},
         {"W": 4, "BLOCK": 128},
     ),

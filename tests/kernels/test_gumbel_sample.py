@@ -9,8 +9,9 @@ from scipy.stats import chisquare
 
 from kernels import gumbel_sample as gumbel_module
 from kernels.gumbel_sample import gumbel_sample, gumbel_sample_reference
-from kernels.utils import interpreter_on, keys_tensor
+from kernels.utils import interpreter_on
 from tests.kernels.conftest import requires_cuda
+from tests.kernels.prf_words import keys_tensor
 from tests.kernels.rows import adversarial_rows, extreme_row, tie_pair
 
 KEY_POOL = [0, 42, 2**63, 2**64 - 1, 0x0123456789ABCDEF, 2**32 + 7]

@@ -13,7 +13,7 @@ import torch
 
 from detector import prf as reference_prf
 from kernels import philox
-from kernels.utils import key_pattern, keys_tensor
+from tests.kernels.prf_words import keys_tensor, uniform_by_division
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = [0, 1, 42, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 0x0123456789ABCDEF]
@@ -62,7 +62,7 @@ def test_vocab_words_cover_every_token_in_order() -> None:
 
 def test_fast_uniform_equals_the_spec_division_for_every_mantissa() -> None:
     words = torch.arange(2**24, dtype=torch.int64) << 8 | 0xA5  # low bits must not matter
-    assert torch.equal(philox.uniform(words), philox.uniform_by_division(words))
+    assert torch.equal(philox.uniform(words), uniform_by_division(words))
 
 
 def test_uniform_equals_detector_uniform() -> None:
@@ -78,21 +78,13 @@ def test_triton_words_equal_detector_words(interpret, width: int) -> None:
     contexts = rng.integers(-1, 200_000, (300, width))
     tokens = rng.integers(0, 2**33, 300)
     got = interpret(
-        "kernels.philox",
+        "tests.kernels.prf_words",
         "prf_words_kernel",
         keys_tensor(keys),
         torch.from_numpy(contexts),
         torch.from_numpy(tokens),
     )
     assert np.array_equal(got.numpy(), _numpy_words(keys, contexts, tokens))
-
-
-def test_key_patterns_round_trip_and_reject_bad_keys() -> None:
-    assert key_pattern(2**64 - 1) == -1 and key_pattern(2**63) == -(2**63)
-    assert keys_tensor([2**63 - 1]).item() == 2**63 - 1
-    for bad in (-1, 2**64, True, 1.0):
-        with pytest.raises(ValueError):
-            key_pattern(bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("width", [1, 5])

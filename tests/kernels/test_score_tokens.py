@@ -9,8 +9,8 @@ import torch
 from detector import prf as reference_prf
 from detector.contexts import build_contexts
 from kernels.score_tokens import score_tokens, score_tokens_reference
-from kernels.utils import keys_tensor
 from tests.kernels.conftest import requires_cuda
+from tests.kernels.prf_words import keys_tensor
 
 KEYS = [42, 2**63 + 3, 2**64 - 1, 7]
 

@@ -17,8 +17,8 @@ WITHOUT_TRITON = """
 import sys
 sys.modules["triton"] = None  # any "import triton" now raises ImportError
 import torch
-from kernels import gumbel_sample, repeated_context, score_tokens, utils
-from kernels.utils import keys_tensor
+from kernels import gumbel_sample, score_tokens, utils
+from tests.kernels.prf_words import keys_tensor
 assert not utils.HAS_TRITON
 logits = torch.zeros(2, 10)
 ctx, mask = torch.zeros(2, 4, dtype=torch.int64), torch.ones(2, dtype=torch.bool)

@@ -18,6 +18,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from provenance.accounts.services import team_create, user_create
+from provenance.i18n import compile_catalogs
 from provenance.keys.services import key_create, tokenizer_default
 from provenance.postgres_server import PostgresServer
 from provenance.processes import stop_process
@@ -31,6 +32,8 @@ TEST_KEK = Fernet.generate_key().decode()
 settings.PROVENANCE_KEK = TEST_KEK
 # The cast is created for every test: a deliberately slow password hash would dominate.
 settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# The UI's catalogs (make setup compiles them too; a .po edited since is compiled again).
+compile_catalogs()
 # Everything the product says during the session is kept for the secret scan.
 capture.install(settings)
 # A fixed, random-looking 64-bit value: the secret scans look for its forms, and fixed, the

@@ -4,6 +4,8 @@ team do not exist for the caller (404, never 403), and their ids are random UUID
 
 from __future__ import annotations
 
+import json
+import math
 import uuid
 
 import pytest
@@ -11,9 +13,12 @@ from django.contrib.auth.models import Permission
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from detector.report import verify
 from provenance.accounts.services import user_create
+from provenance.checks.models import Audit
 from provenance.checks.services import audit_submit, check_create, check_score
 from provenance.playground.models import Conversation, Message
+from provenance.streams.services import stream_create
 
 pytestmark = pytest.mark.django_db
 
@@ -34,11 +39,13 @@ def world(cast, alice_key, human_text):
     audit, _ = audit_submit(user=cast["alice"], texts=[{"client_id": "a", "text": human_text}])
     check = check_create(user=cast["alice"], text=human_text)
     check_score(check.id)  # finished: it has a signed report
+    stream, _ = stream_create(user=cast["alice"])
     return {
         **cast,
         "staff": staff,
         "ids": {
             "check": check.id,
+            "stream": stream.id,
             "audit": audit.id,
             "key": alice_key.id,
             "conversation": conversation.id,
@@ -80,6 +87,9 @@ API_ROUTES = [
     ("post", "/api/v1/checks", {"text": "t", "key_ids": ["{key}"]}, (401, 400, 202, 202, 403)),
     ("post", "/api/v1/audits", {"texts": [{"text": "t"}]}, (401, 400, 202, 202, 403)),
     ("post", "/detect", {"text": "some text"}, (401, 400, 200, 200, 403)),
+    ("post", "/api/v1/streams", {}, (401, 400, 201, 201, 403)),  # charlie's team has no keys
+    # A stream is its user's own (the e-process state of one caller's text).
+    ("post", "/api/v1/streams/{stream}/append", {"token_ids": [1, 2]}, (401, 404, 404, 200, 404)),
     # The registry: changing keys needs the model permission, which only staff holds here.
     ("post", "/api/v1/keys", {"name": "new"}, (401, 403, 403, 403, 403)),
     ("post", "/api/v1/keys/{key}/rotate", None, (401, 403, 403, 403, 404)),
@@ -202,3 +212,85 @@ def test_every_form_answers_each_actor_as_the_matrix_says(world, actor, client, 
             b"".join(response.streaming_content)  # let the stream finish and store its reply
         got.append((url, response.status_code, expected[ACTORS.index(actor)]))
     assert [g for g in got if g[1] != g[2]] == []
+
+
+# --- oracle tiers: what each answer reveals to an auditor and to a basic team -----------------
+
+TIERED_ROUTES = [
+    ("get", "/api/v1/checks/{check}?tokens=1", None),
+    ("get", "/api/v1/checks", None),
+    ("get", "/api/v1/audits/{audit}/items", None),
+    ("get", "/api/v1/audits/{audit}/export.json", None),
+    ("post", "/detect", {"text": "Some text to test against the team's keys."}),
+    ("post", "/api/v1/streams/{stream}/append", {"token_ids": [5, 6, 7, 8, 9, 10]}),
+]
+
+
+def _numbers(value, found):
+    """(key, number) pairs under the p-value and score fields, any depth."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in (
+                "log10_p",
+                "adjusted_log10_p",
+                "log10_p_anytime",
+                "log10_e_value",
+                "score",
+                "p_value",
+            ):
+                found.append((key, item))
+            _numbers(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _numbers(item, found)
+    return found
+
+
+def _tiered_answers(world, tier):
+    from provenance.checks.services import audit_score_chunk
+
+    world["acme"].oracle_tier = tier
+    world["acme"].save()
+    audit = world["ids"]["audit"]
+    audit_score_chunk(audit, [c.id for c in Audit.objects.get(id=audit).checks.all()])
+    client, answers = _api(world, "alice"), {}
+    for method, url, body in TIERED_ROUTES:
+        response = getattr(client, method)(_fill(url, world["ids"]), body, format="json")
+        assert response.status_code == 200, (url, response.content)
+        answers[url] = (
+            json.loads(b"".join(response.streaming_content))
+            if response.streaming
+            else response.json()
+        )
+    report = client.get(_fill("/api/v1/checks/{check}/report", world["ids"])).content.decode()
+    answers["report"] = verify(report, client.get("/.well-known/jwks.json").json()).payload
+    return answers
+
+
+def test_a_basic_team_gets_no_exact_p_value_and_no_per_token_data_anywhere(world, client):
+    for url, answer in _tiered_answers(world, "basic").items():
+        numbers = _numbers(answer, [])
+        assert numbers, url
+        for key, value in numbers:
+            if key == "score":
+                assert value is None, (url, key)
+            elif key == "p_value" and value:
+                assert math.log10(value) == pytest.approx(round(math.log10(value))), (url, key)
+            elif value is not None:
+                assert value == int(value), (url, key, value)
+        assert "heatmap" not in json.dumps(answer), url
+    page = _page(world, "alice", client).get(_fill("/checks/{check}/", world["ids"])).content
+    assert b'id="heatmap"' not in page and b'id="evidence-chart"' not in page
+
+
+def test_an_auditor_team_gets_exact_values_and_the_heatmap(world, client):
+    answers = _tiered_answers(world, "auditor")
+    exact = [
+        url
+        for url, answer in answers.items()
+        if any(v is not None and v != int(v) for k, v in _numbers(answer, []) if k != "p_value")
+    ]
+    assert set(exact) == set(answers)
+    assert "heatmap" in answers["/api/v1/checks/{check}?tokens=1"]
+    page = _page(world, "alice", client).get(_fill("/checks/{check}/", world["ids"])).content
+    assert b'id="heatmap"' in page

@@ -223,5 +223,5 @@ def test_the_form_shows_a_refusal(client, cast, alice_key):
     file = _upload(make.encrypted_pdf(["x"]), "locked.pdf")
     response = client.post("/", {"text": "", "file": file})
     assert response.status_code == 400
-    assert "locked.pdf: the PDF is password-protected" in response.content.decode()
+    assert "locked.pdf: the file is password-protected" in response.content.decode()
     assert _nothing_stored()

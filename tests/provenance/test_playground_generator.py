@@ -61,6 +61,7 @@ def generator(tmp_path_factory, request, settings, alice_key):
     settings.PROVENANCE_PLAYGROUND = {
         **settings.PROVENANCE_PLAYGROUND,
         "GENERATOR_URL": running.url,
+        "GENERATOR_TOKEN": running.token,
         "READ_TIMEOUT": 60,
     }
     return running
@@ -191,3 +192,11 @@ def test_keys_added_and_retired_apply_without_a_restart(cast, tokenizer_row, gen
     with pytest.raises(GeneratorError, match="refused"):
         _a_few_tokens(generator, key)
     assert generator.process.pid == pid and generator.alive()
+
+
+def test_the_embedded_generator_answers_only_the_playgrounds_token(generator):
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    url = f"{generator.url}/v1/chat/completions"
+    assert httpx.post(url, json=body, timeout=30).status_code == 401
+    wrong = {"Authorization": "Bearer " + "x" * 43}
+    assert httpx.post(url, json=body, headers=wrong, timeout=30).status_code == 401

@@ -101,3 +101,15 @@ def test_the_result_page_says_where_the_span_is_and_frames_its_tokens(
     assert words in page
     # The page's script frames the tokens inside these character ranges (test_browser).
     assert f'data-spans="{span["start_char"]},{span["end_char"]}"' in page
+
+
+def test_the_check_export_carries_the_spans(api_for, alice_key, mixed):
+    alice = api_for("alice")
+    check_id = alice.post("/api/v1/checks", {"text": mixed[0]}, format="json").json()["id"]
+    check_score(check_id)
+    as_json = json.loads(alice.get(f"/api/v1/checks/{check_id}/export.json").content)
+    _assert_one_span_on_the_passage(as_json["spans"], mixed, alice_key.id)
+    raw = alice.get(f"/api/v1/checks/{check_id}/export.csv").content.decode()
+    row = next(csv.DictReader(io.StringIO(raw)))
+    assert row["num_spans"] == "1"
+    assert int(row["longest_span_start_char"]) == as_json["spans"][0]["start_char"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.utils.translation import gettext
 
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
@@ -16,25 +17,27 @@ from provenance.errors import PayloadTooLarge, ProblemError
 def team_required(user: User) -> Team:
     team = team_for_user(user)
     if team is None:
-        raise ProblemError("your account belongs to no team", status_code=403)
+        raise ProblemError(gettext("your account belongs to no team"), status_code=403)
     return team
 
 
 def text_validate(text: Any, label: str = "text") -> str:
     """Reject what cannot be checked, with a message naming the problem."""
     if not isinstance(text, str):
-        raise ProblemError(f"{label} must be a string")
+        raise ProblemError(gettext("%(label)s must be a string") % {"label": label})
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        raise ProblemError(f"{label} is not valid UTF-8 (lone surrogate)") from None
+        message = gettext("%(label)s is not valid UTF-8 (lone surrogate)") % {"label": label}
+        raise ProblemError(message) from None
     if "\x00" in text:
-        raise ProblemError(f"{label} contains a NUL character")
+        raise ProblemError(gettext("%(label)s contains a NUL character") % {"label": label})
     if not text.strip():
-        raise ProblemError(f"{label} is empty")
+        raise ProblemError(gettext("%(label)s is empty") % {"label": label})
     limit = settings.PROVENANCE_MAX_TEXT_BYTES
     if size > limit:
-        raise PayloadTooLarge(f"{label} is {size} bytes; the limit is {limit} bytes")
+        message = gettext("%(label)s is %(size)s bytes; the limit is %(limit)s bytes")
+        raise PayloadTooLarge(message % {"label": label, "size": size, "limit": limit})
     return text
 
 
@@ -67,7 +70,9 @@ def document_limits() -> documents.Limits:
 
 def _document_problem(exc: documents.DocumentError) -> ProblemError:
     error_class = PayloadTooLarge if exc.too_large else ProblemError
-    return error_class(exc.message, code=f"document_{exc.code}")
+    problem = error_class(exc.message, code=f"document_{exc.code}")
+    problem.filename = exc.filename  # type: ignore[attr-defined]  # pages name it, localized
+    return problem
 
 
 def document_extract(filename: str, content: bytes) -> documents.Document:

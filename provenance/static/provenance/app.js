@@ -144,14 +144,15 @@
   }
 
   // What a token's hover shows: the token, its score (or why it was skipped), its context.
-  function describe(t, i) {
+  // The words come from the page (data-l-*), in its language.
+  function describe(t, i, words) {
     var piece = function (k) { return JSON.stringify(t.text.slice(t.starts[k], t.ends[k])); };
     var context = [];
     for (var k = Math.max(0, i - t.width); k < i; k++) context.push(piece(k));
-    var what = t.scores[i] < 0 ? "skipped: repeated context"
-      : "score " + (t.scores[i] / 100).toFixed(2);
-    return "token " + piece(i) + " · " + what + " · context " +
-      (context.join(" | ") || "(start of text)");
+    var what = t.scores[i] < 0 ? (words.lSkipped || "skipped: repeated context")
+      : (words.lScore || "score") + " " + (t.scores[i] / 100).toFixed(2);
+    return (words.lToken || "token") + " " + piece(i) + " · " + what + " · " +
+      (words.lContext || "context") + " " + (context.join(" | ") || words.lStart || "(start of text)");
   }
 
   function heatmap() {
@@ -163,7 +164,7 @@
     var show = function (event) {
       var el = event.target;
       if (!el || !el.classList || !el.classList.contains("tok")) return;
-      if (!el.title) el.title = describe(t, +el.getAttribute("data-i"));
+      if (!el.title) el.title = describe(t, +el.getAttribute("data-i"), map.dataset);
       if (info) info.textContent = el.title;
     };
     map.addEventListener("mouseover", show);

@@ -57,7 +57,7 @@
 
   function updateMeter(reply, ev) {
     if (typeof ev.log10_p !== "number") return;
-    reply.label.textContent = "log10 p = " + ev.log10_p.toFixed(1) +
+    reply.label.textContent = "anytime log10 p = " + ev.log10_p.toFixed(1) +
       " (" + ev.num_scored + " of " + ev.num_tokens + " tokens scored)";
     reply.meter.dataset.log10p = String(ev.log10_p);
     reply.meter.classList.toggle("significant", !!ev.watermarked);

@@ -1,0 +1,35 @@
+"""A text being checked while it streams: the e-process state between HTTP requests."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from provenance.accounts.models import Team
+from provenance.keys.models import Tokenizer
+
+
+class Stream(models.Model):
+    # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="streams")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key_ids = models.JSONField(help_text="Ids of the keys tested, in order.")
+    tokenizer = models.ForeignKey(Tokenizer, on_delete=models.PROTECT, related_name="+")
+    threshold = models.FloatField()
+    # detector.stream.EvidenceStream.to_bytes(): counters and seen contexts, no key value.
+    state = models.BinaryField(editable=False)
+    pending_text = models.TextField(blank=True)  # text whose last word may still grow
+    num_tokens = models.PositiveIntegerField(default=0)
+    is_watermarked = models.BooleanField(default=False)
+    closed = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"stream {self.pk} ({self.num_tokens} tokens)"
