@@ -4,7 +4,7 @@ service or selector, render."""
 from __future__ import annotations
 
 import uuid
-from typing import cast
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
