@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -246,7 +247,7 @@ def env_mapping(name: str) -> dict[str, str]:
 # Off unless PROVENANCE_OIDC_CLIENT_ID is set; local accounts always work beside it. The
 # group claim maps users to teams (a user in no mapped group is refused), to team admin and
 # to the playground permission at every sign-in (provenance/accounts/oidc.py).
-PROVENANCE_OIDC = {
+PROVENANCE_OIDC: dict[str, Any] = {
     "ENABLED": bool(env_str("PROVENANCE_OIDC_CLIENT_ID", "")),
     "LABEL": env_str("PROVENANCE_OIDC_LABEL", "your organization"),
     "GROUP_CLAIM": env_str("PROVENANCE_OIDC_GROUP_CLAIM", "groups"),
