@@ -15,9 +15,13 @@ from django.utils.decorators import method_decorator
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 
+from provenance.auth import signed_in
 from provenance.errors import ProblemError
 from provenance.keys import services
 from provenance.keys.models import Tokenizer, WatermarkKey
+
+# Where save_model leaves the new key and its value for response_add, on the request.
+_CREATED = "_provenance_created"
 
 
 class TokenizerForm(forms.ModelForm):
@@ -41,7 +45,8 @@ class TokenizerForm(forms.ModelForm):
         }
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.instance.pk is None and not self.errors:
             try:  # load it once here so a bad source is a form error, not a 500
                 self._inspect(data)
@@ -156,11 +161,17 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
     def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None):
         return super().add_view(request, form_url, extra_context)
 
-    def get_form(self, request: HttpRequest, obj: WatermarkKey | None = None, **kwargs: Any):
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: WatermarkKey | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm[Any]]:
         if obj is None:
             kwargs["form"] = KeyAddForm
             kwargs["fields"] = [*KeyAddForm.Meta.fields, "value"]
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: WatermarkKey | None = None) -> list:
         return [*KeyAddForm.Meta.fields, "value"] if obj is None else self.fields
@@ -193,13 +204,13 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
             context_width=data["context_width"],
             deduplicate=data["deduplicate"],
             shared=data["shared"],
-            created_by=request.user,
+            created_by=signed_in(request.user),
         )
         obj.pk = key.pk
-        request._provenance_created = (key, value)  # read once by response_add
+        request.__dict__[_CREATED] = (key, value)  # read once by response_add
 
     def response_add(self, request: HttpRequest, obj: WatermarkKey, post_url_continue=None):
-        key, value = request.__dict__.pop("_provenance_created")
+        key, value = request.__dict__.pop(_CREATED)
         return self._shown_once(request, key, value)
 
     def _shown_once(self, request: HttpRequest, key: WatermarkKey, value: int) -> HttpResponse:
@@ -220,7 +231,7 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         if len(active) != 1:
             self.message_user(request, _("Rotate one active key at a time."), messages.ERROR)
             return None
-        key, value = services.key_rotate(key=active[0], created_by=request.user)
+        key, value = services.key_rotate(key=active[0], created_by=signed_in(request.user))
         return self._shown_once(request, key, value)
 
     @admin.action(description=_("Retire (keeps detecting old text)"), permissions=["change"])

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
@@ -60,7 +60,7 @@ def client_config() -> ClientConfig:
     )
 
 
-def conversation_create(*, user: AbstractBaseUser) -> Conversation:
+def conversation_create(*, user: User) -> Conversation:
     team = team_for_user(user)
     if team is None:
         raise ProblemError("your account belongs to no team", status_code=403)
@@ -104,7 +104,7 @@ def _number(raw: Any, label: str, low: float, high: float) -> float:
     return value
 
 
-def _key_for(user: AbstractBaseUser, key_id: Any) -> WatermarkKey:
+def _key_for(user: User, key_id: Any) -> WatermarkKey:
     """The chosen key, which must be an active key of the user's own team."""
     key = selectors.playground_keys(user).filter(pk=_key_pk(key_id)).first()
     if key is None:
@@ -127,7 +127,7 @@ def _key_pk(key_id: Any) -> uuid.UUID:
 @transaction.atomic
 def reply_start(
     *,
-    user: AbstractBaseUser,
+    user: User,
     conversation: Conversation,
     content: str,
     key_id: Any,
@@ -364,7 +364,7 @@ def _error_event(message: Message, text: str, kind: str) -> dict[str, Any]:
     return {"type": "error", "message": str(message.pk), "error": text, "kind": kind, "retry": True}
 
 
-def reply_check(*, user: AbstractBaseUser, message: Message, text: str | None = None) -> Check:
+def reply_check(*, user: User, message: Message, text: str | None = None) -> Check:
     """Paste-and-check a reply (or the user's edited copy of it) against the team's keys."""
     if message.status == Message.Status.STREAMING:
         raise ProblemError("this reply is still streaming")

@@ -15,6 +15,9 @@ from provenance.errors import ProblemError
 from provenance.webhooks import services
 from provenance.webhooks.models import TeamWebhook, WebhookDelivery
 
+# Where save_model leaves the new secret for response_add, on the request.
+_SECRET = "_provenance_secret"
+
 
 @admin.register(TeamWebhook)
 class TeamWebhookAdmin(admin.ModelAdmin):
@@ -36,10 +39,10 @@ class TeamWebhookAdmin(admin.ModelAdmin):
         webhook.default_url = obj.default_url
         webhook.save(update_fields=["default_url"])
         obj.pk = webhook.pk
-        request._provenance_secret = secret  # read once by response_add
+        request.__dict__[_SECRET] = secret  # read once by response_add
 
     def response_add(self, request: HttpRequest, obj: TeamWebhook, post_url_continue=None):
-        secret = request.__dict__.pop("_provenance_secret")
+        secret = request.__dict__.pop(_SECRET)
         return self._shown_once(request, obj, secret)
 
     def _shown_once(self, request: HttpRequest, webhook: TeamWebhook, secret: str) -> HttpResponse:
