@@ -45,8 +45,11 @@ run: setup
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
+LINT_PATHS := detector kernels generator provenance tests benchmarks
+
 lint: setup
-	$(VENV)/bin/ruff check detector kernels generator provenance tests benchmarks
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 
 clean:

@@ -58,7 +58,7 @@ def embedded_model_dir() -> Path:
 
 def resolve_model(model: str | None) -> Path:
     """A local model directory: ``None``/"default" is the embedded SmolLM2, else a path."""
-    if model in (None, "", "default", EMBEDDED_NAME):
+    if not model or model in ("default", EMBEDDED_NAME):
         return embedded_model_dir()
     path = Path(model).expanduser()
     if path.suffix == ".gguf":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -246,7 +247,7 @@ def env_mapping(name: str) -> dict[str, str]:
 # Off unless PROVENANCE_OIDC_CLIENT_ID is set; local accounts always work beside it. The
 # group claim maps users to teams (a user in no mapped group is refused), to team admin and
 # to the playground permission at every sign-in (provenance/accounts/oidc.py).
-PROVENANCE_OIDC = {
+PROVENANCE_OIDC: dict[str, Any] = {
     "ENABLED": bool(env_str("PROVENANCE_OIDC_CLIENT_ID", "")),
     "LABEL": env_str("PROVENANCE_OIDC_LABEL", "your organization"),
     "GROUP_CLAIM": env_str("PROVENANCE_OIDC_GROUP_CLAIM", "groups"),
@@ -398,11 +399,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 # The rate limits (DRF throttles) count in this cache. A redis:// URL gives one count across
-# every web process (docker-compose and make run set it); unset, each process counts alone.
+# every web process (docker-compose and make run set it; while Redis is unreachable each process
+# counts alone, provenance.cache); unset, each process counts alone.
 PROVENANCE_CACHE_URL = env_str("PROVENANCE_CACHE_URL", "")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": PROVENANCE_CACHE_URL}
+        {"BACKEND": "provenance.cache.FailoverRedisCache", "LOCATION": PROVENANCE_CACHE_URL}
         if PROVENANCE_CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
@@ -59,7 +59,7 @@ class OrganizationBackend(OIDCAuthenticationBackend):
         return get_user_model().objects.filter(external_identity__subject=claims["sub"])
 
     @transaction.atomic
-    def create_user(self, claims: dict[str, Any]) -> AbstractUser:
+    def create_user(self, claims: dict[str, Any]) -> User:
         users: Any = get_user_model().objects
         user = users.create_user(_free_username(claims), email=claims.get("email", ""))
         user.set_unusable_password()  # signs in through the provider only
@@ -67,7 +67,7 @@ class OrganizationBackend(OIDCAuthenticationBackend):
         ExternalIdentity.objects.create(user=user, subject=claims["sub"])
         return self.update_user(user, claims)
 
-    def update_user(self, user: AbstractUser, claims: dict[str, Any]) -> AbstractUser:
+    def update_user(self, user: User, claims: dict[str, Any]) -> User:
         groups = claim_groups(claims)
         team = team_name_for(groups)
         assert team is not None  # verify_claims refused the sign-in otherwise

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from provenance.accounts.models import Membership, Team
@@ -14,22 +14,20 @@ def team_create(*, name: str) -> Team:
 
 
 @transaction.atomic
-def user_create(*, username: str, password: str, team: Team | None = None, **extra) -> AbstractUser:
+def user_create(*, username: str, password: str, team: Team | None = None, **extra) -> User:
     user = get_user_model().objects.create_user(username=username, password=password, **extra)
     if team is not None:
         Membership.objects.create(user=user, team=team)
     return user
 
 
-def membership_set(*, user: AbstractUser, team: Team) -> Membership:
+def membership_set(*, user: User, team: Team) -> Membership:
     membership, _ = Membership.objects.update_or_create(user=user, defaults={"team": team})
     return membership
 
 
 @transaction.atomic
-def user_sync_from_groups(
-    *, user: AbstractUser, team_name: str, is_admin: bool, playground: bool
-) -> None:
+def user_sync_from_groups(*, user: User, team_name: str, is_admin: bool, playground: bool) -> None:
     """Apply what an organization sign-in's groups say: the team (created on first use),
     team admin, and the playground permission (granted or taken away)."""
     from django.contrib.auth.models import Permission
@@ -46,7 +44,7 @@ def user_sync_from_groups(
 
 
 @transaction.atomic
-def api_token_rotate(*, user: AbstractUser) -> str:
+def api_token_rotate(*, user: User) -> str:
     """Replace the user's API token; the new one is returned to show once."""
     from rest_framework.authtoken.models import Token
 

@@ -12,7 +12,7 @@ class HypothesisInline(admin.TabularInline):
     model = Hypothesis
     extra = 0
     can_delete = False
-    readonly_fields = [
+    readonly_fields = fields = (
         "index",
         "key",
         "key_name",
@@ -24,8 +24,7 @@ class HypothesisInline(admin.TabularInline):
         "p_value",
         "log10_p",
         "adjusted_log10_p",
-    ]
-    fields = readonly_fields
+    )
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

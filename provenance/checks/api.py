@@ -31,6 +31,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from provenance.accounts.selectors import is_auditor
+from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Audit, Check, Hypothesis
 from provenance.errors import PayloadTooLarge
@@ -131,7 +132,7 @@ class CheckDetailOutput(CheckSummaryOutput):
 
     @extend_schema_field(SpanOutput(many=True))
     def get_spans(self, check: Check) -> list[dict[str, Any]]:
-        return SpanOutput(check.spans or [], many=True).data  # null until scored
+        return list(SpanOutput(check.spans or [], many=True).data)  # null until scored
 
     purged_at = serializers.DateTimeField(
         read_only=True,
@@ -222,7 +223,7 @@ class CheckListCreateApi(TieredApi):
         },
         responses={202: CheckDetailOutput},
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthenticatedRequest) -> Response:
         _body_size_guard(request)
         data = self._input(request)
         text, filename = data.get("text"), ""
@@ -242,7 +243,7 @@ class CheckListCreateApi(TieredApi):
         return serializer.validated_data
 
     @extend_schema(responses=CheckSummaryOutput(many=True))
-    def get(self, request: Request) -> Response:
+    def get(self, request: AuthenticatedRequest) -> Response:
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(selectors.checks_for_user(request.user), request, self)
         return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
@@ -257,14 +258,14 @@ class CheckDetailApi(TieredApi):
             )
         ],
     )
-    def get(self, request: Request, check_id: uuid.UUID) -> Response:
+    def get(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> Response:
         check = selectors.check_get(request.user, check_id)
         if request.query_params.get("tokens") in ("1", "true"):
             return Response(CheckTokensOutput(check).data)
         return Response(CheckDetailOutput(check).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request: Request, check_id: uuid.UUID) -> Response:
+    def delete(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> Response:
         services.check_delete(user=request.user, check_id=check_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -331,7 +332,7 @@ class CheckExportApi(TieredApi):
     hypothesis). Pages link here; the session authenticates them."""
 
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
-    def get(self, request: Request, check_id: str, fmt: str) -> HttpResponse:
+    def get(self, request: AuthenticatedRequest, check_id: str, fmt: str) -> HttpResponse:
         check = selectors.check_get(request.user, check_id)
         auditor = is_auditor(request.user)
         if fmt == "json":
@@ -419,7 +420,7 @@ class AuditListCreateApi(TieredApi):
         responses={202: AuditOutput, 200: AuditOutput},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthenticatedRequest) -> Response:
         _body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -439,7 +440,7 @@ class AuditListCreateApi(TieredApi):
         return Response(AuditOutput(audit).data, status=code, headers={"Location": location})
 
     @extend_schema(responses=AuditOutput(many=True))
-    def get(self, request: Request) -> Response:
+    def get(self, request: AuthenticatedRequest) -> Response:
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(selectors.audits_for_user(request.user), request, self)
         return paginator.get_paginated_response(AuditOutput(page, many=True).data)
@@ -447,18 +448,18 @@ class AuditListCreateApi(TieredApi):
 
 class AuditDetailApi(TieredApi):
     @extend_schema(responses=AuditOutput)
-    def get(self, request: Request, audit_id: uuid.UUID) -> Response:
+    def get(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         return Response(AuditOutput(selectors.audit_get(request.user, audit_id)).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request: Request, audit_id: uuid.UUID) -> Response:
+    def delete(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         services.audit_delete(user=request.user, audit_id=audit_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class AuditItemsApi(TieredApi):
     @extend_schema(responses=CheckSummaryOutput(many=True))
-    def get(self, request: Request, audit_id: uuid.UUID) -> Response:
+    def get(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         audit = selectors.audit_get(request.user, audit_id)
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(selectors.audit_items(audit), request, self)
@@ -486,7 +487,7 @@ def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 class AuditExportApi(TieredApi):
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
-    def get(self, request: Request, audit_id: str, fmt: str) -> StreamingHttpResponse:
+    def get(self, request: AuthenticatedRequest, audit_id: str, fmt: str) -> StreamingHttpResponse:
         audit = selectors.audit_get(request.user, audit_id)
         rows = selectors.audit_export_rows(audit)
         if not is_auditor(request.user):
@@ -525,7 +526,7 @@ class DetectApi(TieredApi):
         spans = SpanOutput(many=True)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthenticatedRequest) -> Response:
         _body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

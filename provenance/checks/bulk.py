@@ -15,11 +15,19 @@ from typing import Any
 from django.db import connection, models
 
 
+def _concrete_field(model: type[models.Model], name: str) -> models.Field:
+    """A field stored in the model's own table (a column), not a relation's reverse side."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field) or field.column is None:
+        raise ValueError(f"{model.__name__}.{name} is not a column of its table")
+    return field
+
+
 class _Prep:
     """Prepares values for the database, once per object for those that repeat across rows."""
 
     def __init__(self, model: type[models.Model], names: Sequence[str]):
-        self.fields = [model._meta.get_field(name) for name in names]
+        self.fields = [_concrete_field(model, name) for name in names]
         self.memo: dict[tuple[str, int], Any] = {}
         self.alive: list[Any] = []
 
@@ -50,7 +58,7 @@ class _Prep:
 
 def _columns(model: type[models.Model], names: Sequence[str]) -> list[str]:
     quote = connection.ops.quote_name
-    return [quote(model._meta.get_field(name).column) for name in names]
+    return [quote(_concrete_field(model, name).column) for name in names]
 
 
 def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence]) -> None:

@@ -150,7 +150,7 @@ _PARAGRAPH, _BREAK, _PRE_SPACE, _PRE_TAB = "\ue000", "\ue001", "\ue002", "\ue003
 
 
 def _html(name: str, content: bytes, limits: Limits) -> str:
-    from bs4 import BeautifulSoup, NavigableString
+    from bs4 import BeautifulSoup, NavigableString, Tag
     from bs4.element import PreformattedString
 
     try:
@@ -168,6 +168,8 @@ def _html(name: str, content: bytes, limits: Limits) -> str:
                 parts.append(str(node).replace(" ", _PRE_SPACE).replace("\t", _PRE_TAB))
             else:
                 parts.append(re.sub(r"\s+", " ", str(node)))
+        elif not isinstance(node, Tag):
+            continue
         elif node.name == "br":
             parts.append(_BREAK)
         elif node.name in _BLOCKS:

@@ -37,9 +37,12 @@ def backlog() -> int | None:
     cannot be asked (it is down: nothing can be published again anyway)."""
     try:
         with app.connection_for_read() as conn:
-            conn.ensure_connection(max_retries=1, interval_start=0.2, timeout=2)
+            # kombu-stubs type interval_start as int and queue_declare() as the queue's name;
+            # kombu takes seconds as a float and returns (name, message_count, consumers).
+            conn.ensure_connection(max_retries=1, interval_start=0.2, timeout=2)  # type: ignore[arg-type]
             declared = app.amqp.queues[app.conf.task_default_queue](conn.default_channel)
-            return int(declared.queue_declare().message_count)
+            declare_ok: Any = declared.queue_declare()
+            return int(declare_ok.message_count)
     except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
         logger.warning("cannot read the queue's length (%s)", type(exc).__name__)
         return None

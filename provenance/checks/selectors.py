@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404
 from django.utils import timezone
@@ -14,7 +14,7 @@ from provenance.accounts.selectors import team_for_user
 from provenance.checks.models import Audit, Check, DetectionLog, Status
 
 
-def checks_for_user(user: AbstractBaseUser) -> QuerySet[Check]:
+def checks_for_user(user: User) -> QuerySet[Check]:
     """Single checks of the user's team (audit items are listed under their audit)."""
     team = team_for_user(user)
     if team is None:
@@ -24,7 +24,7 @@ def checks_for_user(user: AbstractBaseUser) -> QuerySet[Check]:
     ).select_related("best_key")
 
 
-def check_get(user: AbstractBaseUser, check_id: Any) -> Check:
+def check_get(user: User, check_id: Any) -> Check:
     team = team_for_user(user)
     check = (
         Check.objects.filter(id=check_id, team=team, deleted_at__isnull=True)
@@ -41,14 +41,14 @@ def check_get(user: AbstractBaseUser, check_id: Any) -> Check:
     return check
 
 
-def audits_for_user(user: AbstractBaseUser) -> QuerySet[Audit]:
+def audits_for_user(user: User) -> QuerySet[Audit]:
     team = team_for_user(user)
     if team is None:
         return Audit.objects.none()
     return Audit.objects.filter(team=team, deleted_at__isnull=True)
 
 
-def audit_get(user: AbstractBaseUser, audit_id: Any) -> Audit:
+def audit_get(user: User, audit_id: Any) -> Audit:
     audit = audits_for_user(user).filter(id=audit_id).first()
     if audit is None:
         raise Http404("no such audit")
@@ -73,7 +73,7 @@ def audit_items(audit: Audit) -> QuerySet[Check]:
     return _live_items(audit).order_by("position").select_related("best_key")
 
 
-def may_delete(user: AbstractBaseUser, row: Check | Audit) -> bool:
+def may_delete(user: User, row: Check | Audit) -> bool:
     """The submitter or an admin of the row's team (who can see it: selectors checked)."""
     if row.submitted_by_id == user.pk:
         return True
@@ -146,7 +146,7 @@ def audit_queue_notice(audit: Audit) -> str:
     return AUDIT_WAITING if waiting.exists() else ""
 
 
-def quota_used_today(user: AbstractBaseUser) -> int:
+def quota_used_today(user: User) -> int:
     """Texts the user submitted to the detector since midnight UTC (from the detection log)."""
     start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
     used = DetectionLog.objects.filter(user=user, created_at__gte=start).aggregate(

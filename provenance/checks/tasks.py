@@ -91,7 +91,7 @@ _heartbeat: workers.Heartbeat | None = None
 def _register_worker(sender: Any, **_: Any) -> None:
     """Before the pool forks: the worker row exists and every pool process knows its id. A
     live-looking worker of the same node name is the one this process replaces: dead."""
-    _, replaced = workers.worker_start(sender.hostname)
+    replaced = workers.worker_start(sender.hostname)[1]
     logger.info("worker %s registered (replaces %d)", sender.hostname, replaced)
 
 

@@ -4,7 +4,7 @@ service or selector, render."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -14,21 +14,29 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from rest_framework.request import Request
 
 from provenance.accounts.selectors import is_auditor, oracle_tier, team_for_user
+from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import heatmap, selectors, services, tiers
 from provenance.checks.api import DetectionThrottle
-from provenance.checks.models import Status
+from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.selectors import keys_visible_to
 
 
+def _detection_allowed(request: HttpRequest) -> bool:
+    """The API's per-user detection rate, applied to the paste form. DRF's throttle reads
+    only the request's ``user`` and ``META``, which a Django request has as well."""
+    return DetectionThrottle().allow_request(cast(Request, request), None)
+
+
 @login_required
-def check_new(request: HttpRequest) -> HttpResponse:
+def check_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = {"keys": keys_visible_to(team_for_user(request.user)), "text": ""}
     if request.method == "POST":
         text = request.POST.get("text", "")
-        if not DetectionThrottle().allow_request(request, None):  # the API's per-user rate
+        if not _detection_allowed(request):
             context.update(error=gettext("too many checks in a short time; try again in a minute"))
             return render(request, "checks/check_new.html", context, status=429)
         try:
@@ -64,12 +72,12 @@ def _page_message(exc: ProblemError) -> str:
     return str(template) % {"file": getattr(exc, "filename", "")}
 
 
-def _check_from_form(request: HttpRequest, text: str) -> Any:
+def _check_from_form(request: AuthenticatedHttpRequest, text: str) -> Check:
     """A chosen file wins over the text box (the form offers both)."""
     upload = request.FILES.get("file")
     if upload is None:
         return services.check_create(user=request.user, text=text)
-    if upload.size > settings.PROVENANCE_MAX_DOCUMENT_BYTES:
+    if (upload.size or 0) > settings.PROVENANCE_MAX_DOCUMENT_BYTES:
         limit = settings.PROVENANCE_MAX_DOCUMENT_BYTES
         message = gettext("%(file)s: the file is %(size)s bytes; the limit is %(limit)s")
         raise PayloadTooLarge(message % {"file": upload.name, "size": upload.size, "limit": limit})
@@ -78,7 +86,7 @@ def _check_from_form(request: HttpRequest, text: str) -> Any:
 
 
 @login_required
-def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
+def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> HttpResponse:
     check = selectors.check_get(request.user, check_id)
     finished = check.status in (Status.DONE, Status.FAILED)
     hypotheses = list(check.hypotheses.all())
@@ -106,7 +114,7 @@ def check_detail(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
 
 
 @login_required
-def check_delete(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
+def check_delete(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> HttpResponse:
     """GET asks for confirmation (works without JavaScript); POST deletes."""
     check = selectors.check_get(request.user, check_id)
     if not selectors.may_delete(request.user, check):
@@ -118,7 +126,7 @@ def check_delete(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
 
 
 @login_required
-def check_list(request: HttpRequest) -> HttpResponse:
+def check_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(selectors.checks_for_user(request.user), 50).get_page(request.GET.get("page"))
     _tiered(request, page)
     return render(request, "checks/check_list.html", {"page": page})
@@ -132,13 +140,13 @@ def _tiered(request: HttpRequest, page: Any) -> None:
 
 
 @login_required
-def audit_list(request: HttpRequest) -> HttpResponse:
+def audit_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(selectors.audits_for_user(request.user), 50).get_page(request.GET.get("page"))
     return render(request, "checks/audit_list.html", {"page": page})
 
 
 @login_required
-def audit_detail(request: HttpRequest, audit_id: uuid.UUID) -> HttpResponse:
+def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> HttpResponse:
     audit = selectors.audit_get(request.user, audit_id)
     page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
     _tiered(request, page)

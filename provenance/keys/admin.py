@@ -12,31 +12,41 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 
+from provenance.auth import signed_in
 from provenance.errors import ProblemError
 from provenance.keys import services
 from provenance.keys.models import Tokenizer, WatermarkKey
+
+# Where save_model leaves the new key and its value for response_add, on the request.
+_CREATED = "_provenance_created"
 
 
 class TokenizerForm(forms.ModelForm):
     upload = forms.FileField(
         required=False,
-        label="tokenizer.json",
-        help_text="For “Uploaded tokenizer.json”: a Hugging Face tokenizer.json. It must "
-        "encode and decode a sample text back unchanged; it is stored under the data dir.",
+        label=_("tokenizer.json"),
+        help_text=_(
+            "For “Uploaded tokenizer.json”: a Hugging Face tokenizer.json. It must "
+            "encode and decode a sample text back unchanged; it is stored under the data dir."
+        ),
     )
 
     class Meta:
         model = Tokenizer
         fields = ["name", "source_kind", "source_path"]
         help_texts = {
-            "source_path": "A directory or .gguf path on the server, or a built-in's name "
-            "(mistral-v3, mistral-tekken). Empty for the embedded default and uploads."
+            "source_path": _(
+                "A directory or .gguf path on the server, or a built-in's name "
+                "(mistral-v3, mistral-tekken). Empty for the embedded default and uploads."
+            )
         }
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.instance.pk is None and not self.errors:
             try:  # load it once here so a bad source is a form error, not a 500
                 self._inspect(data)
@@ -65,7 +75,7 @@ class TokenizerAdmin(admin.ModelAdmin):
     search_fields = ["name", "source_path", "content_hash"]
     readonly_fields = ["content_hash", "vocab_size", "created_at"]
 
-    @admin.display(description="content hash")
+    @admin.display(description=_("content hash"))
     def short_hash(self, obj: Tokenizer) -> str:
         return obj.content_hash[:12]
 
@@ -96,7 +106,7 @@ class KeyAddForm(forms.ModelForm):
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False),
-        help_text="Decimal or 0x-hex, 0 <= key < 2^64. Leave empty to generate a random key.",
+        help_text=_("Decimal or 0x-hex, 0 <= key < 2^64. Leave empty to generate a random key."),
     )
 
     class Meta:
@@ -151,11 +161,17 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
     def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None):
         return super().add_view(request, form_url, extra_context)
 
-    def get_form(self, request: HttpRequest, obj: WatermarkKey | None = None, **kwargs: Any):
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: WatermarkKey | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm[Any]]:
         if obj is None:
             kwargs["form"] = KeyAddForm
             kwargs["fields"] = [*KeyAddForm.Meta.fields, "value"]
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: WatermarkKey | None = None) -> list:
         return [*KeyAddForm.Meta.fields, "value"] if obj is None else self.fields
@@ -188,13 +204,13 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
             context_width=data["context_width"],
             deduplicate=data["deduplicate"],
             shared=data["shared"],
-            created_by=request.user,
+            created_by=signed_in(request.user),
         )
         obj.pk = key.pk
-        request._provenance_created = (key, value)  # read once by response_add
+        request.__dict__[_CREATED] = (key, value)  # read once by response_add
 
     def response_add(self, request: HttpRequest, obj: WatermarkKey, post_url_continue=None):
-        key, value = request.__dict__.pop("_provenance_created")
+        key, value = request.__dict__.pop(_CREATED)
         return self._shown_once(request, key, value)
 
     def _shown_once(self, request: HttpRequest, key: WatermarkKey, value: int) -> HttpResponse:
@@ -202,24 +218,26 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "key": key,
             "value": value,
-            "title": "Key registered",
+            "title": _("Key registered"),
             "opts": self.model._meta,
         }
         response = TemplateResponse(request, "admin/keys/key_created.html", context)
         response["Cache-Control"] = "no-store"
         return response
 
-    @admin.action(description="Rotate: retire and register a fresh value", permissions=["add"])
+    @admin.action(description=_("Rotate: retire and register a fresh value"), permissions=["add"])
     def rotate_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]):
         active = list(queryset.filter(status=WatermarkKey.Status.ACTIVE))
         if len(active) != 1:
-            self.message_user(request, "Rotate one active key at a time.", messages.ERROR)
+            self.message_user(request, _("Rotate one active key at a time."), messages.ERROR)
             return None
-        key, value = services.key_rotate(key=active[0], created_by=request.user)
+        key, value = services.key_rotate(key=active[0], created_by=signed_in(request.user))
         return self._shown_once(request, key, value)
 
-    @admin.action(description="Retire (keeps detecting old text)", permissions=["change"])
+    @admin.action(description=_("Retire (keeps detecting old text)"), permissions=["change"])
     def retire_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]) -> None:
         for key in queryset:
             services.key_retire(key=key)
-        self.message_user(request, f"Retired {queryset.count()} key(s).", messages.SUCCESS)
+        self.message_user(
+            request, _("Retired %(n)s key(s).") % {"n": queryset.count()}, messages.SUCCESS
+        )

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from detector import mistral
 from detector.config import MAX_CONTEXT_WIDTH
 from provenance.accounts.selectors import team_for_user
+from provenance.auth import AuthenticatedRequest
 from provenance.errors import ProblemError
 from provenance.keys import selectors, services
 from provenance.keys.models import Tokenizer, WatermarkKey
@@ -69,7 +70,7 @@ class KeyInput(serializers.Serializer):
 class ManageKeys(permissions.DjangoModelPermissions):
     """Reading needs only a team; writing needs the model permission (admins grant it)."""
 
-    def has_permission(self, request: Request, view: object) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         if request.method in permissions.SAFE_METHODS:
             return bool(request.user and request.user.is_authenticated)
         return super().has_permission(request, view)
@@ -92,7 +93,7 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         )
 
     @extend_schema(request=KeyInput, responses={201: KeyCreatedOutput})
-    def create(self, request: Request) -> Response:
+    def create(self, request: AuthenticatedRequest) -> Response:
         team = team_for_user(request.user)
         if team is None:
             raise ProblemError("your account belongs to no team", status_code=403)
@@ -124,7 +125,7 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     @extend_schema(request=None, responses={201: KeyCreatedOutput})
     @action(detail=True, methods=["post"])
-    def rotate(self, request: Request, pk: str | None = None) -> Response:
+    def rotate(self, request: AuthenticatedRequest, pk: str | None = None) -> Response:
         new_key, value = services.key_rotate(key=self._own_key(), created_by=request.user)
         return Response(_created(new_key, value), status=status.HTTP_201_CREATED)
 

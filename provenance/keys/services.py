@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -180,7 +180,7 @@ def key_create(
     context_width: int = 4,
     deduplicate: bool = True,
     shared: bool = False,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     rotated_from: WatermarkKey | None = None,
 ) -> tuple[WatermarkKey, int]:
     """Register a key; returns the row and the value, which is never readable again.
@@ -216,7 +216,7 @@ def _key_store(
     context_width: int = 4,
     deduplicate: bool = True,
     shared: bool = False,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     rotated_from: WatermarkKey | None = None,
 ) -> WatermarkKey:
     _validate_config(algorithm, alpha, context_width, deduplicate)
@@ -261,9 +261,7 @@ def key_retire(*, key: WatermarkKey) -> WatermarkKey:
 
 
 @transaction.atomic
-def key_rotate(
-    *, key: WatermarkKey, created_by: AbstractBaseUser | None = None
-) -> tuple[WatermarkKey, int]:
+def key_rotate(*, key: WatermarkKey, created_by: User | None = None) -> tuple[WatermarkKey, int]:
     """Retire ``key`` and register a fresh random value with the same configuration."""
     if key.status != WatermarkKey.Status.ACTIVE:
         raise RegistryError("only an active key can be rotated")

@@ -9,8 +9,15 @@ class MessageInline(admin.TabularInline):
     model = Message
     extra = 0
     can_delete = False
-    fields = ["role", "status", "content", "key_name", "watermarked", "model", "log10_p"]
-    readonly_fields = fields
+    readonly_fields = fields = (
+        "role",
+        "status",
+        "content",
+        "key_name",
+        "watermarked",
+        "model",
+        "log10_p",
+    )
 
     def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
         return False

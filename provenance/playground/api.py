@@ -7,10 +7,10 @@ import uuid
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from provenance.auth import AuthenticatedRequest
 from provenance.playground import selectors
 from provenance.playground.views import PERMISSION
 
@@ -35,7 +35,7 @@ class ReplyDetailApi(APIView):
         log10_p = serializers.FloatField(allow_null=True)
 
     @extend_schema(responses=OutputSerializer, operation_id="playground_reply_retrieve")
-    def get(self, request: Request, message_id: uuid.UUID) -> Response:
+    def get(self, request: AuthenticatedRequest, message_id: uuid.UUID) -> Response:
         if not request.user.has_perm(PERMISSION):
             raise PermissionDenied("you may not use the playground")
         message = selectors.message_get(request.user, message_id)

@@ -6,6 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
 
 from provenance.accounts.models import Team
 from provenance.keys.models import WatermarkKey
@@ -26,7 +27,7 @@ class Conversation(models.Model):
         permissions = [("use_playground", "Can chat with the watermarking generator")]
 
     def __str__(self) -> str:
-        return self.title or f"conversation {self.pk}"
+        return self.title or gettext("conversation %(id)s") % {"id": self.pk}
 
 
 class Message(models.Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import Http404
 
@@ -16,7 +16,7 @@ from provenance.playground.models import Conversation, Message
 HISTORY_MESSAGES = 12
 
 
-def playground_keys(user: AbstractBaseUser) -> QuerySet[WatermarkKey]:
+def playground_keys(user: User) -> QuerySet[WatermarkKey]:
     """Keys the user may generate with: the active keys of their own team (not shared ones:
     marking text with another team's key would forge that team's provenance)."""
     team = team_for_user(user)
@@ -27,18 +27,18 @@ def playground_keys(user: AbstractBaseUser) -> QuerySet[WatermarkKey]:
     )
 
 
-def conversations_for_user(user: AbstractBaseUser) -> QuerySet[Conversation]:
+def conversations_for_user(user: User) -> QuerySet[Conversation]:
     return Conversation.objects.filter(user=user)
 
 
-def conversation_get(user: AbstractBaseUser, conversation_id: uuid.UUID) -> Conversation:
+def conversation_get(user: User, conversation_id: uuid.UUID) -> Conversation:
     conversation = conversations_for_user(user).filter(pk=conversation_id).first()
     if conversation is None:
         raise Http404("no such conversation")
     return conversation
 
 
-def message_get(user: AbstractBaseUser, message_id: uuid.UUID) -> Message:
+def message_get(user: User, message_id: uuid.UUID) -> Message:
     """An assistant reply in one of the user's conversations."""
     message = (
         Message.objects.filter(pk=message_id, conversation__user=user, role=Message.Role.ASSISTANT)

@@ -13,9 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from detector.config import KeyConfig
 from detector.stream import EvidenceStream
@@ -59,7 +60,7 @@ def client_config() -> ClientConfig:
     )
 
 
-def conversation_create(*, user: AbstractBaseUser) -> Conversation:
+def conversation_create(*, user: User) -> Conversation:
     team = team_for_user(user)
     if team is None:
         raise ProblemError("your account belongs to no team", status_code=403)
@@ -83,10 +84,10 @@ class Sampling:
         t = _number(temperature, "temperature", 0.0, 2.0)
         p = _number(top_p, "top-p", 0.0, 1.0)
         if p == 0.0:
-            raise ProblemError("top-p must be greater than 0")
+            raise ProblemError(gettext("top-p must be greater than 0"))
         n = _number(max_tokens, "max tokens", 1, limit)
         if n != int(n):
-            raise ProblemError("max tokens must be a whole number")
+            raise ProblemError(gettext("max tokens must be a whole number"))
         return cls(t, p, int(n))
 
 
@@ -94,34 +95,39 @@ def _number(raw: Any, label: str, low: float, high: float) -> float:
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise ProblemError(f"{label} must be a number") from None
+        raise ProblemError(gettext("%(label)s must be a number") % {"label": label}) from None
     if not math.isfinite(value) or not low <= value <= high:
-        raise ProblemError(f"{label} must lie in [{low:g}, {high:g}]")
+        raise ProblemError(
+            gettext("%(label)s must lie in [%(low)s, %(high)s]")
+            % {"label": label, "low": f"{low:g}", "high": f"{high:g}"}
+        )
     return value
 
 
-def _key_for(user: AbstractBaseUser, key_id: Any) -> WatermarkKey:
+def _key_for(user: User, key_id: Any) -> WatermarkKey:
     """The chosen key, which must be an active key of the user's own team."""
     key = selectors.playground_keys(user).filter(pk=_key_pk(key_id)).first()
     if key is None:
-        raise ProblemError("choose one of your team's active keys", status_code=403)
+        raise ProblemError(gettext("choose one of your team's active keys"), status_code=403)
     return key
 
 
 def _key_pk(key_id: Any) -> uuid.UUID:
     # Key ids are UUIDs arriving as form strings; one that is not a UUID matches no key.
     if key_id in (None, ""):
-        raise ProblemError("choose a key")
+        raise ProblemError(gettext("choose a key"))
     try:
         return uuid.UUID(str(key_id))
     except ValueError:
-        raise ProblemError("choose one of your team's active keys", status_code=403) from None
+        raise ProblemError(
+            gettext("choose one of your team's active keys"), status_code=403
+        ) from None
 
 
 @transaction.atomic
 def reply_start(
     *,
-    user: AbstractBaseUser,
+    user: User,
     conversation: Conversation,
     content: str,
     key_id: Any,
@@ -133,16 +139,18 @@ def reply_start(
     _abandoned_fail(conversation)
     content = (content or "").strip()
     if len(content) > MAX_PROMPT_CHARS:
-        raise ProblemError(f"the message is longer than {MAX_PROMPT_CHARS} characters")
+        raise ProblemError(
+            gettext("the message is longer than %(limit)s characters") % {"limit": MAX_PROMPT_CHARS}
+        )
     if "\x00" in content:
-        raise ProblemError("the message contains a NUL character")
+        raise ProblemError(gettext("the message contains a NUL character"))
     if content:
         Message.objects.create(conversation=conversation, role=Message.Role.USER, content=content)
         if not conversation.title:
             conversation.title = content[:80]
             conversation.save(update_fields=["title"])
     elif not _awaits_reply(conversation):
-        raise ProblemError("type a message first")
+        raise ProblemError(gettext("type a message first"))
     return Message.objects.create(
         conversation=conversation,
         role=Message.Role.ASSISTANT,
@@ -227,7 +235,9 @@ def reply_stream(message: Message) -> Iterator[dict[str, Any]]:
     closes this generator) or failed (the generator's message, safe to show).
     """
     if not _acquire_stream():
-        _finish(message, Message.Status.FAILED, error="too many replies are streaming; retry")
+        _finish(
+            message, Message.Status.FAILED, error=gettext("too many replies are streaming; retry")
+        )
         yield _error_event(message, "too many replies are streaming right now; retry", "busy")
         return
     state = _Reply(message)
@@ -354,7 +364,7 @@ def _error_event(message: Message, text: str, kind: str) -> dict[str, Any]:
     return {"type": "error", "message": str(message.pk), "error": text, "kind": kind, "retry": True}
 
 
-def reply_check(*, user: AbstractBaseUser, message: Message, text: str | None = None) -> Check:
+def reply_check(*, user: User, message: Message, text: str | None = None) -> Check:
     """Paste-and-check a reply (or the user's edited copy of it) against the team's keys."""
     if message.status == Message.Status.STREAMING:
         raise ProblemError("this reply is still streaming")

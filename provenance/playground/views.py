@@ -11,11 +11,17 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import (
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from provenance.auth import AuthenticatedHttpRequest
 from provenance.errors import ProblemError
 from provenance.playground import selectors, services
 
@@ -28,7 +34,7 @@ def playground_view(view: Any) -> Any:
 
 
 @playground_view
-def conversation_list(request: HttpRequest) -> HttpResponse:
+def conversation_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST":
         try:
             conversation = services.conversation_create(user=request.user)
@@ -40,7 +46,9 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
 
 
 @playground_view
-def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+def conversation_detail(
+    request: AuthenticatedHttpRequest, conversation_id: uuid.UUID
+) -> HttpResponse:
     conversation = selectors.conversation_get(request.user, conversation_id)
     context = {
         "conversation": conversation,
@@ -54,7 +62,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
 
 @require_POST
 @playground_view
-def reply_create(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+def reply_create(request: AuthenticatedHttpRequest, conversation_id: uuid.UUID) -> HttpResponseBase:
     """Start a reply and stream it as server-sent events (errors before the stream: JSON)."""
     conversation = selectors.conversation_get(request.user, conversation_id)
     form = request.POST
@@ -91,7 +99,7 @@ def _sse(events: Iterator[dict[str, Any]]) -> Iterator[bytes]:
 
 @require_POST
 @playground_view
-def reply_check(request: HttpRequest, message_id: uuid.UUID) -> HttpResponse:
+def reply_check(request: AuthenticatedHttpRequest, message_id: uuid.UUID) -> HttpResponse:
     message = selectors.message_get(request.user, message_id)
     text = request.POST.get("text")
     try:
@@ -103,6 +111,6 @@ def reply_check(request: HttpRequest, message_id: uuid.UUID) -> HttpResponse:
 
 
 @playground_view
-def reply_edit(request: HttpRequest, message_id: uuid.UUID) -> HttpResponse:
+def reply_edit(request: AuthenticatedHttpRequest, message_id: uuid.UUID) -> HttpResponse:
     message = selectors.message_get(request.user, message_id)
     return render(request, "playground/edit.html", {"message": message, "text": message.content})

@@ -10,8 +10,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
     """Read-only: keys are made by ``report_key_rotate``; the private half is never shown."""
 
     list_display = ["kid", "created_at", "retired_at"]
-    fields = ["kid", "public_jwk", "created_at", "retired_at"]
-    readonly_fields = fields
+    readonly_fields = fields = ("kid", "public_jwk", "created_at", "retired_at")
 
     def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
         return False

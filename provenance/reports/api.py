@@ -8,11 +8,11 @@ import uuid
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from detector.report import MEDIA_TYPE
 from provenance.accounts.selectors import oracle_tier
+from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors as check_selectors
 from provenance.reports import selectors, services
 
@@ -23,7 +23,7 @@ class CheckReportApi(APIView):
     @extend_schema(
         responses={(200, MEDIA_TYPE): OpenApiResponse(description="compact JWS (Ed25519)")}
     )
-    def get(self, request: Request, check_id: uuid.UUID) -> HttpResponse:
+    def get(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> HttpResponse:
         check = check_selectors.check_get(request.user, check_id)
         token = services.report_sign(check, oracle_tier(request.user))
         response = HttpResponse(token, content_type=MEDIA_TYPE)

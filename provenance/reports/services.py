@@ -28,6 +28,8 @@ CORRECTION = "holm"
 
 def signing_key_create() -> SigningKey:
     key = report.generate_signing_key()
+    if key.kid is None:  # generate_signing_key asks for one (auto_kid)
+        raise RuntimeError("the new signing key has no kid")
     private = json.dumps(key.as_dict(private=True)).encode()
     return SigningKey.objects.create(
         kid=key.kid,

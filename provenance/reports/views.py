@@ -6,24 +6,28 @@ import json
 import uuid
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from detector.report import verify
 from provenance.accounts.selectors import oracle_tier
+from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import selectors as check_selectors
 from provenance.errors import ProblemError
 from provenance.reports import selectors, services
 
 
 @login_required
-def report_page(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
+def report_page(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> HttpResponse:
     check = check_selectors.check_get(request.user, check_id)
     try:
         token = services.report_sign(check, oracle_tier(request.user))
     except ProblemError as exc:
         return render(
-            request, "reports/report.html", {"check": check, "error": exc.message}, exc.status_code
+            request,
+            "reports/report.html",
+            {"check": check, "error": exc.message},
+            status=exc.status_code,
         )
     verified = verify(token, selectors.jwks())  # the page shows exactly what was signed
     context = {

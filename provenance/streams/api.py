@@ -8,11 +8,11 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from provenance.accounts.selectors import is_auditor
+from provenance.auth import AuthenticatedRequest
 from provenance.checks.api import DETECT_THROTTLES
 from provenance.streams import services
 from provenance.streams.models import Stream
@@ -48,7 +48,7 @@ class StreamCreateApi(APIView):
         )
 
     @extend_schema(request=InputSerializer, responses={201: StateOutput})
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthenticatedRequest) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         stream, state = services.stream_create(
@@ -72,7 +72,7 @@ class StreamAppendApi(APIView):
         final = serializers.BooleanField(default=False)
 
     @extend_schema(request=InputSerializer, responses=StateOutput)
-    def post(self, request: Request, stream_id: uuid.UUID) -> Response:
+    def post(self, request: AuthenticatedRequest, stream_id: uuid.UUID) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data: dict[str, Any] = serializer.validated_data

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import Http404
 
@@ -24,7 +24,7 @@ from provenance.keys.selectors import key_config, keys_for_check
 from provenance.streams.models import Stream
 
 
-def _team(user: AbstractBaseUser) -> Team:
+def _team(user: User) -> Team:
     team = team_for_user(user)
     if team is None:
         raise ProblemError("your account belongs to no team", status_code=403)
@@ -47,7 +47,7 @@ def _evidence(keys: list[WatermarkKey], threshold: float, state: bytes | None) -
 
 
 def stream_create(
-    *, user: AbstractBaseUser, key_ids: Sequence[Any] | None = None
+    *, user: User, key_ids: Sequence[Any] | None = None
 ) -> tuple[Stream, StreamState]:
     """Open a stream on the named keys (default: every key of the team), one tokenizer."""
     team = _team(user)
@@ -68,7 +68,7 @@ def stream_create(
     return stream, evidence.state()
 
 
-def stream_get(user: AbstractBaseUser, stream_id: Any) -> Stream:
+def stream_get(user: User, stream_id: Any) -> Stream:
     """A stream of the caller's own (streams are per user: 404 for anyone else)."""
     stream = Stream.objects.filter(id=stream_id, user_id=user.pk).first()
     if stream is None:
@@ -86,7 +86,7 @@ def _token_ids(value: Any) -> list[int]:
 
 def stream_append(
     *,
-    user: AbstractBaseUser,
+    user: User,
     stream_id: Any,
     text: str | None = None,
     token_ids: Any = None,

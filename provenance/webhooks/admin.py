@@ -9,10 +9,14 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils.translation import gettext_lazy as _
 
 from provenance.errors import ProblemError
 from provenance.webhooks import services
 from provenance.webhooks.models import TeamWebhook, WebhookDelivery
+
+# Where save_model leaves the new secret for response_add, on the request.
+_SECRET = "_provenance_secret"
 
 
 @admin.register(TeamWebhook)
@@ -35,10 +39,10 @@ class TeamWebhookAdmin(admin.ModelAdmin):
         webhook.default_url = obj.default_url
         webhook.save(update_fields=["default_url"])
         obj.pk = webhook.pk
-        request._provenance_secret = secret  # read once by response_add
+        request.__dict__[_SECRET] = secret  # read once by response_add
 
     def response_add(self, request: HttpRequest, obj: TeamWebhook, post_url_continue=None):
-        secret = request.__dict__.pop("_provenance_secret")
+        secret = request.__dict__.pop(_SECRET)
         return self._shown_once(request, obj, secret)
 
     def _shown_once(self, request: HttpRequest, webhook: TeamWebhook, secret: str) -> HttpResponse:
@@ -46,17 +50,17 @@ class TeamWebhookAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "webhook": webhook,
             "secret": secret,
-            "title": "Webhook signing secret",
+            "title": _("Webhook signing secret"),
             "opts": self.model._meta,
         }
         response = TemplateResponse(request, "admin/webhooks/secret_created.html", context)
         response["Cache-Control"] = "no-store"
         return response
 
-    @admin.action(description="Rotate the signing secret (shown once)", permissions=["change"])
+    @admin.action(description=_("Rotate the signing secret (shown once)"), permissions=["change"])
     def rotate_secret(self, request: HttpRequest, queryset: QuerySet[TeamWebhook]):
         if queryset.count() != 1:
-            self.message_user(request, "Rotate one team's secret at a time.", messages.ERROR)
+            self.message_user(request, _("Rotate one team's secret at a time."), messages.ERROR)
             return None
         webhook, secret = services.webhook_secret_rotate(team=queryset.get().team)
         return self._shown_once(request, webhook, secret)

@@ -96,7 +96,8 @@ def _addresses(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.I
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise CallbackRefused(f"callback_url host {host!r} does not resolve") from None
-    return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+    # sockaddr[0] is the address as text (an int only for AF_CAN/AF_PACKET, never here)
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
 
 
 def _address_allowed(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:

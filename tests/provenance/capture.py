@@ -1,4 +1,4 @@
-"""Everything the product says while the suite runs, for the secret scan (test_zz_secrets).
+"""Everything the product says while the suite runs, for the secret scan (test_secret_scan).
 
 Installed once per session (tests/provenance/conftest.py): a middleware that keeps every
 response body (pages, API answers, streams; both the test client and the live server), a

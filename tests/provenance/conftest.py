@@ -42,6 +42,12 @@ capture.install(settings)
 KEY_VALUE = int.from_bytes(hashlib.sha256(b"provenance test key").digest()[:8], "big") | (1 << 63)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The secret scan (marker ``secret_scan``) searches everything the other tests produced,
+    so it runs after all of them, whatever the files are called; the rest keep their order."""
+    items.sort(key=lambda item: item.get_closest_marker("secret_scan") is not None)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_throttle_history() -> None:
     # Row ids repeat across tests (rolled back), so "alice" accumulates request history in

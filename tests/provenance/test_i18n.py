@@ -56,6 +56,7 @@ ALLOWED = {
     "PRF",
     "English",
     "top-p",
+    "Top-p",
     "T",
     "e",
     "essay",
@@ -96,7 +97,9 @@ def pages(client, cast, alice_key, wm_text, api_for):
         audit["id"], list(Check.objects.filter(audit_id=audit["id"]).values_list("id", flat=True))
     )
     client.force_login(alice)
+    conversation = client.post("/playground/")["Location"]
     return [
+        conversation,
         "/",
         "/checks/",
         f"/checks/{check_id}/",

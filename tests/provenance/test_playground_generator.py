@@ -166,7 +166,7 @@ def test_after_a_stop_the_generator_answers_the_next_reply(
 
 
 def _a_few_tokens(generator, key) -> list:
-    config = ClientConfig(url=generator.url, read_timeout=60)
+    config = ClientConfig(url=generator.url, read_timeout=60, token=generator.token)
     request = ChatRequest(
         messages=({"role": "user", "content": "Hi"},),
         key_name=generator_key_name(key),

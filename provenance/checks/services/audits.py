@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -38,7 +38,7 @@ from provenance.webhooks import services as webhooks
 
 def audit_submit(
     *,
-    user: AbstractBaseUser,
+    user: User,
     texts: Any,
     key_ids: Sequence[Any] | None = None,
     idempotency_key: str = "",
@@ -100,7 +100,7 @@ CHECK_FIELDS = [
 
 @transaction.atomic
 def _audit_store(
-    user: AbstractBaseUser,
+    user: User,
     team: Team,
     items: list[tuple[str, str]],
     keys: list[WatermarkKey],

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -26,7 +26,7 @@ from provenance.keys.selectors import keys_for_check
 
 def check_create(
     *,
-    user: AbstractBaseUser,
+    user: User,
     text: Any,
     key_ids: Sequence[Any] | None = None,
     filename: str = "",
@@ -97,7 +97,7 @@ def check_score(check_id: Any, claim: str = "") -> None:
     results_store([(check, result)], claim)
 
 
-def detect_now(*, user: AbstractBaseUser, text: Any) -> TextResult:
+def detect_now(*, user: User, text: Any) -> TextResult:
     """Synchronous detection for the vLLM-compatible /detect route (only the log is stored)."""
     team = team_required(user)
     text = text_validate(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from provenance.accounts.models import Team
 from provenance.checks.models import Audit, Check, DetectionLog
@@ -19,7 +19,7 @@ def text_sha256(text: str) -> str:
 
 def detection_log_create(
     *,
-    user: AbstractBaseUser,
+    user: User,
     team: Team,
     kind: str,
     keys: Sequence[WatermarkKey],

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from provenance.checks import selectors
 from provenance.errors import ProblemError
 
 
-def quota_consume(user: AbstractBaseUser, num_texts: int) -> None:
+def quota_consume(user: User, num_texts: int) -> None:
     """Take ``num_texts`` from today's quota or refuse with 429.
 
     Runs inside the transaction that writes the request's detection-log row (the unit it

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -49,7 +49,7 @@ def checks_purge(*, now: datetime | None = None) -> int:
     return purged
 
 
-def check_delete(*, user: AbstractBaseUser, check_id: Any) -> None:
+def check_delete(*, user: User, check_id: Any) -> None:
     """Purge and hide one check (404 for whoever cannot see it, 403 for a team member who
     is neither its submitter nor a team admin)."""
     check = selectors.check_get(user, check_id)
@@ -61,7 +61,7 @@ def check_delete(*, user: AbstractBaseUser, check_id: Any) -> None:
         Check.objects.filter(id=check.id).update(deleted_at=now)
 
 
-def audit_delete(*, user: AbstractBaseUser, audit_id: Any) -> None:
+def audit_delete(*, user: User, audit_id: Any) -> None:
     """Purge and hide an audit with all its checks (same permissions as a check)."""
     audit = selectors.audit_get(user, audit_id)
     if not selectors.may_delete(user, audit):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils.translation import gettext
 
 from provenance.accounts.models import Team
@@ -14,7 +14,7 @@ from provenance.checks import documents
 from provenance.errors import PayloadTooLarge, ProblemError
 
 
-def team_required(user: AbstractBaseUser) -> Team:
+def team_required(user: User) -> Team:
     team = team_for_user(user)
     if team is None:
         raise ProblemError(gettext("your account belongs to no team"), status_code=403)

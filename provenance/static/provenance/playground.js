@@ -8,6 +8,12 @@
   var form, messages, sendBtn, stopBtn, statusBox, failure, failureText, retryBtn;
   var controller = null;
 
+  // The page's words in its language (data-l-* on the chat form); English as a fallback.
+  function L(key, fallback) {
+    var value = form && form.dataset["l" + key];
+    return value || fallback;
+  }
+
   function el(tag, cls, text) {
     var node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -39,7 +45,7 @@
   // A reply bubble with its meter: a number and a bar that fills as evidence grows.
   function addReply() {
     var box = el("div", "msg assistant streaming");
-    var meta = el("div", "meta", "streaming…");
+    var meta = el("div", "meta", L("StreamingMeta", "streaming…"));
     var meter = el("div", "meter");
     var label = el("span", "meter-label", "log10 p = 0.0");
     var bar = el("span", "meter-bar");
@@ -57,8 +63,9 @@
 
   function updateMeter(reply, ev) {
     if (typeof ev.log10_p !== "number") return;
-    reply.label.textContent = "anytime log10 p = " + ev.log10_p.toFixed(1) +
-      " (" + ev.num_scored + " of " + ev.num_tokens + " tokens scored)";
+    reply.label.textContent = "anytime log10 p = " + ev.log10_p.toFixed(1) + " " +
+      L("Scored", "(%(scored)s of %(total)s tokens scored)")
+        .replace("%(scored)s", ev.num_scored).replace("%(total)s", ev.num_tokens);
     reply.meter.dataset.log10p = String(ev.log10_p);
     reply.meter.classList.toggle("significant", !!ev.watermarked);
     // Full bar at log10 p = -10: far beyond any threshold in use.
@@ -74,11 +81,11 @@
     token.type = "hidden";
     token.name = "csrfmiddlewaretoken";
     token.value = csrf();
-    var button = el("button", "check-reply", "Check this reply");
+    var button = el("button", "check-reply", L("CheckReply", "Check this reply"));
     button.type = "submit";
     check.appendChild(token);
     check.appendChild(button);
-    var edit = el("a", "edit-reply", "Edit and check");
+    var edit = el("a", "edit-reply", L("Edit", "Edit and check"));
     edit.href = ev.edit_url;
     actions.appendChild(check);
     actions.appendChild(edit);
@@ -94,18 +101,19 @@
     } else if (ev.type === "done") {
       reply.box.classList.remove("streaming");
       reply.box.classList.add("done");
-      reply.meta.textContent = (ev.watermarked ? "watermarked" : "not watermarked") +
-        (ev.model ? " · " + ev.model : "") + " · " + (ev.finish_reason || "done");
+      reply.meta.textContent =
+        (ev.watermarked ? L("Watermarked", "watermarked") : L("NotWatermarked", "not watermarked")) +
+        (ev.model ? " · " + ev.model : "") + " · " + (ev.finish_reason || L("Done", "done"));
       if (ev.tokenizer_mismatch) {
         reply.box.appendChild(el("p", "error",
-          "The generator's tokenizer is not this key's: the meter and checks cannot be trusted."));
+          L("Mismatch", "The generator's tokenizer is not this key's: the meter and checks cannot be trusted.")));
       }
       if (ev.check_url) addActions(reply, ev);
-      statusBox.textContent = "Reply complete.";
+      statusBox.textContent = L("Complete", "Reply complete.");
     } else if (ev.type === "error") {
       reply.box.classList.remove("streaming");
       reply.box.classList.add("failed");
-      reply.meta.textContent = "failed";
+      reply.meta.textContent = L("Failed", "failed");
       showFailure(ev.error);
       statusBox.textContent = "";
     }
@@ -142,7 +150,7 @@
     failure.hidden = true;
     if (text) addUserMessage(text);
     var reply = addReply();
-    statusBox.textContent = "Waiting for the generator…";
+    statusBox.textContent = L("Waiting", "Waiting for the generator…");
     controller = new AbortController();
     setBusy(true);
     fetch(form.action, {
@@ -155,20 +163,20 @@
       var type = response.headers.get("Content-Type") || "";
       if (!response.ok || type.indexOf("text/event-stream") !== 0) {
         return response.json().catch(function () { return {}; }).then(function (body) {
-          handle(reply, { type: "error", error: body.error || ("request failed (HTTP " + response.status + ")") });
+          handle(reply, { type: "error", error: body.error || L("RequestFailed", "request failed (HTTP %(status)s)").replace("%(status)s", response.status) });
         });
       }
       if (text) form.querySelector("#id_content").value = "";
-      statusBox.textContent = "Streaming…";
+      statusBox.textContent = L("Streaming", "Streaming…");
       return readEvents(response, function (ev) { handle(reply, ev); });
     }).catch(function (err) {
       if (err && err.name === "AbortError") {
         reply.box.classList.remove("streaming");
         reply.box.classList.add("stopped");
-        reply.meta.textContent = "stopped (the partial reply is kept)";
-        statusBox.textContent = "Stopped.";
+        reply.meta.textContent = L("StoppedMeta", "stopped (the partial reply is kept)");
+        statusBox.textContent = L("Stopped", "Stopped.");
       } else {
-        handle(reply, { type: "error", error: "the connection to the server was lost" });
+        handle(reply, { type: "error", error: L("Lost", "the connection to the server was lost") });
       }
     }).then(function () {
       controller = null;

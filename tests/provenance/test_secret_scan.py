@@ -1,8 +1,9 @@
-"""The session-wide secret scan, run last among the web product's tests (hence the name):
-every response body, log record (with its exception text), Celery message body and child
-process log that the suite's scenarios produced so far (tests/provenance/capture.py), and
-those of its own scenario, searched for every key value created in this process in decimal,
-hex and base64. The one-time answers that create a key are the only exemption."""
+"""The session-wide secret scan, ordered after every other test of the session by its
+``secret_scan`` marker (tests/provenance/conftest.py): every response body, log record (with
+its exception text), Celery message body and child process log that the suite's scenarios
+produced (tests/provenance/capture.py), and those of its own scenario, searched for every key
+value created in this process in decimal, hex and base64. The one-time answers that create a
+key are the only exemption."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from provenance.keys.models import WatermarkKey
 from tests.provenance import capture
 from tests.provenance.conftest import KEY_VALUE
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.secret_scan]
 
 
 def _scenario(celery_worker, api_for, client, cast, alice_key, wm_text) -> None:
@@ -61,6 +62,13 @@ def test_nothing_the_suite_produced_shows_a_key(
         if path.exists() and (hits := capture.leaks(path.read_text("utf-8", "replace"), values)):
             found[str(path)] = hits
     assert not found, f"key values leaked in: {sorted(found)[:10]}"
+
+
+def test_the_scan_runs_after_every_other_test(request):
+    items = request.session.items
+    first_scan = min(i for i, item in enumerate(items) if item.get_closest_marker("secret_scan"))
+    assert all(item.get_closest_marker("secret_scan") for item in items[first_scan:])
+    assert request.node in items[first_scan:]
 
 
 def test_the_scan_would_find_a_leak():
