@@ -1,0 +1,90 @@
+"""CPU cost of the audit worker's detector work, piece by piece, without the web stack.
+
+On bench_web's audit texts (windows of 40-200 words, half watermarked, one key), CPU seconds
+of this process (steadier than wall time on a shared machine), best of three, for:
+
+1. ``detect_text`` per text: bench_web's in-process baseline;
+2. tokenize + ``detect_batch`` + ``combine``: the verdict alone;
+3. the same with ``localize_family`` in place of ``combine``: the verdict with span
+   localization, as ``provenance/checks/scoring.score_texts`` computes it;
+4. the same plus re-tokenizing with character offsets the texts in which a span was found.
+
+Run: ``python benchmarks/bench_audit_path.py [--texts N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.bench_web import _texts  # noqa: E402
+from detector.config import KeyConfig  # noqa: E402
+from detector.detect import Document, combine, detect_batch, detect_text  # noqa: E402
+from detector.localize import localize_family  # noqa: E402
+from detector.tokenizers import load_tokenizer  # noqa: E402
+
+KEY = 0x5EED_0F_BE_4C_11_AB
+
+
+def cpu_seconds(fn: Callable[[], object], repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--texts", type=int, default=2000)
+    args = parser.parse_args()
+    _, texts = _texts(KEY, args.texts)
+    tok = load_tokenizer("default")
+    # As the registry builds it: repeats searched over the whole text.
+    config = KeyConfig(key=KEY, deduplicate_contexts_max_history=None)
+
+    def documents() -> list[Document]:
+        return [Document(tok.encode(text), [config]) for text in texts]
+
+    def in_process() -> None:
+        for text in texts:
+            detect_text(text, tok, [config])
+
+    def verdict() -> None:
+        for found in detect_batch(documents()):
+            combine(found, names=["k"])
+
+    def localized() -> None:
+        for found in detect_batch(documents()):
+            localize_family(found, [config], names=["k"])
+
+    def localized_with_offsets() -> None:
+        for text, found in zip(texts, detect_batch(documents()), strict=True):
+            _, locs = localize_family(found, [config], names=["k"])
+            if any(loc.spans for loc in locs):
+                tok.encode_with_offsets(text)
+
+    runs = [
+        ("detect_text per text (bench_web's in-process)", in_process),
+        ("tokenize + detect_batch + combine", verdict),
+        ("tokenize + detect_batch + localize_family", localized),
+        ("  + offsets for the texts with a span", localized_with_offsets),
+    ]
+    print(f"{len(texts):,} audit texts, one key, one core; CPU seconds, best of 3")
+    base = None
+    for name, fn in runs:
+        seconds = cpu_seconds(fn)
+        base = base or seconds
+        print(f"{name:48s} {seconds:7.2f} s  ({seconds / base:.2f}x the first)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
