@@ -14,6 +14,7 @@ from tests.provenance import test_browser, test_playground_generator
 # Fixtures shared with those modules (a conftest is not ours to change).
 browser_page = test_browser.browser_page
 generator = test_playground_generator.generator
+shared_generator = test_playground_generator.shared_generator
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 

@@ -38,25 +38,31 @@ def wait_healthy(url: str, process, timeout: float = 300) -> None:
     raise RuntimeError("the generator did not start")
 
 
-_running: list[EmbeddedGenerator] = []
+@pytest.fixture(scope="session")
+def shared_generator(tmp_path_factory):
+    """One embedded generator for the session (vLLM starts in ~35 s), started on first use
+    (again if it died) and stopped when the session's fixtures are torn down, before pytest's
+    summary, so its shutdown output never follows the result line; shared with the browser
+    tests, which import the ``generator`` fixture."""
+    running: list[EmbeddedGenerator] = []
 
+    def get() -> EmbeddedGenerator:
+        if not running or not running[0].alive():
+            env = {**os.environ, "OMP_NUM_THREADS": "1"}
+            started = EmbeddedGenerator(tmp_path_factory.mktemp("gen"), free_port(), env).start()
+            running.append(started)
+            wait_healthy(started.url, started.process)
+        return running[-1]
 
-def _shared_generator(tmp_path_factory, config) -> EmbeddedGenerator:
-    """One embedded generator for the session (vLLM starts in ~35 s), stopped at its end;
-    shared with the browser tests, which import the ``generator`` fixture."""
-    if not _running or not _running[0].alive():
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        started = EmbeddedGenerator(tmp_path_factory.mktemp("gen"), free_port(), env).start()
-        config.add_cleanup(started.stop)
-        _running[:] = [started]
-        wait_healthy(started.url, started.process)
-    return _running[0]
+    yield get
+    for started in running:
+        started.stop()
 
 
 @pytest.fixture
-def generator(tmp_path_factory, request, settings, alice_key):
+def generator(shared_generator, settings, alice_key):
     """The embedded generator on this test's registry keys; the playground points at it."""
-    running = _shared_generator(tmp_path_factory, request.config)
+    running = shared_generator()
     running.write_keys()
     settings.PROVENANCE_PLAYGROUND = {
         **settings.PROVENANCE_PLAYGROUND,
