@@ -164,13 +164,18 @@ def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -
     tokenizer) document in one ``detect_batch`` call: one kernel launch per distinct
     (width, algorithm, alpha) on CUDA, the same numpy path as ``detect_text`` on the CPU."""
     start = time.perf_counter()
-    docs = [Document(g.loaded.encode(text), g.configs) for text in texts for g in groups]
+    # One tokenization per (text, tokenizer); its encoding is kept so that the character
+    # offsets of the texts where a span is found come without tokenizing them again.
+    encoded = [[g.loaded.encode_lazy(text) for g in groups] for text in texts]
+    docs = [
+        Document(ids, g.configs) for per in encoded for (ids, _), g in zip(per, groups, strict=True)
+    ]
     found = detect_batch(docs, threshold)
     per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
     results = [_result(f, groups, threshold) for f in per_text]
     results = [  # offsets only for the texts where a span was found
-        _with_spans(r, groups, lambda g, t=text: groups[g].loaded.encode_with_offsets(t)[1])
-        for r, text in zip(results, texts, strict=True)
+        _with_spans(r, groups, lambda g, per=per: offsets_of(per[g][1]))
+        for r, per in zip(results, encoded, strict=True)
     ]
     each_ms = (time.perf_counter() - start) * 1000.0 / max(len(texts), 1)
     return [replace(result, elapsed_ms=each_ms) for result in results]
