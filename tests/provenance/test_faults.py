@@ -113,7 +113,9 @@ def test_a_worker_killed_mid_audit_loses_and_doubles_nothing(
         worker.wait()
     finally:
         stop_process(worker, timeout=20)
-    held = list(Check.objects.filter(audit_id=audit_id, status="running").values_list("id"))
+    held = list(
+        Check.objects.filter(audit_id=audit_id, status="running").values_list("id", flat=True)
+    )
     done_before = dict(
         Check.objects.filter(audit_id=audit_id, status="done").values_list("id", "finished_at")
     )
