@@ -226,6 +226,33 @@ class Verdict:
         return len(self.hypotheses)
 
 
+class VerdictResult:
+    """A result that carries a family ``verdict`` and answers for it (is_watermarked, best,
+    p_value, log10_p, num_hypotheses): text localizations and the web layer's results."""
+
+    verdict: Verdict
+
+    @property
+    def is_watermarked(self) -> bool:
+        return self.verdict.is_watermarked
+
+    @property
+    def best(self) -> int | None:
+        return self.verdict.best
+
+    @property
+    def p_value(self) -> float:
+        return self.verdict.p_value
+
+    @property
+    def log10_p(self) -> float:
+        return self.verdict.log10_p
+
+    @property
+    def num_hypotheses(self) -> int:
+        return self.verdict.num_hypotheses
+
+
 def correct(log10_ps: Sequence[float], correction: str = "holm") -> NDArray[np.float64]:
     """Family-wise corrected log10 p-values (``holm`` or ``bonferroni``)."""
     if correction not in CORRECTIONS:

@@ -32,7 +32,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from detector import scan
 from detector.config import KeyConfig, as_key_config
-from detector.detect import Detection, Document, Verdict, combine, detect_batch, detect_config
+from detector.detect import (
+    Detection,
+    Document,
+    Verdict,
+    VerdictResult,
+    combine,
+    detect_batch,
+    detect_config,
+)
 from detector.stats import gamma_upper_log10
 
 MAX_SPANS = 8
@@ -224,7 +232,7 @@ def localize_family(
 
 
 @dataclass(frozen=True)
-class TextLocalization:
+class TextLocalization(VerdictResult):
     """Several keys tested on one text; spans carry character offsets and their key."""
 
     verdict: Verdict
@@ -232,26 +240,6 @@ class TextLocalization:
     spans: list[Span]  # every key's accepted spans, in text order
     token_ids: NDArray[np.int64] = field(repr=False)
     offsets: NDArray[np.int64] = field(repr=False)  # [num_tokens, 2]
-
-    @property
-    def is_watermarked(self) -> bool:
-        return self.verdict.is_watermarked
-
-    @property
-    def best(self) -> int | None:
-        return self.verdict.best
-
-    @property
-    def p_value(self) -> float:
-        return self.verdict.p_value
-
-    @property
-    def log10_p(self) -> float:
-        return self.verdict.log10_p
-
-    @property
-    def num_hypotheses(self) -> int:
-        return self.verdict.num_hypotheses
 
 
 def char_range(offsets: NDArray[np.int64], start: int, end: int) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from detector.detect import (
     Document,
     Hypothesis,
     Verdict,
+    VerdictResult,
     cumulative_log10_p,
     detect_batch,
 )
@@ -73,7 +74,7 @@ class HypothesisResult:
 
 
 @dataclass(frozen=True)
-class TextResult:
+class TextResult(VerdictResult):
     """The detector's verdict on one text, its hypotheses bound to registry rows, what the
     heatmap shows, and the time scoring took."""
 
@@ -83,22 +84,6 @@ class TextResult:
     elapsed_ms: float
     localizations: tuple[Localization, ...] = ()  # one per hypothesis
     spans: tuple[dict[str, Any], ...] = ()  # every hypothesis's accepted spans, in text order
-
-    @property
-    def is_watermarked(self) -> bool:
-        return self.verdict.is_watermarked
-
-    @property
-    def best(self) -> int | None:
-        return self.verdict.best
-
-    @property
-    def p_value(self) -> float:
-        return self.verdict.p_value
-
-    @property
-    def log10_p(self) -> float:
-        return self.verdict.log10_p
 
 
 def tokenizer_load(tokenizer: Tokenizer) -> LoadedTokenizer:
