@@ -2,7 +2,10 @@
 ``detect_batch`` for many tokenized documents, ``combine`` for the verdict of a family.
 
 Scoring follows spec section 3: contexts from the text itself, first occurrence of each
-context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value.
+context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value. With an n-gram
+table (``detector.ngrams``; ``detect_text`` uses its tokenizer's shipped table), the decision
+also skips the (context, token) pairs common in human text; the statistic over every
+de-duplicated token, as vLLM's detector computes it, is kept beside it (``vllm_*``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from detector import scoring
 from detector.config import KeyConfig, as_key_config
 from detector.contexts import as_token_array, build_contexts, dedup_mask
+from detector.ngrams import NgramTable
 from detector.stats import CORRECTIONS, dual_key_sf, gamma_sf
 
 
@@ -34,6 +38,19 @@ class Detection:
     is_watermarked: bool
     token_scores: NDArray[np.float64] = field(repr=False)  # [num_tokens], 0.0 where not scored
     scored_mask: NDArray[np.bool_] = field(repr=False)  # [num_tokens]
+    # De-duplicated positions left unscored because their pair is common in human text.
+    num_common_tokens: int = 0
+    # The statistic over every de-duplicated token, as vLLM's detector computes it; equal to
+    # the decision's own when no n-gram table was used (None here means exactly that).
+    vllm_score: float | None = None
+    vllm_p_value: float | None = None
+    vllm_log10_p: float | None = None
+    vllm_num_scored_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.vllm_score is None:
+            for name in ("score", "p_value", "log10_p", "num_scored_tokens"):
+                object.__setattr__(self, f"vllm_{name}", getattr(self, name))
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -42,7 +59,12 @@ class Detection:
             "log10_p": self.log10_p,
             "num_tokens": self.num_tokens,
             "num_scored_tokens": self.num_scored_tokens,
+            "num_common_tokens": self.num_common_tokens,
             "is_watermarked": self.is_watermarked,
+            "vllm_score": self.vllm_score,
+            "vllm_p_value": self.vllm_p_value,
+            "vllm_log10_p": self.vllm_log10_p,
+            "vllm_num_scored_tokens": self.vllm_num_scored_tokens,
         }
 
 
@@ -70,43 +92,66 @@ class Document:
 
     token_ids: ArrayLike
     configs: Sequence[KeyConfig]
+    # Pairs to leave unscored (common in human text); applies to configurations of its width.
+    ngrams: NgramTable | None = None
 
     def __repr__(self) -> str:  # configs hold key values
         return f"<Document hypotheses={len(self.configs)}>"
 
 
-def _scored_mask(ids: NDArray[np.int64], config: KeyConfig) -> tuple[NDArray, NDArray[np.bool_]]:
+@dataclass(frozen=True)
+class _Masks:
+    """What the hypotheses of one configuration share: contexts ``[n, w]``, the de-duplicated
+    positions (vLLM's scored set) and the positions the decision scores (``scored``: the
+    de-duplicated ones minus the pairs common in human text)."""
+
+    contexts: NDArray[np.int64]
+    dedup: NDArray[np.bool_]
+    scored: NDArray[np.bool_]
+
+
+def _scored_mask(ids: NDArray[np.int64], config: KeyConfig, ngrams: NgramTable | None) -> _Masks:
     contexts = build_contexts(ids, config.context_width)
     if config.deduplicate:
-        return contexts, dedup_mask(contexts, config.max_history)
-    return contexts, np.ones(ids.shape[0], np.bool_)
+        dedup = dedup_mask(contexts, config.max_history)
+    else:
+        dedup = np.ones(ids.shape[0], np.bool_)
+    if ngrams is None or ngrams.width != config.context_width:
+        return _Masks(contexts, dedup, dedup)
+    return _Masks(contexts, dedup, dedup & ~ngrams.common_mask(ids))
 
 
-def _masks(
-    ids: NDArray[np.int64], configs: Sequence[KeyConfig]
-) -> list[tuple[NDArray, NDArray[np.bool_]]]:
-    """Contexts and scored mask per configuration of one document, each distinct one built once."""
-    built: dict[tuple[int, bool, int | None], tuple[NDArray, NDArray[np.bool_]]] = {}
-    for c in configs:
-        tag = (c.context_width, c.deduplicate, c.max_history if c.deduplicate else None)
-        if tag not in built:
-            built[tag] = _scored_mask(ids, c)
-    return [
-        built[(c.context_width, c.deduplicate, c.max_history if c.deduplicate else None)]
-        for c in configs
+def _masks(ids: NDArray[np.int64], doc: Document) -> list[_Masks]:
+    """Masks per configuration of one document, each distinct one built once."""
+    built: dict[tuple[int, bool, int | None], _Masks] = {}
+    tags = [
+        (c.context_width, c.deduplicate, c.max_history if c.deduplicate else None)
+        for c in doc.configs
     ]
+    for tag, c in zip(tags, doc.configs, strict=True):
+        if tag not in built:
+            built[tag] = _scored_mask(ids, c, doc.ngrams)
+    return [built[tag] for tag in tags]
 
 
 def _detection(
     ids: NDArray[np.int64],
-    mask: NDArray[np.bool_],
+    masks: _Masks,
     scores: NDArray[np.float64],
     config: KeyConfig,
     threshold: float,
 ) -> Detection:
-    n = int(mask.sum())
-    total = float(scores.sum())
+    """``scores`` holds every de-duplicated position's score (0.0 elsewhere)."""
+    mask = masks.scored
+    vllm_n = int(masks.dedup.sum())
+    vllm_total = float(scores.sum())
+    if mask is masks.dedup:
+        n, total, kept = vllm_n, vllm_total, scores
+    else:
+        kept = np.where(mask, scores, 0.0)
+        n, total = int(mask.sum()), float(kept.sum())
     p_value, log10_p = survival(config, total, n)
+    vllm = (p_value, log10_p) if mask is masks.dedup else survival(config, vllm_total, vllm_n)
     return Detection(
         score=total,
         p_value=p_value,
@@ -114,14 +159,25 @@ def _detection(
         num_tokens=int(ids.shape[0]),
         num_scored_tokens=n,
         is_watermarked=bool(n > 0 and log10_p <= math.log10(threshold)),
-        token_scores=scores,
+        token_scores=kept,
         scored_mask=mask,
+        num_common_tokens=vllm_n - n,
+        vllm_score=vllm_total,
+        vllm_p_value=vllm[0],
+        vllm_log10_p=vllm[1],
+        vllm_num_scored_tokens=vllm_n,
     )
 
 
-def detect_config(token_ids: ArrayLike, config: KeyConfig, threshold: float = 0.01) -> Detection:
-    """Test ``token_ids`` under one key configuration."""
-    return detect_batch([Document(token_ids, [config])], threshold)[0][0]
+def detect_config(
+    token_ids: ArrayLike,
+    config: KeyConfig,
+    threshold: float = 0.01,
+    *,
+    ngrams: NgramTable | None = None,
+) -> Detection:
+    """Test ``token_ids`` under one key configuration (skipping ``ngrams``' pairs, if given)."""
+    return detect_batch([Document(token_ids, [config], ngrams)], threshold)[0][0]
 
 
 def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list[Detection]]:
@@ -130,20 +186,21 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
     algorithm, alpha); on the CPU, numpy scores only the scored positions."""
     _check_threshold(threshold)
     arrays = [as_token_array(d.token_ids) for d in docs]
-    masks = [_masks(ids, d.configs) for ids, d in zip(arrays, docs, strict=True)]
-    # One entry per hypothesis, document-major: (token ids, contexts, mask, config).
+    masks = [_masks(ids, d) for ids, d in zip(arrays, docs, strict=True)]
+    # One entry per hypothesis, document-major: (token ids, masks, config).
     flat = [
-        (ids, ctx, m, c)
+        (ids, m, c)
         for ids, doc, doc_masks in zip(arrays, docs, masks, strict=True)
-        for c, (ctx, m) in zip(doc.configs, doc_masks, strict=True)
+        for c, m in zip(doc.configs, doc_masks, strict=True)
     ]
+    # Every de-duplicated position is scored: vLLM's statistic needs them all.
     if scoring.cuda_available() and flat:
         full = _gpu_scores([ids for ids, *_ in flat], [c for *_, c in flat])
-        scores = [np.where(m, s, 0.0) for (_, _, m, _), s in zip(flat, full, strict=True)]
+        scores = [np.where(m.dedup, s, 0.0) for (_, m, _), s in zip(flat, full, strict=True)]
     else:
-        scores = [_cpu_scores(ids, ctx, m, c) for ids, ctx, m, c in flat]
+        scores = [_cpu_scores(ids, m.contexts, m.dedup, c) for ids, m, c in flat]
     found = iter(
-        _detection(ids, m, s, c, threshold) for (ids, _, m, c), s in zip(flat, scores, strict=True)
+        _detection(ids, m, s, c, threshold) for (ids, m, c), s in zip(flat, scores, strict=True)
     )
     return [[next(found) for _ in doc.configs] for doc in docs]
 
@@ -182,8 +239,12 @@ def detect_ids(
     algorithm: str = "gumbel",
     alpha: float = 0.1,
     threshold: float = 0.01,
+    ngrams: NgramTable | None = None,
 ) -> Detection:
-    """Test token ids (the generating model's tokenizer, no special tokens) under ``key``."""
+    """Test token ids (the generating model's tokenizer, no special tokens) under ``key``.
+
+    Bare ids carry no tokenizer, so no n-gram table applies unless ``ngrams`` is given (for
+    example ``load_tokenizer().ngram_table``)."""
     config = KeyConfig(
         key=key,
         algorithm=algorithm,  # type: ignore[arg-type]
@@ -192,7 +253,7 @@ def detect_ids(
         deduplicate_contexts="single_turn" if deduplicate else "none",
         deduplicate_contexts_max_history=None,  # a bare key: repeats searched over the whole text
     )
-    return detect_config(token_ids, config, threshold)
+    return detect_config(token_ids, config, threshold, ngrams=ngrams)
 
 
 @dataclass(frozen=True)
@@ -321,8 +382,12 @@ def detect_text(
     *,
     threshold: float = 0.01,
     correction: str = "holm",
+    common_ngrams: bool = True,
 ) -> TextDetection:
-    """Tokenize ``text`` once and test every key configuration, correcting for their number."""
+    """Tokenize ``text`` once and test every key configuration, correcting for their number.
+
+    With ``common_ngrams`` (the default), pairs in the tokenizer's shipped n-gram table are left
+    unscored; ``common_ngrams=False`` scores as vLLM's detector does."""
     from detector.tokenizers import as_tokenizer
 
     if not isinstance(text, str):
@@ -334,7 +399,8 @@ def detect_text(
         raise ValueError("at least one key is needed")
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
-    detections = detect_batch([Document(ids, configs)], threshold)[0]
+    ngrams = tok.ngram_table if common_ngrams else None
+    detections = detect_batch([Document(ids, configs, ngrams)], threshold)[0]
     names = [c.name for c in configs]
     verdict = combine(detections, names=names, threshold=threshold, correction=correction)
     return TextDetection(

@@ -3,8 +3,9 @@
 Keys are grouped by tokenizer: each group tokenizes the text once (a ``detector.detect.Document``
 holding the group's configurations), and the detector's ``localize_family`` localizes every
 hypothesis and corrects all hypotheses of all groups together, so the verdict (global test and
-span scan combined) accounts for every (key x tokenizer) pair tested. Nothing statistical
-happens here: this module binds the detector's results to registry rows.
+span scan combined) accounts for every (key x tokenizer) pair tested. A tokenizer with a
+shipped n-gram table (``detector.ngrams``) leaves the pairs common in human text unscored.
+Nothing statistical happens here: this module binds the detector's results to registry rows.
 """
 
 from __future__ import annotations
@@ -130,7 +131,10 @@ def score_text(
     verdict over all their hypotheses (Holm)."""
     start = time.perf_counter()
     encoded = [group.loaded.encode_lazy(text) for group in groups]  # (ids, encoding)
-    docs = [Document(ids, group.configs) for (ids, _), group in zip(encoded, groups, strict=True)]
+    docs = [
+        Document(ids, group.configs, group.loaded.ngram_table)
+        for (ids, _), group in zip(encoded, groups, strict=True)
+    ]
     result = _result(detect_batch(docs, threshold), groups, threshold)
     result = _with_spans(result, groups, lambda g: offsets_of(encoded[g][1]))
     if with_tokens and result.best is not None:
@@ -153,7 +157,9 @@ def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -
     # offsets of the texts where a span is found come without tokenizing them again.
     encoded = [[g.loaded.encode_lazy(text) for g in groups] for text in texts]
     docs = [
-        Document(ids, g.configs) for per in encoded for (ids, _), g in zip(per, groups, strict=True)
+        Document(ids, g.configs, g.loaded.ngram_table)
+        for per in encoded
+        for (ids, _), g in zip(per, groups, strict=True)
     ]
     found = detect_batch(docs, threshold)
     per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
