@@ -17,20 +17,22 @@ from benchmarks.power import (
     prepare,
 )
 from detector.detect import detect_ids
-from tests.detector.planted import human_ids
-from tests.provenance.watermark import watermarked_ids
+from tests.detector.planted import watermark_ids
 
 KEY = 0x5EED_0F_BE_4C_11_AB_01
 
 
 @pytest.fixture(scope="module")
 def marked():
-    return prepare([watermarked_ids(KEY, 200, seed=s) for s in range(4)])
+    return prepare([watermark_ids(KEY, 200, seed=s) for s in range(4)])
 
 
 @pytest.fixture(scope="module")
 def human():
-    ids = human_ids()
+    from benchmarks.corpus import LICENSES
+    from detector.tokenizers import load_tokenizer
+
+    ids = load_tokenizer("default").encode((LICENSES / "GPL-3").read_text())
     return prepare([ids[i : i + 200] for i in range(0, 40 * 200, 200)])
 
 
