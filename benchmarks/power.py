@@ -68,29 +68,41 @@ class Sample:
 Statistic = Callable[[Sample], bool]
 
 
-def gamma_sum(sample: Sample) -> bool:
+def gamma_log10_p(sample: Sample) -> float:
     """The sum of scores against Gamma(n, 1): vLLM's detector and this project's core test."""
     s = sample.scores
-    return s.size > 0 and gamma_sf(float(s.sum()), s.size)[1] <= LOG10_THRESHOLD
+    return gamma_sf(float(s.sum()), s.size)[1]
 
 
-def lower_tail(sample: Sample) -> bool:
+def lower_tail_log10_p(sample: Sample) -> float:
     """The lower tail of ``sum(-log u)`` (Gamma(n, 1) under the null): a watermarked token's
     ``u`` is pushed towards 1, so ``-log u`` towards 0, and this statistic weighs the
     tokens with the largest ``u`` more than the sum of ``-log(1 - u)`` does."""
     s = sample.scores
     if s.size == 0:
-        return False
+        return 0.0
     v = -np.log(-np.expm1(-s))  # -log u, with u = 1 - exp(-s)
-    return float(special.gammainc(s.size, float(v.sum()))) <= THRESHOLD
+    return math.log10(max(float(special.gammainc(s.size, float(v.sum()))), 1e-300))
 
 
-def tail_count(sample: Sample) -> bool:
+def tail_count_log10_p(sample: Sample) -> float:
     """How many scored tokens have ``u > TAIL_U``, against Binomial(n, 1 - TAIL_U): a
     truncated statistic that ignores by how much each score exceeds the cut."""
     s = sample.scores
     k = int((s > -math.log1p(-TAIL_U)).sum())
-    return s.size > 0 and float(stats.binom.sf(k - 1, s.size, 1.0 - TAIL_U)) <= THRESHOLD
+    return float(stats.binom.logsf(k - 1, s.size, 1.0 - TAIL_U)) / math.log(10.0)
+
+
+def _at_threshold(log10_p: Callable[[Sample], float]) -> Statistic:
+    return lambda sample: sample.scores.size > 0 and log10_p(sample) <= LOG10_THRESHOLD
+
+
+def gamma_or_lower(sample: Sample) -> bool:
+    """Either of the two Gamma tests, Bonferroni-corrected (each at THRESHOLD / 2)."""
+    if sample.scores.size == 0:
+        return False
+    best = min(gamma_log10_p(sample), lower_tail_log10_p(sample))
+    return best <= LOG10_THRESHOLD - math.log10(2.0)
 
 
 def default_decision(sample: Sample) -> bool:
@@ -99,9 +111,10 @@ def default_decision(sample: Sample) -> bool:
 
 
 STATISTICS: dict[str, Statistic] = {
-    "gamma sum": gamma_sum,
-    "lower tail": lower_tail,
-    f"tail count u>{TAIL_U}": tail_count,
+    "gamma sum": _at_threshold(gamma_log10_p),
+    "lower tail": _at_threshold(lower_tail_log10_p),
+    f"tail count u>{TAIL_U}": _at_threshold(tail_count_log10_p),
+    "gamma or lower (Bonferroni)": gamma_or_lower,
     "default": default_decision,
 }
 

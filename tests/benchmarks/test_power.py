@@ -6,15 +6,19 @@ from contextlib import nullcontext
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from benchmarks.generations import cached_cell
 from benchmarks.power import (
     PREFIXES,
     STATISTICS,
+    Prepared,
     Sample,
     detection_rates,
     key_dispersion,
+    lower_tail_log10_p,
     prepare,
+    tail_count_log10_p,
 )
 from detector.detect import detect_ids
 from tests.detector.planted import watermark_ids
@@ -69,3 +73,21 @@ def test_a_cached_cell_is_made_once_and_remade_when_its_spec_changes(tmp_path):
         got = cached_cell(path, spec, make, engine=lambda: nullcontext("engine"))
         assert got["token_ids"] == [[1, 2, 3]] and got["spec"] == spec
     assert made == ["engine", "engine"]
+
+
+def _null_samples(count: int, n: int, seed: int) -> list[Sample]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        text = Prepared(np.zeros(n, np.int64), np.zeros((n, 4), np.int64), np.ones(n, bool))
+        text._scores[KEY] = rng.exponential(size=n)
+        out.append(Sample(text, n, KEY))
+    return out
+
+
+def test_the_model_free_p_values_hold_their_size_under_the_null():
+    samples = _null_samples(3000, 100, seed=5)
+    lower = np.array([10 ** lower_tail_log10_p(s) for s in samples])
+    assert stats.kstest(lower, "uniform").pvalue > 1e-3
+    count = np.array([10 ** tail_count_log10_p(s) for s in samples])
+    assert (count <= 0.05).mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 3000)
