@@ -13,13 +13,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from detector import scoring
+from detector.assist import WeightedTest, weighted_test
 from detector.config import KeyConfig, as_key_config
 from detector.contexts import as_token_array, build_contexts, dedup_mask
 from detector.ngrams import NgramTable
@@ -38,6 +39,9 @@ class Detection:
     is_watermarked: bool
     token_scores: NDArray[np.float64] = field(repr=False)  # [num_tokens], 0.0 where not scored
     scored_mask: NDArray[np.bool_] = field(repr=False)  # [num_tokens]
+    # The model-assisted test (``detector.assist``), when a model read the text, over the same
+    # scored tokens. ``score``, ``p_value`` and ``log10_p`` stay the Gamma sum test's.
+    weighted: WeightedTest | None = field(default=None, repr=False)
     # De-duplicated positions left unscored because their pair is common in human text.
     num_common_tokens: int = 0
     # The statistic over every de-duplicated token, as vLLM's detector computes it; equal to
@@ -52,8 +56,32 @@ class Detection:
             for name in ("score", "p_value", "log10_p", "num_scored_tokens"):
                 object.__setattr__(self, f"vllm_{name}", getattr(self, name))
 
+    @property
+    def decision_log10_p(self) -> float:
+        """log10 of the p-value the decision rests on: the Gamma test's alone, or with a
+        model ``2 min(p_gamma, p_weighted)`` (Bonferroni over the two tests)."""
+        if self.weighted is None:
+            return self.log10_p
+        return min(0.0, LOG10_2 + min(self.log10_p, self.weighted.log10_p))
+
+    @property
+    def decision_p_value(self) -> float:
+        return 10.0**self.decision_log10_p
+
+    @property
+    def decided_by(self) -> str:
+        """``gamma`` or ``weighted``: the test whose p-value the decision rests on."""
+        if self.weighted is not None and self.weighted.log10_p < self.log10_p:
+            return "weighted"
+        return "gamma"
+
+    @property
+    def expected_scores(self) -> NDArray[np.float64] | None:
+        """The model's ``E[s]`` of each scored token (text order), or None without a model."""
+        return None if self.weighted is None else self.weighted.expected_scores
+
     def summary(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "score": self.score,
             "p_value": self.p_value,
             "log10_p": self.log10_p,
@@ -66,6 +94,15 @@ class Detection:
             "vllm_log10_p": self.vllm_log10_p,
             "vllm_num_scored_tokens": self.vllm_num_scored_tokens,
         }
+        if self.weighted is not None:
+            out["weighted"] = self.weighted.summary()
+            out["decision_p_value"] = self.decision_p_value
+            out["decision_log10_p"] = self.decision_log10_p
+            out["decided_by"] = self.decided_by
+        return out
+
+
+LOG10_2 = math.log10(2.0)
 
 
 def _check_threshold(threshold: float) -> None:
@@ -92,6 +129,8 @@ class Document:
 
     token_ids: ArrayLike
     configs: Sequence[KeyConfig]
+    # A model's E[s] for every token of the text (``detector.assist``): adds the weighted test.
+    expected_scores: ArrayLike | None = None
     # Pairs to leave unscored (common in human text); applies to configurations of its width.
     ngrams: NgramTable | None = None
 
@@ -140,6 +179,7 @@ def _detection(
     scores: NDArray[np.float64],
     config: KeyConfig,
     threshold: float,
+    expected: ArrayLike | None = None,
 ) -> Detection:
     """``scores`` holds every de-duplicated position's score (0.0 elsewhere)."""
     mask = masks.scored
@@ -152,21 +192,24 @@ def _detection(
         n, total = int(mask.sum()), float(kept.sum())
     p_value, log10_p = survival(config, total, n)
     vllm = (p_value, log10_p) if mask is masks.dedup else survival(config, vllm_total, vllm_n)
-    return Detection(
+    found = Detection(
         score=total,
         p_value=p_value,
         log10_p=log10_p,
         num_tokens=int(ids.shape[0]),
         num_scored_tokens=n,
-        is_watermarked=bool(n > 0 and log10_p <= math.log10(threshold)),
+        is_watermarked=False,
         token_scores=kept,
         scored_mask=mask,
+        weighted=None if expected is None else weighted_test(kept, mask, expected, config),
         num_common_tokens=vllm_n - n,
         vllm_score=vllm_total,
         vllm_p_value=vllm[0],
         vllm_log10_p=vllm[1],
         vllm_num_scored_tokens=vllm_n,
     )
+    decided = n > 0 and found.decision_log10_p <= math.log10(threshold)
+    return replace(found, is_watermarked=bool(decided))
 
 
 def detect_config(
@@ -174,10 +217,13 @@ def detect_config(
     config: KeyConfig,
     threshold: float = 0.01,
     *,
+    expected_scores: ArrayLike | None = None,
     ngrams: NgramTable | None = None,
 ) -> Detection:
-    """Test ``token_ids`` under one key configuration (skipping ``ngrams``' pairs, if given)."""
-    return detect_batch([Document(token_ids, [config], ngrams)], threshold)[0][0]
+    """Test ``token_ids`` under one key configuration, skipping ``ngrams``' pairs if given (and,
+    given a model's ``E[s]`` per token, with the weighted test too)."""
+    doc = Document(token_ids, [config], expected_scores=expected_scores, ngrams=ngrams)
+    return detect_batch([doc], threshold)[0][0]
 
 
 def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list[Detection]]:
@@ -199,8 +245,10 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
         scores = [np.where(m.dedup, s, 0.0) for (_, m, _), s in zip(flat, full, strict=True)]
     else:
         scores = [_cpu_scores(ids, m.contexts, m.dedup, c) for ids, m, c in flat]
+    expected = [d.expected_scores for d in docs for _ in d.configs]
     found = iter(
-        _detection(ids, m, s, c, threshold) for (ids, m, c), s in zip(flat, scores, strict=True)
+        _detection(ids, m, s, c, threshold, e)
+        for (ids, m, c), s, e in zip(flat, scores, expected, strict=True)
     )
     return [[next(found) for _ in doc.configs] for doc in docs]
 
@@ -239,12 +287,15 @@ def detect_ids(
     algorithm: str = "gumbel",
     alpha: float = 0.1,
     threshold: float = 0.01,
+    expected_scores: ArrayLike | None = None,
     ngrams: NgramTable | None = None,
 ) -> Detection:
     """Test token ids (the generating model's tokenizer, no special tokens) under ``key``.
 
-    Bare ids carry no tokenizer, so no n-gram table applies unless ``ngrams`` is given (for
-    example ``load_tokenizer().ngram_table``)."""
+    With ``expected_scores`` (a model's ``E[s]`` of every token, ``ModelAssist``), the
+    weighted test runs too and ``is_watermarked`` is the decision of both. Bare ids carry no
+    tokenizer, so no n-gram table applies unless ``ngrams`` is given (for example
+    ``load_tokenizer().ngram_table``)."""
     config = KeyConfig(
         key=key,
         algorithm=algorithm,  # type: ignore[arg-type]
@@ -253,7 +304,9 @@ def detect_ids(
         deduplicate_contexts="single_turn" if deduplicate else "none",
         deduplicate_contexts_max_history=None,  # a bare key: repeats searched over the whole text
     )
-    return detect_config(token_ids, config, threshold, ngrams=ngrams)
+    return detect_config(
+        token_ids, config, threshold, expected_scores=expected_scores, ngrams=ngrams
+    )
 
 
 @dataclass(frozen=True)
@@ -341,7 +394,7 @@ def combine(
     names = list(names) if names is not None else [None] * len(detections)
     if len(names) != len(detections):
         raise ValueError("one name per detection is needed")
-    adjusted = correct([d.log10_p for d in detections], correction)
+    adjusted = correct([d.decision_log10_p for d in detections], correction)
     best = int(np.argmin(adjusted)) if adjusted.size else None
     best_lp = float(adjusted[best]) if best is not None else 0.0
     scored = best is not None and detections[best].num_scored_tokens > 0
@@ -382,12 +435,14 @@ def detect_text(
     *,
     threshold: float = 0.01,
     correction: str = "holm",
+    assist: Any = None,
     common_ngrams: bool = True,
 ) -> TextDetection:
     """Tokenize ``text`` once and test every key configuration, correcting for their number.
-
-    With ``common_ngrams`` (the default), pairs in the tokenizer's shipped n-gram table are left
-    unscored; ``common_ngrams=False`` scores as vLLM's detector does."""
+    With ``assist`` (a ``detector.assist.ModelAssist`` for this tokenizer) each key also runs
+    the weighted test and decides with both. With ``common_ngrams`` (the default), pairs in
+    the tokenizer's shipped n-gram table are left unscored; ``common_ngrams=False`` scores
+    every de-duplicated token, as vLLM's detector does."""
     from detector.tokenizers import as_tokenizer
 
     if not isinstance(text, str):
@@ -399,8 +454,10 @@ def detect_text(
         raise ValueError("at least one key is needed")
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
+    expected = None if assist is None else assist.expected_scores([ids])[0]
     ngrams = tok.ngram_table if common_ngrams else None
-    detections = detect_batch([Document(ids, configs, ngrams)], threshold)[0]
+    doc = Document(ids, configs, expected_scores=expected, ngrams=ngrams)
+    detections = detect_batch([doc], threshold)[0]
     names = [c.name for c in configs]
     verdict = combine(detections, names=names, threshold=threshold, correction=correction)
     return TextDetection(
