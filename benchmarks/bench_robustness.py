@@ -76,22 +76,32 @@ def _paraphrase_requests(texts: list[str]) -> list[Any]:
     ]
 
 
-def generate(prompts: int) -> dict[str, Any]:
-    """Every cell's watermarked and plain generations and the paraphrases (cached)."""
+def generate(prompts: int, max_cells: int | None = None) -> dict[str, Any]:
+    """Every cell's watermarked and plain generations and the paraphrases (cached per cell).
+
+    ``max_cells`` generates at most that many missing cells and returns, so that a long run can
+    hold the vLLM lock in chunks; the cache keeps what is done.
+    """
     path = cache_path()
+    cells: dict[str, Any] = {}
     if path.is_file():
         cached = json.loads(path.read_text())
         if cached.get("prompts") == prompts:
-            return cached
-    backend = _backend("vllm", _key_file())
-    cells: dict[str, Any] = {}
-    t0 = time.perf_counter()
-    try:
+            cells = cached["cells"]
+    plan = [
+        (kind, items, label, sampling)
         for kind, items in (
             ("creative", creative_prompts(prompts)),
             ("code", coding_prompts(prompts)),
-        ):
-            for label, (temperature, top_p) in SAMPLINGS.items():
+        )
+        for label, sampling in SAMPLINGS.items()
+        if f"{kind} {label}" not in cells
+    ][:max_cells]
+    if plan:
+        backend = _backend("vllm", _key_file())
+        t0 = time.perf_counter()
+        try:
+            for kind, items, label, (temperature, top_p) in plan:
                 marked = backend.generate(_requests(items, TOKENS, True, temperature, top_p))
                 plain = backend.generate(_requests(items, TOKENS, False, temperature, top_p))
                 para = backend.generate(_paraphrase_requests([g.text for g in marked]))
@@ -100,13 +110,12 @@ def generate(prompts: int) -> dict[str, Any]:
                     "plain": [list(g.token_ids) for g in plain],
                     "paraphrase": [g.text for g in para],
                 }
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"prompts": prompts, "tokens": TOKENS, "cells": cells}))
                 print(f"generated {kind} {label}: {time.perf_counter() - t0:.0f}s", flush=True)
-    finally:
-        backend.close()
-    out = {"prompts": prompts, "tokens": TOKENS, "cells": cells}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out))
-    return out
+        finally:
+            backend.close()
+    return {"prompts": prompts, "tokens": TOKENS, "cells": cells}
 
 
 def edit(ids: np.ndarray, kind: str, rate: float, pool: np.ndarray, rng: Any) -> np.ndarray:
@@ -218,7 +227,16 @@ def human_fpr(human: np.ndarray, docs: int) -> tuple[int, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=12, help="prompts per cell")
+    parser.add_argument(
+        "--generate-only",
+        type=int,
+        metavar="CELLS",
+        help="generate at most CELLS missing cells (under the vLLM lock) and stop",
+    )
     args = parser.parse_args()
+    if args.generate_only is not None:
+        generate(args.prompts, args.generate_only)
+        return
     from benchmarks.corpus import english_prose
     from detector.tokenizers import load_tokenizer
 
