@@ -6,8 +6,9 @@ on human text of three genres measured in the same run.
    (``ignore_eos``, so every text reaches ``--max-tokens``), and the short math word problems
    of ``benchmarks/data/math_word_problems.txt`` answered at T=0.7 (natural answers, which may
    end before 200 tokens: such an answer is tested whole at the longer prefixes). One prompt
-   per text (the keyed draw makes a prompt's text deterministic). Each cell is generated once,
-   under the vLLM lock, taken per cell, and cached in ``$PROVENANCE_DATA_DIR/power/``.
+   per text (the keyed draw makes a prompt's text nearly deterministic). Each cell is
+   generated once, under the vLLM lock, taken per cell, and cached in
+   ``$PROVENANCE_DATA_DIR/power/``.
 2. Detection after 50 / 100 / 200 tokens at alpha 1% by each statistic of
    ``benchmarks.power.STATISTICS``. The model-assisted ones need the embedded SmolLM2 to read
    each text (``detector.assist``, at the cell's own temperature and top-p); its ``E[s]`` per
@@ -61,19 +62,18 @@ def math_problems() -> list[str]:
 
 
 def cells(texts: int) -> dict[str, dict[str, Any]]:
-    """Each cell's prompts and sampling: (prompts, temperature, top_p, ignore_eos)."""
+    """Each cell's prompts and sampling (temperature ``t``, top-p ``p``, ``eos``: whether
+    generation ignores the end of the answer): ``texts`` creative prompts, every one of the
+    50 coding prompts and of the 50 math problems."""
+    creative = creative_prompts(texts)
+    code = coding_prompts(50)
     math = [MATH_PROMPT.format(p) for p in math_problems()]
     return {
-        "creative T=1": {"prompts": creative_prompts(texts), "t": 1.0, "p": 1.0, "eos": True},
-        "creative T=0.7 top-p 0.9": {
-            "prompts": creative_prompts(texts),
-            "t": 0.7,
-            "p": 0.9,
-            "eos": True,
-        },
-        "code T=1": {"prompts": coding_prompts(texts), "t": 1.0, "p": 1.0, "eos": True},
-        "code T=0.7 top-p 0.9": {"prompts": coding_prompts(texts), "t": 0.7, "p": 0.9, "eos": True},
-        "math T=0.7": {"prompts": math[:texts], "t": 0.7, "p": 1.0, "eos": False},
+        "creative T=1": {"prompts": creative, "t": 1.0, "p": 1.0, "eos": True},
+        "creative T=0.7 top-p 0.9": {"prompts": creative, "t": 0.7, "p": 0.9, "eos": True},
+        "code T=1": {"prompts": code, "t": 1.0, "p": 1.0, "eos": True},
+        "code T=0.7 top-p 0.9": {"prompts": code, "t": 0.7, "p": 0.9, "eos": True},
+        "math T=0.7": {"prompts": math, "t": 0.7, "p": 1.0, "eos": False},
     }
 
 
@@ -185,11 +185,15 @@ def check_targets(power: dict[str, dict], fpr: dict[str, dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=int, default=40, help="texts (prompts) per cell")
+    parser.add_argument("--texts", type=int, default=40, help="texts per creative cell")
     parser.add_argument("--max-tokens", type=int, default=260)
     parser.add_argument("--chunks", type=int, default=500, help="human chunks per genre")
     parser.add_argument("--keys", type=int, default=40, help="random keys for dispersion")
-    parser.add_argument("--cells", default="", help="comma-separated cell names (default all)")
+    parser.add_argument(
+        "--cells",
+        default="",
+        help="comma-separated cell names, generated in that order (default all)",
+    )
     parser.add_argument(
         "--assist-chunks", type=int, default=100, help="human chunks per genre the model reads"
     )
@@ -198,7 +202,7 @@ def main() -> None:
     args = parser.parse_args()
     chosen = cells(args.texts)
     if args.cells:
-        chosen = {k: v for k, v in chosen.items() if k in args.cells.split(",")}
+        chosen = {k: chosen[k] for k in args.cells.split(",") if k in chosen}  # in that order
     texts = {name: generate_cell(name, spec, args.max_tokens) for name, spec in chosen.items()}
     if args.generate_only:
         return
