@@ -63,15 +63,16 @@ def math_problems() -> list[str]:
 
 def cells(texts: int) -> dict[str, dict[str, Any]]:
     """Each cell's prompts and sampling (temperature ``t``, top-p ``p``, ``eos``: whether
-    generation ignores the end of the answer): ``texts`` creative prompts, every one of the
-    50 coding prompts and of the 50 math problems."""
+    generation ignores the end of the answer): ``texts`` creative and coding prompts, and for
+    the target cell (code at T=0.7/top-p 0.9) and math every one of the 50 coding prompts and
+    50 problems."""
     creative = creative_prompts(texts)
     code = coding_prompts(50)
     math = [MATH_PROMPT.format(p) for p in math_problems()]
     return {
         "creative T=1": {"prompts": creative, "t": 1.0, "p": 1.0, "eos": True},
         "creative T=0.7 top-p 0.9": {"prompts": creative, "t": 0.7, "p": 0.9, "eos": True},
-        "code T=1": {"prompts": code, "t": 1.0, "p": 1.0, "eos": True},
+        "code T=1": {"prompts": code[:texts], "t": 1.0, "p": 1.0, "eos": True},
         "code T=0.7 top-p 0.9": {"prompts": code, "t": 0.7, "p": 0.9, "eos": True},
         "math T=0.7": {"prompts": math, "t": 0.7, "p": 1.0, "eos": False},
     }
@@ -185,7 +186,9 @@ def check_targets(power: dict[str, dict], fpr: dict[str, dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=int, default=40, help="texts per creative cell")
+    parser.add_argument(
+        "--texts", type=int, default=40, help="texts per cell but the target's and math's"
+    )
     parser.add_argument("--max-tokens", type=int, default=260)
     parser.add_argument("--chunks", type=int, default=500, help="human chunks per genre")
     parser.add_argument("--keys", type=int, default=40, help="random keys for dispersion")
