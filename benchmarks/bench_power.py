@@ -166,7 +166,12 @@ def print_table(power: dict[str, dict], fpr: dict[str, dict], lengths: dict[str,
     print("\nlengths (tokens, min / median / max):", lengths)
 
 
-def check_targets(power: dict[str, dict], fpr: dict[str, dict]) -> None:
+def check_targets(
+    power: dict[str, dict], fpr: dict[str, dict], over_keys: dict[tuple[str, str], float]
+) -> None:
+    """Power targets on the target cell; the FPR target on each genre, judged on the mean
+    over random keys (keys x chunks tests), with the fixed key's worst prefix beside it (one
+    key's realization: its chunks' tests are correlated, see the dispersion table)."""
     print("\ntargets:")
     for cell, goals in TARGETS.items():
         for stat in ("model-assisted", "default"):
@@ -179,9 +184,39 @@ def check_targets(power: dict[str, dict], fpr: dict[str, dict]) -> None:
                 print(f"  {cell} {stat} at {k}: {_pct(got)}% (>= {100 * goal:.0f}%) {verdict}")
     for genre, by_stat in fpr.items():
         for stat, (n, rates) in by_stat.items():
-            worst = max(rates.values())
-            verdict = "met" if worst <= FPR_LIMIT else "NOT met"
-            print(f"  FPR {genre} {stat}: worst prefix {_pct(worst)}% of {n} (<= 1.2%) {verdict}")
+            mean = over_keys[(genre, stat)]
+            verdict = "met" if mean <= FPR_LIMIT else "NOT met"
+            print(
+                f"  FPR {genre} {stat}: mean over keys at {max(PREFIXES)} tokens {_pct(mean)}% "
+                f"(<= 1.2%) {verdict}; fixed key, worst prefix {_pct(max(rates.values()))}% of {n}"
+            )
+
+
+def dispersion_table(
+    human: dict[str, list[np.ndarray]], read: dict[str, list], keys: np.ndarray
+) -> dict[tuple[str, str], float]:
+    """Print the per-key dispersion of each statistic on each genre; the mean FPR over keys."""
+    print(f"\nper-key dispersion, {len(keys)} random keys, {max(PREFIXES)}-token chunks, alpha 1%")
+    print("| genre | statistic | chunks | mean FPR % | variance / mean | worst key % |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    means = {}
+    for genre, pieces in human.items():
+        prepared = prepare(pieces)
+        groups = [(prepared, available(prepared))]
+        if genre in read:
+            groups.append((read[genre], sorted(MODEL_STATISTICS)))
+        for group, names in groups:
+            for stat in names:
+                counts = key_dispersion(group, stat, keys)
+                n = len(group)
+                means[(genre, stat)] = float(counts.mean() / n)
+                ratio = counts.var(ddof=1) / max(counts.mean(), 1e-12)
+                print(
+                    f"| {genre} | {stat} | {n} | {_pct(counts.mean() / n)} | {ratio:.2f} "
+                    f"| {_pct(counts.max() / n)} |",
+                    flush=True,
+                )
+    return means
 
 
 def main() -> None:
@@ -238,25 +273,9 @@ def main() -> None:
         for n, v in texts.items()
     }
     print_table(power, fpr, lengths)
-    check_targets(power, fpr)
     keys = np.random.default_rng(7).integers(1, 2**63, args.keys)
-    print(f"\nper-key dispersion, {args.keys} random keys, {max(PREFIXES)}-token chunks, alpha 1%")
-    print("| genre | statistic | chunks | mean FPR % | variance / mean | worst key % |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for genre, pieces in human.items():
-        groups = [(prepare(pieces), available(prepare(pieces)))]
-        if genre in read:
-            groups.append((read[genre], sorted(MODEL_STATISTICS)))
-        for prepared, names in groups:
-            for stat in names:
-                counts = key_dispersion(prepared, stat, keys)
-                n = len(prepared)
-                ratio = counts.var(ddof=1) / max(counts.mean(), 1e-12)
-                print(
-                    f"| {genre} | {stat} | {n} | {_pct(counts.mean() / n)} | {ratio:.2f} "
-                    f"| {_pct(counts.max() / n)} |",
-                    flush=True,
-                )
+    over_keys = dispersion_table(human, read, keys)
+    check_targets(power, fpr, over_keys)
 
 
 if __name__ == "__main__":
