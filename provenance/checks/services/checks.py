@@ -1,19 +1,21 @@
-"""A single check's life: create (validate, take quota, store, publish), score (the task
-body), fail; and the synchronous /detect route, which stores only its log row."""
+"""A single check's life: create (validate, take quota, store, publish or score inline),
+score (the task body), fail; and the synchronous /detect route, which stores only its log
+row."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from provenance.checks import queue
-from provenance.checks.models import Check, DetectionLog
+from provenance.checks.models import Check, DetectionLog, Status
 from provenance.checks.scoring import ScoringError, TextResult, prepare_keys, score_text
 from provenance.checks.services.detection_log import detection_log_create, text_sha256
 from provenance.checks.services.quota import quota_consume
@@ -21,7 +23,10 @@ from provenance.checks.services.results import check_fail, keys_for_scoring, res
 from provenance.checks.services.validation import team_required, text_validate
 from provenance.checks.workers import checks_claim
 from provenance.errors import ProblemError
+from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
+
+logger = logging.getLogger(__name__)
 
 
 def check_create(
@@ -30,13 +35,19 @@ def check_create(
     text: Any,
     key_ids: Sequence[Any] | None = None,
     filename: str = "",
+    inline: bool = False,
 ) -> Check:
     """Store a check and queue its scoring; invalid input or an exhausted quota stores
     nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
-    for the sweeper."""
+    for the sweeper.
+
+    ``inline``: a text of at most PROVENANCE_INLINE_MAX_BYTES is scored in this call, after
+    the check is stored (``_score_inline``), and the check returned done or failed; the
+    queue takes it if that cannot be done."""
     team = team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
+    inline = inline and len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES
     with transaction.atomic():
         quota_consume(user, 1)
         check = Check.objects.create(
@@ -48,8 +59,10 @@ def check_create(
             key_ids=[str(key.id) for key in keys],
             threshold=settings.PROVENANCE_THRESHOLD,
             # Set with the row, cleared if the publish fails: one write per check, not a
-            # second transaction after the publish (SQLite serialises every write).
-            queued_at=timezone.now(),
+            # second transaction after the publish (SQLite serialises every write). Scored
+            # inline, it is never published: should this process die before the result is
+            # stored, the sweeper takes the check as one the broker never got (seconds).
+            queued_at=None if inline else timezone.now(),
         )
         detection_log_create(
             user=user,
@@ -60,8 +73,34 @@ def check_create(
             check=check,
             text=text,
         )
-        transaction.on_commit(lambda: _publish_created(check))
+        if not inline:
+            transaction.on_commit(lambda: _publish_created(check))
+    if inline:
+        _score_inline(check, keys)
     return check
+
+
+def _score_inline(check: Check, keys: list[WatermarkKey]) -> None:
+    """Score a just-stored check in this process, as its task would (``check_score``): the
+    same scoring, stored under a claim by ``results_store`` in one transaction, so the
+    check is never seen running without a worker. A check the sweeper published meanwhile
+    and a worker claimed first is left to that worker; when storing fails (a locked or lost
+    database) the check is published for a worker instead."""
+    claim = uuid.uuid4().hex
+    try:
+        result = score_text(check.text, prepare_keys(keys), threshold=check.threshold)
+    except ScoringError as exc:
+        check_fail(check.id, str(exc))
+        check.status, check.failure_reason = Status.FAILED, str(exc)
+        return
+    try:
+        with transaction.atomic():
+            if checks_claim([check.id], claim):
+                results_store([(check, result)], claim)
+                check.status = Status.DONE
+    except DatabaseError as exc:
+        logger.warning("storing check %s inline failed (%s); queued", check.id, type(exc).__name__)
+        check_enqueue([check.id])  # with the database still down, the sweeper does it
 
 
 def _publish_created(check: Check) -> None:
