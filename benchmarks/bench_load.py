@@ -256,10 +256,10 @@ def _report(
 ) -> None:
     done = len(tally.verdict_ms)
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
+    how = f"POST ?wait={tally.wait:g}" if tally.wait else "POST, then poll every 20 ms"
     print(
         f"load: {clients} concurrent API clients, {seconds:.1f} s, make run's runner on "
-        f"{database} (embedded Redis, 1 solo worker, gunicorn 2x8 threads), "
-        f"{f'POST ?wait={tally.wait:g}' if tally.wait else 'POST, then poll every 20 ms'}, loopback, "
+        f"{database} (embedded Redis, 1 solo worker, gunicorn 2x8 threads), {how}, loopback, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     sent = min(tally.requests, tally.budget)
@@ -269,7 +269,7 @@ def _report(
     )
     if done:
         print(
-            f"  submit (POST -> 202):    p50 {np.percentile(submit, 50):6.1f} ms, "
+            f"  submit (POST answered):  p50 {np.percentile(submit, 50):6.1f} ms, "
             f"p95 {np.percentile(submit, 95):6.1f} ms"
         )
         print(

@@ -30,7 +30,7 @@ from rest_framework.throttling import UserRateThrottle
 from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
-from provenance.accounts.selectors import is_auditor
+from provenance.accounts.selectors import is_auditor, teams_memoized
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Audit, Check, Hypothesis, Status
@@ -38,7 +38,13 @@ from provenance.errors import PayloadTooLarge
 
 
 class TieredApi(APIView):
-    """Answers of a basic-tier team go through ``tiers.redact`` (see provenance.checks.tiers)."""
+    """Answers of a basic-tier team go through ``tiers.redact`` (see provenance.checks.tiers).
+    The caller's team is read once per request (each query costs about as much CPU as
+    scoring a short text)."""
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        with teams_memoized():
+            return super().dispatch(request, *args, **kwargs)
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(response, Response) and response.status_code < 400:

@@ -4,14 +4,13 @@ row."""
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from provenance.checks import queue
@@ -19,14 +18,17 @@ from provenance.checks.models import Check, DetectionLog, Status
 from provenance.checks.scoring import ScoringError, TextResult, prepare_keys, score_text
 from provenance.checks.services.detection_log import detection_log_create, text_sha256
 from provenance.checks.services.quota import quota_consume
-from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
+from provenance.checks.services.results import (
+    check_fail,
+    keys_for_scoring,
+    results_store,
+    results_write,
+)
 from provenance.checks.services.validation import team_required, text_validate
 from provenance.checks.workers import checks_claim
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
-
-logger = logging.getLogger(__name__)
 
 
 def check_create(
@@ -41,13 +43,17 @@ def check_create(
     nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
     for the sweeper.
 
-    ``inline``: a text of at most PROVENANCE_INLINE_MAX_BYTES is scored in this call, after
-    the check is stored (``_score_inline``), and the check returned done or failed; the
-    queue takes it if that cannot be done."""
+    ``inline``: a text of at most PROVENANCE_INLINE_MAX_BYTES is scored here, with the same
+    scoring as the worker's, before anything is stored, then stored done (or failed) with its
+    results in the one transaction that takes the quota and logs the request: nothing is
+    queued, no claim is needed (no one else sees the row before it is done), and a process
+    that dies meanwhile leaves nothing behind."""
     team = team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
-    inline = inline and len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES
+    scored, started = None, timezone.now()
+    if inline and len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES:
+        scored = _score_inline(text, keys)
     with transaction.atomic():
         quota_consume(user, 1)
         check = Check.objects.create(
@@ -59,10 +65,9 @@ def check_create(
             key_ids=[str(key.id) for key in keys],
             threshold=settings.PROVENANCE_THRESHOLD,
             # Set with the row, cleared if the publish fails: one write per check, not a
-            # second transaction after the publish (SQLite serialises every write). Scored
-            # inline, it is never published: should this process die before the result is
-            # stored, the sweeper takes the check as one the broker never got (seconds).
-            queued_at=None if inline else timezone.now(),
+            # second transaction after the publish (SQLite serialises every write).
+            queued_at=timezone.now() if scored is None else None,
+            started_at=None if scored is None else started,
         )
         detection_log_create(
             user=user,
@@ -73,34 +78,30 @@ def check_create(
             check=check,
             text=text,
         )
-        if not inline:
+        if scored is None:
             transaction.on_commit(lambda: _publish_created(check))
-    if inline:
-        _score_inline(check, keys)
+        else:
+            _store_inline(check, scored)
     return check
 
 
-def _score_inline(check: Check, keys: list[WatermarkKey]) -> None:
-    """Score a just-stored check in this process, as its task would (``check_score``): the
-    same scoring, stored under a claim by ``results_store`` in one transaction, so the
-    check is never seen running without a worker. A check the sweeper published meanwhile
-    and a worker claimed first is left to that worker; when storing fails (a locked or lost
-    database) the check is published for a worker instead."""
-    claim = uuid.uuid4().hex
+def _score_inline(text: str, keys: list[WatermarkKey]) -> TextResult | ScoringError:
+    """What ``check_score`` computes for a check of ``text``, or why it fails it."""
     try:
-        result = score_text(check.text, prepare_keys(keys), threshold=check.threshold)
+        groups = prepare_keys(keys)
+        return score_text(text, groups, threshold=settings.PROVENANCE_THRESHOLD)
     except ScoringError as exc:
-        check_fail(check.id, str(exc))
-        check.status, check.failure_reason = Status.FAILED, str(exc)
-        return
-    try:
-        with transaction.atomic():
-            if checks_claim([check.id], claim):
-                results_store([(check, result)], claim)
-                check.status = Status.DONE
-    except DatabaseError as exc:
-        logger.warning("storing check %s inline failed (%s); queued", check.id, type(exc).__name__)
-        check_enqueue([check.id])  # with the database still down, the sweeper does it
+        return exc
+
+
+def _store_inline(check: Check, scored: TextResult | ScoringError) -> None:
+    """Store what the worker would have stored for ``check``, created in this transaction."""
+    if isinstance(scored, ScoringError):
+        check_fail(check.id, str(scored))
+        check.status, check.failure_reason = Status.FAILED, str(scored)
+    else:
+        results_write([(check, scored)])
+        check.status = Status.DONE
 
 
 def _publish_created(check: Check) -> None:
