@@ -161,7 +161,10 @@ def rates(docs: list[np.ndarray], key: int = KEY) -> tuple[float, ...]:
     return tuple(float(v) for v in got.mean(0))
 
 
-def edit_table(cells: dict[str, Any], pool: np.ndarray, tok: Any) -> list[dict[str, Any]]:
+def edit_table(
+    cells: dict[str, Any], pool: np.ndarray, tok: Any, draws: int = 1
+) -> list[dict[str, Any]]:
+    """Every cell's rates after each edit; ``draws`` independent edits of every text."""
     rows = []
     for name, cell in cells.items():
         rng = np.random.default_rng(7)
@@ -171,8 +174,8 @@ def edit_table(cells: dict[str, Any], pool: np.ndarray, tok: Any) -> list[dict[s
         for kind in KINDS:
             for rate in RATES:
                 variants[f"{kind} {int(rate * 100)}%"] = (
-                    [edit(x, kind, rate, pool, rng) for x in marked],
-                    [edit(x, kind, rate, pool, rng) for x in plain],
+                    [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in marked],
+                    [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in plain],
                 )
         variants["paraphrase"] = ([tok.encode(t) for t in cell["paraphrase"]], [])
         for variant, (pos, neg) in variants.items():
@@ -249,6 +252,9 @@ def main() -> None:
         help="generate at most CELLS missing cells (under the vLLM lock) and stop",
     )
     parser.add_argument(
+        "--edit-draws", type=int, default=1, help="independent edits of every text per rate"
+    )
+    parser.add_argument(
         "--human-keys", type=int, default=5, help="keys for the human-only FPR (200 pieces each)"
     )
     args = parser.parse_args()
@@ -266,8 +272,8 @@ def main() -> None:
     fpr_head = " | ".join(f"FPR {c} %" for c in COLUMNS)
     rule = "| --- " * (3 + 2 * len(COLUMNS)) + "|"
     print(f"\n| cell | edit | n | {head} | {fpr_head} |\n{rule}")
-    edits = edit_table(data["cells"], human, tok)
-    print(f"\n| cell | n | {PLANT} alone % | {head} (in document) | {fpr_head} |\n{rule}| --- |")
+    edits = edit_table(data["cells"], human, tok, args.edit_draws)
+    print(f"\n| cell | n | {PLANT} alone % | {head} (in document) | {fpr_head} |\n| --- {rule}")
     planted = planted_table(data["cells"], human)
     n, fpr = human_fpr(human, 200, args.human_keys)
     print(
