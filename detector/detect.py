@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from detector import scoring
+from detector.assist import WeightedTest, weighted_test
 from detector.config import KeyConfig, as_key_config
 from detector.contexts import as_token_array, build_contexts, dedup_mask
 from detector.power import PowerModel, ThreeWay, decide, power_model
@@ -35,22 +36,32 @@ class Detection:
     is_watermarked: bool
     token_scores: NDArray[np.float64] = field(repr=False)  # [num_tokens], 0.0 where not scored
     scored_mask: NDArray[np.bool_] = field(repr=False)  # [num_tokens]
+    # The model-assisted test (``detector.assist``), when a model read the text. ``score``,
+    # ``p_value`` and ``log10_p`` stay the Gamma sum test's, as vLLM's detector reports them.
+    weighted: WeightedTest | None = field(default=None, repr=False)
     threshold: float = 0.01
     # What a watermarked text of this kind would score (detector.power): the model's per-token
     # expectations, the key's measured power curve, or the shipped default.
     power_model: PowerModel = field(default_factory=power_model, repr=False, compare=False)
 
+    @property
+    def gamma_log10_level(self) -> float:
+        """log10 of the p-value the Gamma test alone must reach for ``is_watermarked``: the
+        threshold, halved when the weighted test shares the decision (Bonferroni)."""
+        return math.log10(self.threshold) - (LOG10_2 if self.weighted is not None else 0.0)
+
     @functools.cached_property
     def three_way(self) -> ThreeWay:
-        """The three-way verdict of this one test (computed on first use)."""
+        """The three-way verdict of this one test (computed on first use). Its power is the
+        Gamma test's at ``gamma_log10_level``: a lower bound when the weighted test also runs."""
         return decide(
             detected=self.is_watermarked,
-            p_value=self.p_value,
+            p_value=self.decision_p_value,
             threshold=self.threshold,
             num_scored=self.num_scored_tokens,
             model=self.power_model,
-            log10_level=math.log10(self.threshold),
-            corrected=False,
+            log10_level=self.gamma_log10_level,
+            corrected=self.weighted is not None,
         )
 
     @property
@@ -63,8 +74,32 @@ class Detection:
     def verdict_reason(self) -> str:
         return self.three_way.reason
 
+    @property
+    def decision_log10_p(self) -> float:
+        """log10 of the p-value the decision rests on: the Gamma test's alone, or with a
+        model ``2 min(p_gamma, p_weighted)`` (Bonferroni over the two tests)."""
+        if self.weighted is None:
+            return self.log10_p
+        return min(0.0, LOG10_2 + min(self.log10_p, self.weighted.log10_p))
+
+    @property
+    def decision_p_value(self) -> float:
+        return 10.0**self.decision_log10_p
+
+    @property
+    def decided_by(self) -> str:
+        """``gamma`` or ``weighted``: the test whose p-value the decision rests on."""
+        if self.weighted is not None and self.weighted.log10_p < self.log10_p:
+            return "weighted"
+        return "gamma"
+
+    @property
+    def expected_scores(self) -> NDArray[np.float64] | None:
+        """The model's ``E[s]`` of each scored token (text order), or None without a model."""
+        return None if self.weighted is None else self.weighted.expected_scores
+
     def summary(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "score": self.score,
             "p_value": self.p_value,
             "log10_p": self.log10_p,
@@ -75,6 +110,15 @@ class Detection:
             "verdict_reason": self.verdict_reason,
             "power": self.three_way.power,
         }
+        if self.weighted is not None:
+            out["weighted"] = self.weighted.summary()
+            out["decision_p_value"] = self.decision_p_value
+            out["decision_log10_p"] = self.decision_log10_p
+            out["decided_by"] = self.decided_by
+        return out
+
+
+LOG10_2 = math.log10(2.0)
 
 
 def _check_threshold(threshold: float) -> None:
@@ -101,9 +145,9 @@ class Document:
 
     token_ids: ArrayLike
     configs: Sequence[KeyConfig]
-    # Optional power inputs for the three-way verdict (detector.power): a model's expected
-    # score of the sampled token at each position ([num_tokens]; the scored positions are
-    # used) with optional variances, and each configuration's measured tokens for 80% power.
+    # A model's E[s] for every token of the text (``detector.assist``): adds the weighted test,
+    # and the three-way verdict's power (detector.power) comes from it (with ``score_variances``
+    # when given). ``tokens_needed``: each configuration's measured scored tokens for 80% power.
     expected_scores: ArrayLike | None = None
     score_variances: ArrayLike | None = None
     tokens_needed: Sequence[int | None] | None = None
@@ -160,23 +204,27 @@ def _detection(
     scores: NDArray[np.float64],
     config: KeyConfig,
     threshold: float,
-    model: PowerModel,
+    expected: ArrayLike | None = None,
+    model: PowerModel | None = None,
 ) -> Detection:
     n = int(mask.sum())
     total = float(scores.sum())
     p_value, log10_p = survival(config, total, n)
-    return Detection(
+    found = Detection(
         score=total,
         p_value=p_value,
         log10_p=log10_p,
         num_tokens=int(ids.shape[0]),
         num_scored_tokens=n,
-        is_watermarked=bool(n > 0 and log10_p <= math.log10(threshold)),
+        is_watermarked=False,
         token_scores=scores,
         scored_mask=mask,
+        weighted=None if expected is None else weighted_test(scores, mask, expected, config),
         threshold=threshold,
-        power_model=model,
+        power_model=model if model is not None else power_model(),
     )
+    decided = n > 0 and found.decision_log10_p <= math.log10(threshold)
+    return replace(found, is_watermarked=bool(decided))
 
 
 def detect_config(
@@ -187,8 +235,9 @@ def detect_config(
     expected_scores: ArrayLike | None = None,
     tokens_needed: int | None = None,
 ) -> Detection:
-    """Test ``token_ids`` under one key configuration. ``expected_scores`` (one per token, from
-    a model) or the key's measured ``tokens_needed`` inform the three-way verdict."""
+    """Test ``token_ids`` under one key configuration (and, given a model's ``E[s]`` per
+    token, with the weighted test too). ``expected_scores`` or the key's measured
+    ``tokens_needed`` inform the three-way verdict."""
     doc = Document(token_ids, [config], expected_scores, tokens_needed=[tokens_needed])
     return detect_batch([doc], threshold)[0][0]
 
@@ -216,9 +265,10 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
         scores = [np.where(m, s, 0.0) for (_, _, m, _), s in zip(flat, full, strict=True)]
     else:
         scores = [_cpu_scores(ids, ctx, m, c) for ids, ctx, m, c in flat]
+    expected = [d.expected_scores for d in docs for _ in d.configs]
     found = iter(
-        _detection(ids, m, s, c, threshold, model)
-        for (ids, _, m, c), s, model in zip(flat, scores, models, strict=True)
+        _detection(ids, m, s, c, threshold, e, model)
+        for (ids, _, m, c), s, e, model in zip(flat, scores, expected, models, strict=True)
     )
     return [[next(found) for _ in doc.configs] for doc in docs]
 
@@ -261,8 +311,11 @@ def detect_ids(
     tokens_needed: int | None = None,
 ) -> Detection:
     """Test token ids (the generating model's tokenizer, no special tokens) under ``key``.
-    ``expected_scores`` (one per token) or ``tokens_needed`` (the key's measured scored tokens
-    for 80% power) inform ``verdict``; without them a conservative default decides."""
+
+    With ``expected_scores`` (a model's ``E[s]`` of every token, ``ModelAssist``), the
+    weighted test runs too and ``is_watermarked`` is the decision of both. ``verdict`` weighs
+    the scored tokens against the model's expectations, else the key's measured
+    ``tokens_needed`` (scored tokens for 80% power), else a conservative default."""
     config = KeyConfig(
         key=key,
         algorithm=algorithm,  # type: ignore[arg-type]
@@ -306,6 +359,7 @@ class Verdict:
     verdict: str = "inconclusive"
     verdict_reason: str = ""
     power: float | None = None  # of the weakest hypothesis; None when watermarked
+    tokens_needed: int | None = None  # its scored tokens for 80% power at the corrected level
 
     @property
     def num_hypotheses(self) -> int:
@@ -326,6 +380,10 @@ class VerdictResult:
     @property
     def verdict_reason(self) -> str:
         return self.family.verdict_reason
+
+    @property
+    def tokens_needed(self) -> int | None:
+        return self.family.tokens_needed
 
     @property
     def is_watermarked(self) -> bool:
@@ -378,7 +436,7 @@ def combine(
     names = list(names) if names is not None else [None] * len(detections)
     if len(names) != len(detections):
         raise ValueError("one name per detection is needed")
-    adjusted = correct([d.log10_p for d in detections], correction)
+    adjusted = correct([d.decision_log10_p for d in detections], correction)
     best = int(np.argmin(adjusted)) if adjusted.size else None
     best_lp = float(adjusted[best]) if best is not None else 0.0
     scored = best is not None and detections[best].num_scored_tokens > 0
@@ -399,6 +457,7 @@ def combine(
         verdict=three.verdict,
         verdict_reason=three.reason,
         power=three.power,
+        tokens_needed=three.tokens_needed,
     )
 
 
@@ -430,7 +489,8 @@ def _family_three_way(
             threshold=threshold,
             num_scored=d.num_scored_tokens,
             model=d.power_model,
-            log10_level=log10_level,
+            # the Gamma test's share of the level (halved when the weighted test also runs)
+            log10_level=log10_level - (LOG10_2 if d.weighted is not None else 0.0),
             label=label,
         )
         if weakest is None or (got.power or 0.0) < (weakest.power or 0.0):
@@ -462,10 +522,13 @@ def detect_text(
     *,
     threshold: float = 0.01,
     correction: str = "holm",
+    assist: Any = None,
     tokens_needed: Sequence[int | None] | None = None,
 ) -> TextDetection:
     """Tokenize ``text`` once and test every key configuration, correcting for their number.
-    ``tokens_needed``: each key's measured scored tokens for 80% power (the three-way verdict)."""
+    With ``assist`` (a ``detector.assist.ModelAssist`` for this tokenizer) each key also runs
+    the weighted test and decides with both. ``tokens_needed``: each key's measured scored
+    tokens for 80% power (the three-way verdict's basis when no model reads the text)."""
     from detector.tokenizers import as_tokenizer
 
     if not isinstance(text, str):
@@ -477,7 +540,8 @@ def detect_text(
         raise ValueError("at least one key is needed")
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
-    doc = Document(ids, configs, tokens_needed=tokens_needed)
+    expected = None if assist is None else assist.expected_scores([ids])[0]
+    doc = Document(ids, configs, expected, tokens_needed=tokens_needed)
     detections = detect_batch([doc], threshold)[0]
     names = [c.name for c in configs]
     verdict = combine(detections, names=names, threshold=threshold, correction=correction)

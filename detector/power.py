@@ -37,8 +37,9 @@ EULER_GAMMA = float(np.euler_gamma)
 TARGET_POWER = 0.8
 # Scored tokens a watermarked text needs for 80% power at threshold 0.01 (one hypothesis)
 # when nothing is known about the key or the text: code from SmolLM2-135M-Instruct at
-# T = 0.7 / top-p 0.9, the low-entropy case (benchmarks/bench_verdict_default.py; docs/detector.md).
-DEFAULT_TOKENS_NEEDED = 300
+# T = 0.7 / top-p 0.9 on vLLM, the low-entropy case. Fitted 151, bootstrap 95% upper bound
+# 184 over 50 answers, rounded up (benchmarks/bench_verdict_default.py; docs/benchmarks.md).
+DEFAULT_TOKENS_NEEDED = 200
 DEFAULT_THRESHOLD = 0.01  # the threshold ``tokens_needed`` figures refer to
 
 VerdictName = Literal["watermarked", "not_watermarked", "inconclusive"]
@@ -394,10 +395,9 @@ def decide(
     this length and kind would have been detected with power >= 0.8 at ``10**log10_level``
     (the level the test had to reach after corrections); ``inconclusive`` otherwise."""
     if detected:
-        return ThreeWay(
-            WATERMARKED,
-            f"the corrected p-value {p_value:.2g} is at most the threshold {threshold:g}",
-        )
+        # No p-value in the words: basic-tier answers round p-values, the reason must not undo it.
+        what = "corrected p-value" if corrected else "p-value"
+        return ThreeWay(WATERMARKED, f"the {what} is at most the threshold {threshold:g}")
     needed = model.needed(log10_level)
     pw = model.power(num_scored, log10_level) if num_scored > 0 else 0.0
     basis = _BASIS_WORDS[model.basis]
