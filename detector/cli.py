@@ -58,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="score the pairs common in human text too (the tokenizer's n-gram table unused)",
     )
     det.add_argument("--threshold", type=float, default=0.01)
+    det.add_argument(
+        "--tokens-needed",
+        type=int,
+        default=None,
+        help="the key's measured scored tokens for 80%% power (the three-way verdict's basis)",
+    )
     det.add_argument("--tokens", action="store_true", help="add per-token rows")
     det.add_argument(
         "--spans", action="store_true", help="localize: add the spans that carry the watermark"
@@ -106,6 +112,8 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
 
     if not 0.0 < args.threshold < 1.0:
         raise CliError("--threshold must lie in (0, 1)")
+    if args.tokens_needed is not None and args.tokens_needed < 1:
+        raise CliError("--tokens-needed must be a positive integer")
     try:
         config = KeyConfig(
             key=_read_key(args),
@@ -120,7 +128,12 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
     text = _read_text(args.file)
     tokenizer = load_tokenizer(args.tokenizer)
     result = detect_text(
-        text, tokenizer, [config], threshold=args.threshold, common_ngrams=not args.all_pairs
+        text,
+        tokenizer,
+        [config],
+        threshold=args.threshold,
+        tokens_needed=[args.tokens_needed],
+        common_ngrams=not args.all_pairs,
     )
     det = result.hypotheses[0].detection
     out: dict[str, Any] = det.summary()
