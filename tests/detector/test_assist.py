@@ -180,23 +180,36 @@ def test_the_weighted_test_keeps_its_size_on_human_text(
         assert (decision <= alpha).mean() <= bound
 
 
+# SmolLM2-135M-Instruct's answer to coding_prompts(1)[0] at T=0.7/top-p 0.9, 160 tokens
+# (benchmarks.bench_assist.generated_answers; kept here: generating costs minutes on a CPU).
+LOW_ENTROPY_ANSWER = (
+    "```python\nclass Node:\n    def __init__(self, data):\n        self.data = data\n"
+    "        self.next = None\n\nclass LinkedList:\n    def __init__(self):\n"
+    "        self.head = None\n\n    def add_node(self, data):\n        new_node = Node(data)\n"
+    "        if not self.head:\n            self.head = new_node\n        else:\n"
+    "            current_node = Node(data)\n"
+    "            current_node.next = current_node.prev = new_node\n"
+    "            current_node.prev = current_node.next = new_node\n\n"
+    "    def reverse_list(self):\n        new_node = None\n        current_node = self.head\n"
+    "        while current_node:\n            new_node = current_node"
+)
+
+
 def test_the_default_decision_beats_the_gamma_test_on_low_entropy_text(
     assist: ModelAssist,
 ) -> None:
-    """Keyed draws from SmolLM2's own distributions on code at T=0.7/top-p 0.9 (simulated
-    exactly, ``benchmarks/bench_assist.py``), 120 tokens: the default decision detects more
-    than the Gamma test alone, and on null scores with the same weights flags at most
-    alpha + 3 sd."""
+    """Keyed draws from SmolLM2's own distributions along its own answer to a coding prompt
+    at T=0.7/top-p 0.9 (simulated exactly, ``benchmarks/bench_assist.py``), 120 tokens:
+    the default decision detects clearly more than the Gamma test alone (measured 0.83 vs
+    0.37 on 60 draws), and on null scores with the same weights flags at most alpha + 3 sd."""
     from benchmarks.bench_assist import decisions, distributions, watermarked_scores
-    from benchmarks.bench_assist import human_chunks as chunks
 
     rng = np.random.default_rng(11)
-    marked, null = [], []
-    for ids in chunks("code", 3, 121):
-        q, w = distributions(assist, ids, 0.7, 0.9)
-        marked.append(decisions(watermarked_scores(q, 80, rng), w))
-        null.append(decisions(rng.exponential(1.0, (80, w.size)), w))
-    flagged = {stat: np.concatenate([m[stat] for m in marked]) <= -2.0 for stat in marked[0]}
-    false = np.concatenate([n["default"] for n in null]) <= -2.0
-    assert flagged["default"].mean() > flagged["gamma"].mean() + 0.05
+    ids = load_tokenizer().encode_lazy(LOW_ENTROPY_ANSWER)[0][:121]
+    q, w = distributions(assist, ids, 0.7, 0.9)
+    marked = decisions(watermarked_scores(q, 200, rng), w)
+    null = decisions(rng.exponential(1.0, (300, w.size)), w)
+    power = {stat: float((lp <= -2.0).mean()) for stat, lp in marked.items()}
+    assert power["default"] >= power["gamma"] + 0.2
+    false = null["default"] <= -2.0
     assert false.mean() <= 0.01 + 3 * math.sqrt(0.01 * 0.99 / false.size)
