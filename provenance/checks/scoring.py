@@ -56,6 +56,9 @@ class KeyGroup:
     loaded: LoadedTokenizer
     keys: tuple[WatermarkKey, ...]
     configs: tuple[KeyConfig, ...]
+    # Each key's measured scored tokens for 80% power (None: the detector's default), which
+    # the three-way verdict weighs the scored token count against.
+    tokens_needed: tuple[int | None, ...] = ()
 
     def __repr__(self) -> str:  # configs hold key values: never let them reach a log line
         return f"<KeyGroup tokenizer={self.tokenizer.name!r} keys={len(self.keys)}>"
@@ -90,7 +93,7 @@ class TextResult(VerdictResult):
     """The detector's verdict on one text, its hypotheses bound to registry rows, what the
     heatmap shows, and the time scoring took."""
 
-    verdict: Verdict
+    family: Verdict
     hypotheses: tuple[HypothesisResult, ...]
     token_data: dict[str, Any] | None
     elapsed_ms: float
@@ -129,9 +132,23 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
                 loaded=tokenizer_load(tokenizer),
                 keys=tuple(members),
                 configs=tuple(_config(key) for key in members),
+                tokens_needed=tuple(_tokens_needed(key) for key in members),
             )
         )
     return groups
+
+
+def _tokens_needed(key: WatermarkKey) -> int | None:
+    """The key's calibrated scored tokens for 80% power, when it has been calibrated (the
+    calibration's measured power curve); None lets the detector use its default."""
+    return None
+
+
+def _document(ids: Any, group: KeyGroup, expected: Any = None) -> Document:
+    """Group ``group``'s document of one text (``expected``: its model's E[s] per token)."""
+    return Document(
+        ids, group.configs, expected_scores=expected, tokens_needed=group.tokens_needed or None
+    )
 
 
 def _config(key: WatermarkKey) -> KeyConfig:
@@ -206,7 +223,7 @@ def score_text(
     budget = assist_budget() if assist else 0
     (expected,) = expected_scores([[ids for ids, _ in encoded]], groups, budget)
     docs = [
-        Document(ids, group.configs, e)
+        _document(ids, group, e)
         for (ids, _), group, e in zip(encoded, groups, expected, strict=True)
     ]
     result = _result(detect_batch(docs, threshold), groups, threshold)
@@ -236,7 +253,7 @@ def score_texts(
     budget = assist_budget() if assist else 0
     expected = expected_scores([[ids for ids, _ in per] for per in encoded], groups, budget)
     docs = [
-        Document(ids, g.configs, e)
+        _document(ids, g, e)
         for per, per_e in zip(encoded, expected, strict=True)
         for (ids, _), g, e in zip(per, groups, per_e, strict=True)
     ]
@@ -292,7 +309,7 @@ def _result(
         for (key, tokenizer), h, loc in zip(rows, verdict.hypotheses, localizations, strict=True)
     )
     return TextResult(
-        verdict=verdict,
+        family=verdict,
         hypotheses=hypotheses,
         token_data=None,
         elapsed_ms=0.0,

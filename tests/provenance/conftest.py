@@ -190,9 +190,7 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     }
 
 
-def spawn_worker(
-    redis_url: str, log: Path, name: str = "session", **env: str
-) -> subprocess.Popen:
+def spawn_worker(redis_url: str, log: Path, name: str = "session", **env: str) -> subprocess.Popen:
     """A real worker process (solo pool) named ``name@host``, ready to take tasks; its log
     joins the scan. A worker started under the name of a running one replaces it. ``env``:
     extra environment variables."""

@@ -4,7 +4,6 @@ weighted test on the workers (never in a request), what is stored and shown."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("checks", "0007_heatmap_compact"),
+        ("checks", "0008_check_verdict"),
     ]
 
     operations = [
