@@ -239,6 +239,7 @@ def _inverse_probability_of(mean_score: float) -> float:
     return float(inverse_probability([mean_score])[0])
 
 
+@functools.lru_cache(maxsize=65536)  # audits: many texts share a scored-token count
 def constant_power(n: int, mean_score: float, log10_level: float) -> float:
     """``power`` for ``n`` scored tokens that all have expected score ``mean_score``: the
     saddlepoint of ``n K_b`` in scalars (about 0.1 ms; verdicts of whole audits use it)."""

@@ -83,6 +83,8 @@ class HypothesisOutput(serializers.ModelSerializer):
             "p_value",
             "log10_p",
             "adjusted_log10_p",
+            "weighted_log10_p",
+            "decided_by",
         ]
 
 
@@ -108,6 +110,7 @@ class CheckSummaryOutput(serializers.ModelSerializer):
             "verdict_reason",
             "p_value",
             "log10_p",
+            "decided_by",
             "num_hypotheses",
             "num_tokens",
             "num_scored_tokens",
@@ -322,6 +325,7 @@ CHECK_EXPORT_FIELDS = [
     "verdict_reason",
     "p_value",
     "log10_p",
+    "decided_by",
     "num_hypotheses",
     "num_tokens",
     "num_scored_tokens",
@@ -344,6 +348,8 @@ HYPOTHESIS_EXPORT_FIELDS = [
     "hypothesis_p_value",
     "hypothesis_log10_p",
     "adjusted_log10_p",
+    "weighted_log10_p",
+    "hypothesis_decided_by",
 ]
 
 
@@ -368,6 +374,8 @@ def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, An
             "hypothesis_p_value": h.get("p_value"),
             "hypothesis_log10_p": h.get("log10_p"),
             "adjusted_log10_p": h.get("adjusted_log10_p"),
+            "weighted_log10_p": h.get("weighted_log10_p"),
+            "hypothesis_decided_by": h.get("decided_by"),
         }
 
 

@@ -102,3 +102,12 @@ def test_the_shipped_table_matches_the_statistic():
     assert np.allclose(alphas, shipped_alphas)
     k = int(np.argmin(np.abs(alphas - 0.1)))  # 300 events: the quantile's sd is small
     assert np.allclose(fresh[16:65, k], shipped[16:65, k], atol=0.35)
+
+
+def test_robust_ids_takes_a_key_or_a_config_and_reports_its_tokens():
+    ids = watermark_ids(KEY, 150, seed=3)
+    found = robust.robust_ids(ids, KEY)
+    assert found.is_watermarked and found.log10_p < -5
+    assert found.num_scored_tokens == detect_ids(ids, KEY).num_scored_tokens
+    assert robust.robust_ids(ids, as_key_config(KEY)) == found
+    assert not robust.robust_ids(ids, KEY + 1).is_watermarked
