@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 from provenance.accounts.selectors import is_auditor, teams_memoized
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
-from provenance.checks.models import Audit, Check, Hypothesis, Status
+from provenance.checks.models import Audit, Check, Hypothesis, Status, Verdict
 from provenance.errors import PayloadTooLarge
 
 
@@ -83,6 +83,8 @@ class HypothesisOutput(serializers.ModelSerializer):
             "p_value",
             "log10_p",
             "adjusted_log10_p",
+            "weighted_log10_p",
+            "decided_by",
         ]
 
 
@@ -104,8 +106,11 @@ class CheckSummaryOutput(serializers.ModelSerializer):
             "status",
             "failure_reason",
             "is_watermarked",
+            "verdict",
+            "verdict_reason",
             "p_value",
             "log10_p",
+            "decided_by",
             "num_hypotheses",
             "num_tokens",
             "num_scored_tokens",
@@ -316,8 +321,11 @@ CHECK_EXPORT_FIELDS = [
     "client_id",
     "status",
     "is_watermarked",
+    "verdict",
+    "verdict_reason",
     "p_value",
     "log10_p",
+    "decided_by",
     "num_hypotheses",
     "num_tokens",
     "num_scored_tokens",
@@ -340,6 +348,8 @@ HYPOTHESIS_EXPORT_FIELDS = [
     "hypothesis_p_value",
     "hypothesis_log10_p",
     "adjusted_log10_p",
+    "weighted_log10_p",
+    "hypothesis_decided_by",
 ]
 
 
@@ -364,6 +374,8 @@ def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, An
             "hypothesis_p_value": h.get("p_value"),
             "hypothesis_log10_p": h.get("log10_p"),
             "adjusted_log10_p": h.get("adjusted_log10_p"),
+            "weighted_log10_p": h.get("weighted_log10_p"),
+            "hypothesis_decided_by": h.get("decided_by"),
         }
 
 
@@ -557,6 +569,8 @@ class DetectApi(TieredApi):
         p_value = serializers.FloatField()
         num_scored_tokens = serializers.IntegerField()
         is_watermarked = serializers.BooleanField()
+        verdict = serializers.ChoiceField(choices=Verdict.choices)
+        verdict_reason = serializers.CharField()
         log10_p = serializers.FloatField()
         num_tokens = serializers.IntegerField()
         num_hypotheses = serializers.IntegerField()
@@ -581,6 +595,8 @@ def _detect_body(result: Any) -> dict[str, Any]:
         "p_value": result.p_value,
         "num_scored_tokens": best.detection.num_scored_tokens if best else 0,
         "is_watermarked": result.is_watermarked,
+        "verdict": result.verdict,
+        "verdict_reason": result.verdict_reason,
         "log10_p": result.log10_p,
         "num_tokens": best.detection.num_tokens if best else 0,
         "num_hypotheses": len(result.hypotheses),
