@@ -3,8 +3,9 @@
 Keys are grouped by tokenizer: each group tokenizes the text once (a ``detector.detect.Document``
 holding the group's configurations), and the detector's ``localize_family`` localizes every
 hypothesis and corrects all hypotheses of all groups together, so the verdict (global test and
-span scan combined) accounts for every (key x tokenizer) pair tested. Nothing statistical
-happens here: this module binds the detector's results to registry rows.
+span scan combined) accounts for every (key x tokenizer) pair tested. A tokenizer with a
+shipped n-gram table (``detector.ngrams``) leaves the pairs common in human text unscored.
+Nothing statistical happens here: this module binds the detector's results to registry rows.
 """
 
 from __future__ import annotations
@@ -145,9 +146,14 @@ def _tokens_needed(key: WatermarkKey) -> int | None:
 
 
 def _document(ids: Any, group: KeyGroup, expected: Any = None) -> Document:
-    """Group ``group``'s document of one text (``expected``: its model's E[s] per token)."""
+    """Group ``group``'s document of one text (``expected``: its model's E[s] per token); the
+    tokenizer's n-gram table, when it has one, leaves pairs common in human text unscored."""
     return Document(
-        ids, group.configs, expected_scores=expected, tokens_needed=group.tokens_needed or None
+        ids,
+        group.configs,
+        expected_scores=expected,
+        tokens_needed=group.tokens_needed or None,
+        ngrams=group.loaded.ngram_table,
     )
 
 
