@@ -253,12 +253,14 @@ def cpu_by_component(roots: list[int]) -> dict[str, float]:
 
 def _assist_state() -> str:
     """What the runner's workers do with the demo tokenizer's model (PROVENANCE_MODEL_ASSIST):
-    on, checks of its keys are scored by the worker, forward pass included, even with ?wait=."""
-    return (
-        "off"
-        if os.environ.get("PROVENANCE_MODEL_ASSIST", "1") in ("0", "false", "no", "off")
-        else "on"
-    )
+    on, checks of its keys are scored by the worker, forward pass included, even with ?wait=;
+    "auto" (the default) is on only where the workers have a CUDA device."""
+    from detector.scoring import cuda_available
+
+    mode = os.environ.get("PROVENANCE_MODEL_ASSIST", "auto").strip().lower()
+    if mode in ("", "auto"):
+        return "on (auto, CUDA)" if cuda_available() else "off (auto, no CUDA device)"
+    return "off" if mode in ("0", "false", "no", "off") else "on"
 
 
 def _report(

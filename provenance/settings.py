@@ -313,8 +313,14 @@ PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minim
 PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.
 PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
-# Model-assisted detection on the workers, for tokenizers with a registered model.
-PROVENANCE_MODEL_ASSIST = env_bool("PROVENANCE_MODEL_ASSIST", True)
+# Model-assisted detection on the workers, for tokenizers with a registered model: "auto"
+# (the default) runs it where the worker has a CUDA device; 1 also on the CPU (a forward
+# pass of about a second per 1,000 tokens), 0 never.
+PROVENANCE_MODEL_ASSIST: bool | str = (
+    "auto"
+    if os.environ.get("PROVENANCE_MODEL_ASSIST", "").strip().lower() in ("", "auto")
+    else env_bool("PROVENANCE_MODEL_ASSIST", False)
+)
 # Tokens one task reads with a model (texts in order, whole texts only); 0: 2,048 on the CPU,
 # 1,000,000 on CUDA. Texts past the budget get the Gamma test alone.
 PROVENANCE_ASSIST_MAX_TOKENS = env_int("PROVENANCE_ASSIST_MAX_TOKENS", 0, minimum=0)

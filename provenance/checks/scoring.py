@@ -166,14 +166,19 @@ def _config(key: WatermarkKey) -> KeyConfig:
 
 def assist_budget() -> int:
     """Tokens one task may read with assisting models (``PROVENANCE_ASSIST_MAX_TOKENS``;
-    0 = 2,048 on the CPU, 1,000,000 on CUDA); 0 when model assistance is off."""
-    if not settings.PROVENANCE_MODEL_ASSIST:
+    0 = 2,048 on the CPU, 1,000,000 on CUDA); 0 when model assistance is off
+    (``PROVENANCE_MODEL_ASSIST`` 0, or "auto" without a CUDA device)."""
+    mode = settings.PROVENANCE_MODEL_ASSIST
+    if not mode:
+        return 0
+    from detector.scoring import cuda_available
+
+    gpu = cuda_available()
+    if mode == "auto" and not gpu:
         return 0
     if settings.PROVENANCE_ASSIST_MAX_TOKENS:
         return int(settings.PROVENANCE_ASSIST_MAX_TOKENS)
-    from detector.scoring import cuda_available
-
-    return ASSIST_TOKENS_GPU if cuda_available() else ASSIST_TOKENS_CPU
+    return ASSIST_TOKENS_GPU if gpu else ASSIST_TOKENS_CPU
 
 
 def assist_for(tokenizer: Tokenizer) -> Any:
