@@ -13,7 +13,7 @@ from detector.config import KeyConfig
 from provenance.accounts.models import Team
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value
-from provenance.keys.models import WatermarkKey, registry_config
+from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
 
 
 class KeySelectionError(ProblemError):
@@ -77,3 +77,65 @@ def key_config(key: WatermarkKey) -> KeyConfig:
         deduplicate=key.deduplicate,
         name=key.name,
     )
+
+
+def latest_calibrations(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, KeyCalibration]:
+    """Each key's most recent finished calibration (keys never calibrated are absent)."""
+    ids = [key.id for key in keys]
+    latest: dict[uuid.UUID, KeyCalibration] = {}
+    done = (
+        KeyCalibration.objects.filter(key_id__in=ids, status=KeyCalibration.Status.DONE)
+        .order_by("key_id", "-finished_at")
+        .prefetch_related("rates")
+    )
+    for run in done:
+        latest.setdefault(run.key_id, run)
+    return latest
+
+
+def pending_calibrations(keys: Iterable[WatermarkKey]) -> set[uuid.UUID]:
+    """Keys with a calibration queued or running."""
+    open_ = [KeyCalibration.Status.PENDING, KeyCalibration.Status.RUNNING]
+    ids = [key.id for key in keys]
+    return set(
+        KeyCalibration.objects.filter(key_id__in=ids, status__in=open_).values_list(
+            "key_id", flat=True
+        )
+    )
+
+
+def measured_fpr(run: KeyCalibration | None) -> dict[str, Any] | None:
+    """A key's measured false-positive rate as the API and the result page name it: per
+    genre the flagged share with its 95% interval and count, the threshold and the date."""
+    if run is None:
+        return None
+    return {
+        "threshold": run.threshold,
+        "measured_at": run.finished_at.isoformat() if run.finished_at else None,
+        "above_threshold": any(rate.above_threshold for rate in run.rates.all()),
+        "genres": {
+            rate.genre: {
+                "rate": rate.rate,
+                "ci_low": rate.ci_low,
+                "ci_high": rate.ci_high,
+                "texts": rate.texts,
+                "flagged": rate.flagged,
+            }
+            for rate in run.rates.all()
+        },
+    }
+
+
+def tokens_needed(key: WatermarkKey, temperature: float | None = None) -> int | None:
+    """Scored tokens a watermarked text of ``key`` needs for 80% power at the calibration's
+    threshold (one hypothesis), from its latest measured power curve: at ``temperature``
+    (1.0 or 0.7), or the larger of the two when None. None: not measured, or not reached
+    within the generated length."""
+    run = latest_calibrations([key]).get(key.id)
+    if run is None:
+        return None
+    labels = ["1.0", "0.7"] if temperature is None else [f"{temperature:.1f}"]
+    found = [run.power.get(label, {}).get("scored_tokens_needed") for label in labels]
+    if not found or any(n is None for n in found):
+        return None
+    return max(found)

@@ -1,0 +1,118 @@
+"""Human text of three genres from files every Debian machine with Python has, no network.
+
+- ``prose``: the docstrings of the Python standard library of at least 300 characters (read
+  with ``ast``, nothing imported);
+- ``code``: the standard library's top-level modules;
+- ``templated``: dpkg's status file (the installed packages' stanzas), five stanzas a document.
+
+Each genre's documents come in a fixed order; the odd ones are a training half (for tables
+built from human text) and the even ones are held out (for measuring a key's false-positive
+rate on text nothing was built from). ``human_chunks`` cuts the held-out documents into texts
+of 250 tokens of a given tokenizer and picks a bounded, evenly spread, deterministic subset.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import platform
+import sysconfig
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from detector.tokenizers import Tokenizer
+
+GENRES = ("prose", "code", "templated")
+CHUNK_TOKENS = 250
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+DPKG_STATUS = Path("/var/lib/dpkg/status")
+STANZAS_PER_DOCUMENT = 5
+MIN_DOCSTRING = 300
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """One genre's chunks as texts, and a description that identifies them."""
+
+    genre: str
+    texts: tuple[str, ...]
+    description: str
+
+
+def docstrings(root: Path = STDLIB) -> list[str]:
+    """Docstrings of at least ``MIN_DOCSTRING`` characters of the modules under ``root``
+    (one level of packages; test modules skipped), in path order."""
+    out: list[str] = []
+    for path in sorted(root.glob("*.py")) + sorted(root.glob("*/*.py")):
+        if "test" in path.parts[-2] or path.name.startswith("test"):
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if doc and len(doc) >= MIN_DOCSTRING:
+                    out.append(doc)
+    return out
+
+
+@cache
+def genre_documents() -> dict[str, list[str]]:
+    """Documents of each genre, in a fixed order (read once per process: parsing the
+    standard library takes a few seconds)."""
+    code = [p.read_text(errors="replace") for p in sorted(STDLIB.glob("*.py"))]
+    stanzas = [s for s in DPKG_STATUS.read_text(errors="replace").split("\n\n") if s.strip()]
+    step = STANZAS_PER_DOCUMENT
+    templated = ["\n\n".join(stanzas[i : i + step]) for i in range(0, len(stanzas), step)]
+    return {"prose": docstrings(STDLIB), "code": code, "templated": templated}
+
+
+def held_out(documents: list[str]) -> list[str]:
+    """The even documents: the half that tables built from human text never see."""
+    return documents[0::2]
+
+
+def sources() -> dict[str, str]:
+    """Where each genre's text comes from, in words."""
+    python = f"Python {platform.python_version()} standard library"
+    return {
+        "prose": f"docstrings of the {python}",
+        "code": f"modules of the {python}",
+        "templated": f"dpkg status stanzas ({DPKG_STATUS})",
+    }
+
+
+def human_chunks(
+    tokenizer: Tokenizer, genre: str, limit: int, size: int = CHUNK_TOKENS
+) -> list[str]:
+    """Up to ``limit`` texts of ``size`` tokens (as decoded text) from the genre's held-out
+    documents: their concatenation (a blank line between documents: most docstrings are
+    shorter than a chunk) is cut into consecutive chunks, and ``limit`` of them are taken at
+    evenly spaced positions, so the selection spans the whole genre and is the same every run."""
+    if genre not in GENRES:
+        raise ValueError(f"unknown genre {genre!r}; known: {GENRES}")
+    if limit < 1 or size < 1:
+        raise ValueError("limit and size must be positive")
+    ids = tokenizer.encode("\n\n".join(held_out(genre_documents()[genre])))
+    spans = [ids[i : i + size] for i in range(0, ids.shape[0] - size + 1, size)]
+    if len(spans) > limit:
+        picks = np.linspace(0, len(spans) - 1, limit).round().astype(int)
+        spans = [spans[i] for i in picks]
+    return [tokenizer.decode(ids) for ids in spans]
+
+
+def corpus(tokenizer: Tokenizer, genre: str, limit: int, size: int = CHUNK_TOKENS) -> Corpus:
+    """``human_chunks`` with a description naming the source, the count, the tokenizer and
+    a fingerprint of the texts (the same fingerprint means the same texts were tested)."""
+    texts = tuple(human_chunks(tokenizer, genre, limit, size))
+    digest = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()[:12]
+    description = (
+        f"{sources()[genre]}, held-out half: {len(texts)} chunks of {size} "
+        f"{tokenizer.name} tokens (sha256 {digest})"
+    )
+    return Corpus(genre=genre, texts=texts, description=description)
