@@ -37,7 +37,7 @@ CALIBRATE = "provenance.keys.calibrate"
 # (label, temperature, top-p): the two settings the power curve is measured at.
 POWER_SETTINGS = (("1.0", 1.0, 1.0), ("0.7", 0.7, 0.9))
 # Prefix lengths (generated tokens) the power curve is measured at, up to power_tokens.
-POWER_LENGTHS = (25, 50, 75, 100, 150, 200, 300, 400, 600, 800)
+POWER_LENGTHS = (10, 25, 50, 75, 100, 150, 200, 300, 400, 600, 800)
 # Requests written for the power curve: prose and code, the high- and the low-entropy kind.
 POWER_PROMPTS = (
     "Write a short story about a lighthouse keeper who finds a message in a bottle.",

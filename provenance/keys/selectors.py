@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.views.decorators.debug import sensitive_variables
 
 from detector.config import KeyConfig
-from provenance.accounts.models import Team
+from provenance.accounts.models import Membership, Team
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value
 from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
@@ -139,3 +139,15 @@ def tokens_needed(key: WatermarkKey, temperature: float | None = None) -> int | 
     if not found or any(n is None for n in found):
         return None
     return max(found)
+
+
+def may_calibrate(user: Any, key: WatermarkKey) -> bool:
+    """An admin of the key's owning team, or a registry administrator (may change keys)."""
+    if user.has_perm("keys.change_watermarkkey"):
+        return True
+    return Membership.objects.filter(user=user, team_id=key.team_id, is_admin=True).exists()
+
+
+def key_measured_fpr(key: WatermarkKey | None) -> dict[str, Any] | None:
+    """``measured_fpr`` of a key's latest calibration; None for no key or none finished."""
+    return None if key is None else measured_fpr(latest_calibrations([key]).get(key.id))
