@@ -1,0 +1,193 @@
+"""Detection power on the real generator's text, per statistic, with the false-positive rates
+on human text of three genres measured in the same run.
+
+1. Texts: SmolLM2-135M-Instruct on vLLM with the project's processor, benchmark key fixed
+   (``benchmarks.generations``): creative and code prompts at T=1 and at T=0.7/top-p 0.9
+   (``ignore_eos``, so every text reaches ``--max-tokens``), and the short math word problems
+   of ``benchmarks/data/math_word_problems.txt`` answered at T=0.7 (natural answers, which may
+   end before 200 tokens: such an answer is tested whole at the longer prefixes). One prompt
+   per text (the keyed draw makes a prompt's text deterministic). Each cell is generated once,
+   under the vLLM lock, taken per cell, and cached in ``$PROVENANCE_DATA_DIR/power/``.
+2. Detection after 50 / 100 / 200 tokens at alpha 1% by each statistic of ``STATISTICS``.
+3. False positives in the same run: 200-token chunks of held-out human prose, code and
+   templated text (``benchmarks.dispersion``), tested at the same prefixes by the same
+   statistics; then the per-key dispersion of the flag counts over ``--keys`` random keys.
+
+Run: ``.venv/bin/python benchmarks/bench_power.py [--texts 40] [--chunks 500] [--keys 40]``
+(it takes ``/tmp/provenance-vllm.lock`` itself while it generates; do not wrap it in flock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from benchmarks.bench_generate import KEY, _requests, coding_prompts, creative_prompts  # noqa: E402
+from benchmarks.generations import cache_dir, cached_cell  # noqa: E402
+from benchmarks.power import (  # noqa: E402
+    PREFIXES,
+    STATISTICS,
+    THRESHOLD,
+    detection_rates,
+    key_dispersion,
+    prepare,
+)
+
+MATH_FILE = Path(__file__).resolve().parent / "data" / "math_word_problems.txt"
+MATH_PROMPT = "Solve this problem step by step and give the final answer.\n\n{}"
+TARGETS = {"code T=0.7 top-p 0.9": {200: 0.85, 100: 0.65}}
+FPR_LIMIT = 0.012
+
+
+def math_problems() -> list[str]:
+    lines = MATH_FILE.read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def cells(texts: int) -> dict[str, dict[str, Any]]:
+    """Each cell's prompts and sampling: (prompts, temperature, top_p, ignore_eos)."""
+    math = [MATH_PROMPT.format(p) for p in math_problems()]
+    return {
+        "creative T=1": {"prompts": creative_prompts(texts), "t": 1.0, "p": 1.0, "eos": True},
+        "creative T=0.7 top-p 0.9": {
+            "prompts": creative_prompts(texts),
+            "t": 0.7,
+            "p": 0.9,
+            "eos": True,
+        },
+        "code T=1": {"prompts": coding_prompts(texts), "t": 1.0, "p": 1.0, "eos": True},
+        "code T=0.7 top-p 0.9": {"prompts": coding_prompts(texts), "t": 0.7, "p": 0.9, "eos": True},
+        "math T=0.7": {"prompts": math[:texts], "t": 0.7, "p": 1.0, "eos": False},
+    }
+
+
+def generate_cell(name: str, spec: dict[str, Any], max_tokens: int) -> list[np.ndarray]:
+    """The cell's watermarked token ids, generated (under the vLLM lock) unless cached."""
+
+    def make(backend: Any) -> dict[str, Any]:
+        requests = _requests(
+            spec["prompts"], max_tokens, True, spec["t"], spec["p"], ignore_eos=spec["eos"]
+        )
+        return {"token_ids": [list(g.token_ids) for g in backend.generate(requests)]}
+
+    slug = name.replace(" ", "_").replace("=", "").replace("/", "")
+    t0 = time.perf_counter()
+    data = cached_cell(cache_dir("power") / f"{slug}.json", spec | {"max_tokens": max_tokens}, make)
+    ids = [np.asarray(x, np.int64) for x in data["token_ids"]]
+    tokens = sum(x.size for x in ids)
+    print(
+        f"{name}: {len(ids)} texts, {tokens} tokens, generated in {data['seconds']:.0f} s"
+        f" ({tokens / data['seconds']:.1f} tokens/s); loaded in {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
+    return ids
+
+
+def human_chunks(limit: int, size: int) -> dict[str, list[np.ndarray]]:
+    """Held-out ``size``-token chunks of each genre (the half bench_dispersion tests)."""
+    from benchmarks.dispersion import chunks, genre_documents, split
+    from detector.tokenizers import load_tokenizer
+
+    tok = load_tokenizer()
+    out = {}
+    for genre, docs in genre_documents().items():
+        _, test = split([tok.encode(d) for d in docs])
+        out[genre] = chunks(test, size, limit)
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:5.1f}"
+
+
+def print_table(power: dict[str, dict], fpr: dict[str, dict], lengths: dict[str, str]) -> None:
+    genres = list(fpr)
+    head = " | ".join(f"FPR {g} 50/100/200 %" for g in genres)
+    print(f"\n| cell | statistic | n | detected 50 / 100 / 200 % | {head} |")
+    print("| --- | --- | --- | --- | " + " | ".join("---" for _ in genres) + " |")
+    for cell, by_stat in power.items():
+        for stat, (n, rates) in by_stat.items():
+            det = " / ".join(_pct(rates[k]) for k in PREFIXES)
+            fp = " | ".join(" / ".join(_pct(fpr[g][stat][1][k]) for k in PREFIXES) for g in genres)
+            print(f"| {cell} | {stat} | {n} | {det} | {fp} |")
+    print("\nlengths (tokens, min / median / max):", lengths)
+
+
+def check_targets(power: dict[str, dict], fpr: dict[str, dict]) -> None:
+    print("\ntargets:")
+    for cell, goals in TARGETS.items():
+        for stat in ("model-assisted", "default"):
+            if stat not in power.get(cell, {}):
+                print(f"  {cell} {stat}: not measured (statistic not available)")
+                continue
+            for k, goal in goals.items():
+                got = power[cell][stat][1][k]
+                verdict = "met" if got >= goal else "NOT met"
+                print(f"  {cell} {stat} at {k}: {_pct(got)}% (>= {100 * goal:.0f}%) {verdict}")
+    for genre, by_stat in fpr.items():
+        for stat, (n, rates) in by_stat.items():
+            worst = max(rates.values())
+            verdict = "met" if worst <= FPR_LIMIT else "NOT met"
+            print(f"  FPR {genre} {stat}: worst prefix {_pct(worst)}% of {n} (<= 1.2%) {verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=40, help="texts (prompts) per cell")
+    parser.add_argument("--max-tokens", type=int, default=260)
+    parser.add_argument("--chunks", type=int, default=500, help="human chunks per genre")
+    parser.add_argument("--keys", type=int, default=40, help="random keys for dispersion")
+    parser.add_argument("--cells", default="", help="comma-separated cell names (default all)")
+    parser.add_argument("--generate-only", action="store_true")
+    args = parser.parse_args()
+    chosen = cells(args.texts)
+    if args.cells:
+        chosen = {k: v for k, v in chosen.items() if k in args.cells.split(",")}
+    texts = {name: generate_cell(name, spec, args.max_tokens) for name, spec in chosen.items()}
+    if args.generate_only:
+        return
+    print(f"\n{time.strftime('%Y-%m-%d %H:%M')} detection at alpha {THRESHOLD}, key fixed")
+    power = {}
+    for name, ids in texts.items():
+        prepared = prepare(ids)
+        power[name] = {s: (len(ids), detection_rates(prepared, s, KEY)) for s in STATISTICS}
+    fpr: dict[str, dict] = {}
+    human = human_chunks(args.chunks, max(PREFIXES))
+    for genre, pieces in human.items():
+        prepared = prepare(pieces)
+        fpr[genre] = {s: (len(pieces), detection_rates(prepared, s, KEY)) for s in STATISTICS}
+    lengths = {
+        n: f"{min(x.size for x in v)} / {int(np.median([x.size for x in v]))} / "
+        f"{max(x.size for x in v)}"
+        for n, v in texts.items()
+    }
+    print_table(power, fpr, lengths)
+    check_targets(power, fpr)
+    keys = np.random.default_rng(7).integers(1, 2**63, args.keys)
+    print(f"\nper-key dispersion, {args.keys} random keys, {max(PREFIXES)}-token chunks, alpha 1%")
+    print("| genre | statistic | chunks | mean FPR % | variance / mean | worst key % |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for genre, pieces in human.items():
+        prepared = prepare(pieces)
+        for stat in STATISTICS:
+            counts = key_dispersion(prepared, stat, keys)
+            n = len(pieces)
+            ratio = counts.var(ddof=1) / max(counts.mean(), 1e-12)
+            print(
+                f"| {genre} | {stat} | {n} | {_pct(counts.mean() / n)} | {ratio:.2f} "
+                f"| {_pct(counts.max() / n)} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
