@@ -1,32 +1,21 @@
 """Human corpora in three genres, split into train and held-out halves, for the per-key
 dispersion measurement (benchmarks/bench_dispersion.py and tests/detector/test_ngrams.py).
 
-Everything comes from files every Debian machine with Python has: the standard library's
-docstrings (prose) and modules (code), and dpkg's status file (templated package stanzas)."""
+The documents are the product's (``detector.corpora``, which key calibration uses too): the
+standard library's docstrings (prose) and modules (code), and dpkg's status file (templated
+package stanzas)."""
 
 from __future__ import annotations
 
-import sysconfig
-from pathlib import Path
-
 import numpy as np
 
-from benchmarks.corpus import _docstrings
 from detector.contexts import build_contexts, dedup_mask
+from detector.corpora import DPKG_STATUS, STDLIB, genre_documents
 from detector.ngrams import NgramTable, build_table
 from detector.scoring import token_scores
 from detector.stats import gamma_sf
 
-STDLIB = Path(sysconfig.get_paths()["stdlib"])
-DPKG_STATUS = Path("/var/lib/dpkg/status")
-
-
-def genre_documents() -> dict[str, list[str]]:
-    """Documents of each genre, in a fixed order."""
-    code = [p.read_text(errors="replace") for p in sorted(STDLIB.glob("*.py"))]
-    stanzas = [s for s in DPKG_STATUS.read_text(errors="replace").split("\n\n") if s.strip()]
-    templated = ["\n\n".join(stanzas[i : i + 5]) for i in range(0, len(stanzas), 5)]
-    return {"prose": _docstrings(STDLIB), "code": code, "templated": templated}
+__all__ = ["DPKG_STATUS", "STDLIB", "genre_documents"]  # the corpora live in the product
 
 
 def chunks(docs: list[np.ndarray], size: int, limit: int) -> list[np.ndarray]:
