@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
 from detector.config import KeyConfig
@@ -151,3 +152,13 @@ def may_calibrate(user: Any, key: WatermarkKey) -> bool:
 def key_measured_fpr(key: WatermarkKey | None) -> dict[str, Any] | None:
     """``measured_fpr`` of a key's latest calibration; None for no key or none finished."""
     return None if key is None else measured_fpr(latest_calibrations([key]).get(key.id))
+
+
+GENRE_LABELS = {"prose": _("prose"), "code": _("source code"), "templated": _("templated text")}
+
+
+def calibration_rates(run: KeyCalibration | None) -> list[dict[str, Any]]:
+    """A calibration's per-genre rates for a page: each row with the genre's label."""
+    if run is None:
+        return []
+    return [{"rate": r, "label": GENRE_LABELS.get(r.genre, r.genre)} for r in run.rates.all()]

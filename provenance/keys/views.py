@@ -5,26 +5,22 @@ Django admin; a team admin may queue a key's calibration from here."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from provenance.accounts.selectors import team_for_user
 from provenance.keys import calibration
-from provenance.keys.models import KeyCalibration
 from provenance.keys.selectors import (
+    calibration_rates,
     keys_visible_to,
     latest_calibrations,
     may_calibrate,
     pending_calibrations,
 )
-
-GENRE_LABELS = {"prose": _("prose"), "code": _("source code"), "templated": _("templated text")}
 
 
 @login_required
@@ -37,19 +33,13 @@ def key_list(request: HttpRequest) -> HttpResponse:
         {
             "key": key,
             "calibration": latest.get(key.id),
-            "rates": _rates(latest.get(key.id)),
+            "rates": calibration_rates(latest.get(key.id)),
             "pending": key.id in pending,
             "may_calibrate": may_calibrate(request.user, key),
         }
         for key in keys
     ]
     return render(request, "keys/key_list.html", {"rows": rows, "team": team})
-
-
-def _rates(run: KeyCalibration | None) -> list[dict[str, Any]]:
-    if run is None:
-        return []
-    return [{"rate": r, "label": GENRE_LABELS.get(r.genre, r.genre)} for r in run.rates.all()]
 
 
 @login_required
