@@ -6,8 +6,10 @@ of this process (steadier than wall time on a shared machine), best of three, fo
 1. ``detect_text`` per text: bench_web's in-process baseline;
 2. tokenize + ``detect_batch`` + ``combine``: the verdict alone;
 3. the same with ``localize_family`` in place of ``combine``: the verdict with span
-   localization, as ``provenance/checks/scoring.score_texts`` computes it;
-4. the same plus the character offsets of the texts in which a span was found, taken from
+   localization, one text at a time;
+4. the same with every text's first scan window computed in one batched pass
+   (``detector.localize.first_windows``), as ``provenance/checks/scoring.score_texts`` does;
+5. the same plus the character offsets of the texts in which a span was found, taken from
    the encoding kept from the one tokenization.
 
 Run: ``python benchmarks/bench_audit_path.py [--texts N]``.
@@ -28,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.bench_web import _texts  # noqa: E402
 from detector.config import KeyConfig  # noqa: E402
 from detector.detect import Document, combine, detect_batch, detect_text  # noqa: E402
-from detector.localize import localize_family  # noqa: E402
+from detector.localize import first_windows, localize_family  # noqa: E402
 from detector.tokenizers import load_tokenizer, offsets_of  # noqa: E402
 
 KEY = 0x5EED_0F_BE_4C_11_AB
@@ -63,15 +65,23 @@ def main() -> None:
         for found in detect_batch(documents()):
             combine(found, names=["k"])
 
-    def localized() -> None:
+    def localized() -> None:  # one text at a time
         for found in detect_batch(documents()):
             localize_family(found, [config], names=["k"])
+
+    def localized_batched() -> None:  # as score_texts: first scan windows in one pass
+        found = detect_batch(documents())
+        windows = first_windows([f[0] for f in found], [config] * len(found))
+        for f, w in zip(found, windows, strict=True):
+            localize_family(f, [config], names=["k"], first_windows=[w])
 
     def localized_with_offsets() -> None:  # as score_texts: offsets from the kept encoding
         encoded = [tok.encode_lazy(text) for text in texts]
         docs = [Document(ids, [config]) for ids, _ in encoded]
-        for (_, encoding), found in zip(encoded, detect_batch(docs), strict=True):
-            _, locs = localize_family(found, [config], names=["k"])
+        found = detect_batch(docs)
+        windows = first_windows([f[0] for f in found], [config] * len(found))
+        for (_, encoding), f, w in zip(encoded, found, windows, strict=True):
+            _, locs = localize_family(f, [config], names=["k"], first_windows=[w])
             if any(loc.spans for loc in locs):
                 offsets_of(encoding)
 
@@ -79,6 +89,7 @@ def main() -> None:
         ("detect_text per text (bench_web's in-process)", in_process),
         ("tokenize + detect_batch + combine", verdict),
         ("tokenize + detect_batch + localize_family", localized),
+        ("  the first scan windows batched (score_texts)", localized_batched),
         ("  + offsets for the texts with a span", localized_with_offsets),
     ]
     print(f"{len(texts):,} audit texts, one key, one core; CPU seconds, best of 3")

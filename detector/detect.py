@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from detector import scoring
+from detector.assist import WeightedTest, weighted_test
 from detector.config import KeyConfig, as_key_config
 from detector.contexts import as_token_array, build_contexts, dedup_mask
 from detector.stats import CORRECTIONS, dual_key_sf, gamma_sf
@@ -34,9 +35,36 @@ class Detection:
     is_watermarked: bool
     token_scores: NDArray[np.float64] = field(repr=False)  # [num_tokens], 0.0 where not scored
     scored_mask: NDArray[np.bool_] = field(repr=False)  # [num_tokens]
+    # The model-assisted test (``detector.assist``), when a model read the text. ``score``,
+    # ``p_value`` and ``log10_p`` stay the Gamma sum test's, as vLLM's detector reports them.
+    weighted: WeightedTest | None = field(default=None, repr=False)
+
+    @property
+    def decision_log10_p(self) -> float:
+        """log10 of the p-value the decision rests on: the Gamma test's alone, or with a
+        model ``2 min(p_gamma, p_weighted)`` (Bonferroni over the two tests)."""
+        if self.weighted is None:
+            return self.log10_p
+        return min(0.0, LOG10_2 + min(self.log10_p, self.weighted.log10_p))
+
+    @property
+    def decision_p_value(self) -> float:
+        return 10.0**self.decision_log10_p
+
+    @property
+    def decided_by(self) -> str:
+        """``gamma`` or ``weighted``: the test whose p-value the decision rests on."""
+        if self.weighted is not None and self.weighted.log10_p < self.log10_p:
+            return "weighted"
+        return "gamma"
+
+    @property
+    def expected_scores(self) -> NDArray[np.float64] | None:
+        """The model's ``E[s]`` of each scored token (text order), or None without a model."""
+        return None if self.weighted is None else self.weighted.expected_scores
 
     def summary(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "score": self.score,
             "p_value": self.p_value,
             "log10_p": self.log10_p,
@@ -44,6 +72,15 @@ class Detection:
             "num_scored_tokens": self.num_scored_tokens,
             "is_watermarked": self.is_watermarked,
         }
+        if self.weighted is not None:
+            out["weighted"] = self.weighted.summary()
+            out["decision_p_value"] = self.decision_p_value
+            out["decision_log10_p"] = self.decision_log10_p
+            out["decided_by"] = self.decided_by
+        return out
+
+
+LOG10_2 = math.log10(2.0)
 
 
 def _check_threshold(threshold: float) -> None:
@@ -70,6 +107,8 @@ class Document:
 
     token_ids: ArrayLike
     configs: Sequence[KeyConfig]
+    # A model's E[s] for every token of the text (``detector.assist``): adds the weighted test.
+    expected_scores: ArrayLike | None = None
 
     def __repr__(self) -> str:  # configs hold key values
         return f"<Document hypotheses={len(self.configs)}>"
@@ -103,25 +142,36 @@ def _detection(
     scores: NDArray[np.float64],
     config: KeyConfig,
     threshold: float,
+    expected: ArrayLike | None = None,
 ) -> Detection:
     n = int(mask.sum())
     total = float(scores.sum())
     p_value, log10_p = survival(config, total, n)
-    return Detection(
+    found = Detection(
         score=total,
         p_value=p_value,
         log10_p=log10_p,
         num_tokens=int(ids.shape[0]),
         num_scored_tokens=n,
-        is_watermarked=bool(n > 0 and log10_p <= math.log10(threshold)),
+        is_watermarked=False,
         token_scores=scores,
         scored_mask=mask,
+        weighted=None if expected is None else weighted_test(scores, mask, expected, config),
     )
+    decided = n > 0 and found.decision_log10_p <= math.log10(threshold)
+    return replace(found, is_watermarked=bool(decided))
 
 
-def detect_config(token_ids: ArrayLike, config: KeyConfig, threshold: float = 0.01) -> Detection:
-    """Test ``token_ids`` under one key configuration."""
-    return detect_batch([Document(token_ids, [config])], threshold)[0][0]
+def detect_config(
+    token_ids: ArrayLike,
+    config: KeyConfig,
+    threshold: float = 0.01,
+    *,
+    expected_scores: ArrayLike | None = None,
+) -> Detection:
+    """Test ``token_ids`` under one key configuration (and, given a model's ``E[s]`` per
+    token, with the weighted test too)."""
+    return detect_batch([Document(token_ids, [config], expected_scores)], threshold)[0][0]
 
 
 def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list[Detection]]:
@@ -142,8 +192,10 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
         scores = [np.where(m, s, 0.0) for (_, _, m, _), s in zip(flat, full, strict=True)]
     else:
         scores = [_cpu_scores(ids, ctx, m, c) for ids, ctx, m, c in flat]
+    expected = [d.expected_scores for d in docs for _ in d.configs]
     found = iter(
-        _detection(ids, m, s, c, threshold) for (ids, _, m, c), s in zip(flat, scores, strict=True)
+        _detection(ids, m, s, c, threshold, e)
+        for (ids, _, m, c), s, e in zip(flat, scores, expected, strict=True)
     )
     return [[next(found) for _ in doc.configs] for doc in docs]
 
@@ -182,8 +234,12 @@ def detect_ids(
     algorithm: str = "gumbel",
     alpha: float = 0.1,
     threshold: float = 0.01,
+    expected_scores: ArrayLike | None = None,
 ) -> Detection:
-    """Test token ids (the generating model's tokenizer, no special tokens) under ``key``."""
+    """Test token ids (the generating model's tokenizer, no special tokens) under ``key``.
+
+    With ``expected_scores`` (a model's ``E[s]`` of every token, ``ModelAssist``), the
+    weighted test runs too and ``is_watermarked`` is the decision of both."""
     config = KeyConfig(
         key=key,
         algorithm=algorithm,  # type: ignore[arg-type]
@@ -192,7 +248,7 @@ def detect_ids(
         deduplicate_contexts="single_turn" if deduplicate else "none",
         deduplicate_contexts_max_history=None,  # a bare key: repeats searched over the whole text
     )
-    return detect_config(token_ids, config, threshold)
+    return detect_config(token_ids, config, threshold, expected_scores=expected_scores)
 
 
 @dataclass(frozen=True)
@@ -280,7 +336,7 @@ def combine(
     names = list(names) if names is not None else [None] * len(detections)
     if len(names) != len(detections):
         raise ValueError("one name per detection is needed")
-    adjusted = correct([d.log10_p for d in detections], correction)
+    adjusted = correct([d.decision_log10_p for d in detections], correction)
     best = int(np.argmin(adjusted)) if adjusted.size else None
     best_lp = float(adjusted[best]) if best is not None else 0.0
     scored = best is not None and detections[best].num_scored_tokens > 0
@@ -321,8 +377,11 @@ def detect_text(
     *,
     threshold: float = 0.01,
     correction: str = "holm",
+    assist: Any = None,
 ) -> TextDetection:
-    """Tokenize ``text`` once and test every key configuration, correcting for their number."""
+    """Tokenize ``text`` once and test every key configuration, correcting for their number.
+    With ``assist`` (a ``detector.assist.ModelAssist`` for this tokenizer) each key also runs
+    the weighted test and decides with both."""
     from detector.tokenizers import as_tokenizer
 
     if not isinstance(text, str):
@@ -334,7 +393,8 @@ def detect_text(
         raise ValueError("at least one key is needed")
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
-    detections = detect_batch([Document(ids, configs)], threshold)[0]
+    expected = None if assist is None else assist.expected_scores([ids])[0]
+    detections = detect_batch([Document(ids, configs, expected)], threshold)[0]
     names = [c.name for c in configs]
     verdict = combine(detections, names=names, threshold=threshold, correction=correction)
     return TextDetection(

@@ -128,6 +128,27 @@ def _strongest_part(exp: NDArray, cum: NDArray, window: scan.Window) -> tuple[in
     return lo, hi
 
 
+class _Unset:
+    """Marks an argument not given (``None`` is a meaningful first window: none fits)."""
+
+
+_UNSET = _Unset()
+
+
+def _longest_free_run(blocked: NDArray[np.bool_]) -> int:
+    """Length of the longest run of unblocked positions."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[True], blocked, [True]]).astype(np.int8)))
+    return int((edges[1::2] - edges[::2]).max(initial=0))
+
+
+def first_windows(
+    detections: Sequence[Detection], configs: Sequence[KeyConfig]
+) -> list[scan.Window | None]:
+    """The scan's first window of each (detection, configuration) pair, in one batched pass;
+    pass them on as ``localize_family(..., first_windows=...)``."""
+    return scan.best_windows([exp_scores(d, c) for d, c in zip(detections, configs, strict=True)])
+
+
 def localize_detection(
     detection: Detection,
     config: KeyConfig,
@@ -135,22 +156,29 @@ def localize_detection(
     threshold: float = 0.01,
     max_spans: int = MAX_SPANS,
     span_factor: float = 1.0,
+    first_window: scan.Window | None | _Unset = _UNSET,
 ) -> Localization:
     """Localize from an existing ``Detection``. ``span_factor`` multiplies the spans' p-values
     (Bonferroni over several keys; 1 for one key); the document p-value is left for the
-    caller's family correction."""
-    positions = np.flatnonzero(detection.scored_mask)
+    caller's family correction. ``first_window``: the scan's first window when the caller
+    computed it already (``scan.best_windows`` over many texts at once)."""
     exp = exp_scores(detection, config)
     n = exp.shape[0]
     blocked = np.zeros(n, np.bool_)
-    cum = np.concatenate([[0.0], np.cumsum(exp)])
     log_two = math.log10(2.0)
     log_span = log_two + math.log10(span_factor)
     spans: list[Span] = []
     first = 0.0
     running = -math.inf  # max of scan log10 p over the spans so far
+    positions: NDArray[np.int64] | None = None
+    cum: NDArray[np.float64] | None = None
     while len(spans) < max_spans:
-        window = scan.best_window(exp, blocked)
+        if spans and _longest_free_run(blocked) < scan.MIN_WINDOW:
+            break
+        if not spans and not isinstance(first_window, _Unset):
+            window = first_window
+        else:
+            window = scan.best_window(exp, blocked)
         if window is None:
             break
         scan_lp = scan.scan_log10_p(window.log10_p, n)
@@ -160,6 +188,9 @@ def localize_detection(
         adjusted = min(0.0, running + log_span)
         if adjusted > math.log10(threshold):
             break
+        if cum is None or positions is None:
+            cum = np.concatenate([[0.0], np.cumsum(exp)])
+            positions = np.flatnonzero(detection.scored_mask)
         lo, hi = _strongest_part(exp, cum, window)
         spans.append(
             Span(
@@ -210,15 +241,22 @@ def localize_family(
     threshold: float = 0.01,
     correction: str = "holm",
     max_spans: int = MAX_SPANS,
+    first_windows: Sequence[scan.Window | None] | None = None,
 ) -> tuple[Verdict, tuple[Localization, ...]]:
     """The localized verdict of a family of hypotheses on one text: every hypothesis is
     localized, their document p-values are corrected together (``correction``), and span
     p-values carry a Bonferroni factor for the number of hypotheses. The verdict's hypotheses
-    keep their own global detections; ``adjusted_log10_p`` is the corrected document p."""
+    keep their own global detections; ``adjusted_log10_p`` is the corrected document p.
+    ``first_windows``: each hypothesis's first scan window, from ``first_windows``."""
     m = float(max(len(detections), 1))
+    firsts: Sequence[scan.Window | None | _Unset] = (
+        [_UNSET] * len(detections) if first_windows is None else first_windows
+    )
     locs = tuple(
-        localize_detection(d, c, threshold=threshold, max_spans=max_spans, span_factor=m)
-        for d, c in zip(detections, configs, strict=True)
+        localize_detection(
+            d, c, threshold=threshold, max_spans=max_spans, span_factor=m, first_window=w
+        )
+        for d, c, w in zip(detections, configs, firsts, strict=True)
     )
     proxies = [
         replace(d, log10_p=loc.log10_p, p_value=loc.p_value)

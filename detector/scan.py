@@ -22,6 +22,7 @@ import functools
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,7 @@ REFINE_SPAN = 128  # most positions a refined end moves from the coarse window's
 TABLE_PATH = Path(__file__).with_name("scan_table.json")
 _LN10 = math.log(10.0)
 _UNDERFLOW = 1e-280
+_LOG10_UNDERFLOW = math.log10(_UNDERFLOW)
 
 
 def log10_gamma_sf(length: NDArray, total: NDArray) -> NDArray[np.float64]:
@@ -48,6 +50,8 @@ def log10_gamma_sf(length: NDArray, total: NDArray) -> NDArray[np.float64]:
     x = np.asarray(total, np.float64)
     q = special.gammaincc(a, np.maximum(x, 0.0))
     out = np.log10(np.maximum(q, _UNDERFLOW))
+    if out.min(initial=0.0) > _LOG10_UNDERFLOW:  # the common case: nothing underflowed
+        return out
     low = q <= _UNDERFLOW
     if np.any(low):
         al, xl = a[low] if a.ndim else a, x[low]
@@ -73,7 +77,7 @@ def _lengths(n: int) -> NDArray[np.int64]:
     return np.unique(np.append(grid[grid <= n], n))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=4096)
 def _family(n: int) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """The coarse window family over ``n`` scored tokens, flattened: (starts, lengths, offsets
     of each length's block). About ``2.5 n`` windows; cached per ``n``."""
@@ -154,6 +158,96 @@ def best_window(scores: NDArray[np.float64], blocked_mask: NDArray[np.bool_]) ->
     blocked = np.concatenate([[0], np.cumsum(blocked_mask, dtype=np.int64)])
     coarse = _coarse(cum, blocked)
     return None if coarse is None else _refine(cum, blocked_mask, coarse)
+
+
+def _first_in_segments(hit: NDArray[np.bool_], bounds: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Index of the first ``True`` of each segment ``[bounds[k], bounds[k + 1])`` of ``hit``
+    (every segment holds one)."""
+    where = np.flatnonzero(hit)
+    return where[np.searchsorted(where, bounds[:-1])]
+
+
+def _ragged(lo: NDArray[np.int64], hi: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray]:
+    """Concatenated ``arange(lo[k], hi[k])`` over k: (values, owner k, segment bounds)."""
+    counts = np.maximum(hi - lo, 0)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    owner = np.repeat(np.arange(lo.shape[0]), counts)
+    values = lo[owner] + (np.arange(bounds[-1]) - bounds[:-1][owner])
+    return values, owner, bounds
+
+
+def best_windows(scores: Sequence[NDArray[np.float64]]) -> list[Window | None]:
+    """``best_window(s, no blocked position)`` for every ``s`` of ``scores`` at once.
+
+    The audit path scans thousands of short texts; one numpy pass over all of them replaces
+    a dozen small calls per text. Every window sum and p-value is computed by the same
+    operations on the same prefix sums as ``best_window`` and ties break the same way (first
+    minimum), so the windows are identical (tested).
+    """
+    out: list[Window | None] = [None] * len(scores)
+    keep = [i for i, s in enumerate(scores) if s.shape[0] >= MIN_WINDOW]
+    if not keep:
+        return out
+    cums = [np.concatenate([[0.0], np.cumsum(scores[i], dtype=np.float64)]) for i in keep]
+    base = np.cumsum([0] + [c.shape[0] for c in cums])[:-1]
+    cum = np.concatenate(cums)
+    ns = np.asarray([c.shape[0] - 1 for c in cums], np.int64)
+    fams = [_family(int(n)) for n in ns]
+    # Coarse: best sum per (text, length), the length of smallest p per text, its best start.
+    starts = np.concatenate([f[0] + b for f, b in zip(fams, base, strict=True)])
+    lengths = np.concatenate([f[1] for f in fams])
+    sizes = np.asarray([f[0].shape[0] for f in fams], np.int64)
+    wbase = np.concatenate([[0], np.cumsum(sizes)])
+    blocks = np.concatenate([f[2][:-1] + w for f, w in zip(fams, wbase[:-1], strict=True)])
+    nblocks = np.asarray([f[2].shape[0] - 1 for f in fams], np.int64)
+    bbase = np.concatenate([[0], np.cumsum(nblocks)])
+    sums = cum[starts + lengths] - cum[starts]
+    best = np.maximum.reduceat(sums, blocks)
+    lp = log10_gamma_sf(lengths[blocks], best)
+    text_min = np.minimum.reduceat(lp, bbase[:-1])
+    k = _first_in_segments(lp == np.repeat(text_min, nblocks), bbase)
+    block_end = np.append(blocks[1:], sums.shape[0])
+    seg = np.concatenate([[0], np.cumsum(block_end[k] - blocks[k])])
+    idx, owner, _ = _ragged(blocks[k], block_end[k])
+    i = idx[_first_in_segments(sums[idx] == best[k][owner], seg)]
+    start = starts[i] - base
+    stop = start + lengths[i]
+    best_lp = lp[k].copy()
+    # Refinement, as ``_refine`` with the whole text free (lo = 0, hi = n).
+    reach = np.minimum(REFINE_SPAN, np.maximum(4, (stop - start) // 4))
+    for _ in range(3):
+        for side in ("start", "stop"):
+            if side == "start":
+                lo_c = np.maximum(0, start - reach)
+                hi_c = np.minimum(start + reach, stop - MIN_WINDOW) + 1
+            else:
+                lo_c = np.maximum(start + MIN_WINDOW, stop - reach)
+                hi_c = np.minimum(ns, stop + reach) + 1
+            cand, owner, bounds = _ragged(lo_c, hi_c)
+            if not cand.size:
+                continue
+            if side == "start":
+                lpc = log10_gamma_sf(
+                    stop[owner] - cand, cum[base[owner] + stop[owner]] - cum[base[owner] + cand]
+                )
+            else:
+                lpc = log10_gamma_sf(
+                    cand - start[owner], cum[base[owner] + cand] - cum[base[owner] + start[owner]]
+                )
+            has = bounds[1:] > bounds[:-1]
+            seg_min = np.full(ns.shape[0], np.inf)
+            seg_min[has] = np.minimum.reduceat(lpc, bounds[:-1][has])
+            j = np.zeros(ns.shape[0], np.int64)
+            j[has] = _first_in_segments(lpc == seg_min[owner], bounds[np.append(has, True)])
+            moved = has & (seg_min < best_lp)
+            if side == "start":
+                start = np.where(moved, cand[j], start)
+            else:
+                stop = np.where(moved, cand[j], stop)
+            best_lp = np.where(moved, seg_min, best_lp)
+    for t, i_text in enumerate(keep):
+        out[i_text] = Window(int(start[t]), int(stop[t]), float(best_lp[t]))
+    return out
 
 
 def human_stretch(scores: NDArray[np.float64], w: Window) -> tuple[int, int] | None:

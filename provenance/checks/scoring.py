@@ -25,7 +25,8 @@ from detector.detect import (
     cumulative_log10_p,
     detect_batch,
 )
-from detector.localize import Localization, localize_family, with_chars
+from detector.localize import Localization, first_windows, localize_family, with_chars
+from detector.scan import Window
 from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
@@ -157,7 +158,15 @@ def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -
     ]
     found = detect_batch(docs, threshold)
     per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
-    results = [_result(f, groups, threshold) for f in per_text]
+    # The scan's first window of every (text, key) in one batched pass (most audit texts
+    # stop there), then each text's localized verdict from it.
+    configs = [c for g in groups for c in g.configs]
+    flat = [d for f in per_text for group_found in f for d in group_found]
+    windows = first_windows(flat, configs * len(texts))
+    m = len(configs)
+    results = [
+        _result(f, groups, threshold, windows[i * m : (i + 1) * m]) for i, f in enumerate(per_text)
+    ]
     results = [  # offsets only for the texts where a span was found
         _with_spans(r, groups, lambda g, per=per: offsets_of(per[g][1]))
         for r, per in zip(results, encoded, strict=True)
@@ -175,8 +184,14 @@ def _position(groups: list[KeyGroup], index: int) -> tuple[int, int]:
     raise IndexError(index)
 
 
-def _result(found: list[list[Detection]], groups: list[KeyGroup], threshold: float) -> TextResult:
-    """The detector's verdict over every group's hypotheses, bound to the registry rows."""
+def _result(
+    found: list[list[Detection]],
+    groups: list[KeyGroup],
+    threshold: float,
+    windows: list[Window | None] | None = None,
+) -> TextResult:
+    """The detector's verdict over every group's hypotheses, bound to the registry rows
+    (``windows``: the hypotheses' first scan windows when computed already)."""
     detections = [d for group_found in found for d in group_found]
     rows = [(key, group.tokenizer) for group in groups for key in group.keys]
     configs = [c for group in groups for c in group.configs]
@@ -186,6 +201,7 @@ def _result(found: list[list[Detection]], groups: list[KeyGroup], threshold: flo
         names=[key.name for key, _ in rows],
         threshold=threshold,
         correction="holm",
+        first_windows=windows,
     )
     hypotheses = tuple(
         HypothesisResult(key, tokenizer, h)

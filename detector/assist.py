@@ -1,0 +1,324 @@
+"""Model-assisted detection: a causal LM reads the text once and weights each token's score.
+
+A token that was (nearly) the only choice carries no watermark signal, yet the Gamma sum test
+scores it like any other. Here each position gets the expected score of a token sampled by
+the keyed Gumbel-max draw from the model's distribution ``q`` at that position,
+
+    E[s] = sum_x q_x (psi(1 + 1/q_x) + gamma_E)      (1 when one token has all the mass),
+
+and the statistic is ``S_w = sum_t w_t s_t`` over the scored tokens, ``w_t = E[s_t] - 1``.
+The weights depend on the text only, never on the key, so under the null the scores stay
+i.i.d. Exp(1) and the exact tail of ``S_w`` (``detector.weighted``) is its p-value.
+
+``ModelAssist`` loads a Hugging Face causal LM from a local directory (transformers, local
+files only) and returns the per-token ``E[s]`` of many texts in batched forward passes:
+texts are cut into windows of at most ``window`` positions, each after the first re-reading
+``context`` tokens before it, so memory stays bounded and long texts fit the model's length.
+``q`` is the model's distribution after the key's temperature and top-p where they are known
+(vLLM's top-p semantics), else at temperature 1.
+
+``assisted_detect`` runs the Gamma test and the weighted test on one text and decides with
+both (``detector.detect.Detection.decision_log10_p``: Bonferroni over the two tests).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from detector.config import KeyConfig, as_key_config
+from detector.contexts import as_token_array
+from detector.weighted import weighted_sf
+
+EULER_GAMMA = 0.5772156649015329
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+class ModelDirError(ValueError):
+    """A directory that cannot serve as a tokenizer's assisting model; the message says why."""
+
+
+@dataclass(frozen=True)
+class WeightedTest:
+    """The model-assisted test of one text under one key."""
+
+    score: float  # S_w = sum over scored tokens of w_t s_t
+    p_value: float
+    log10_p: float
+    num_scored_tokens: int
+    expected_excess: float  # sum of w_t: what S_w exceeds its null mean by under the watermark
+    expected_scores: NDArray[np.float64]  # E[s] of each scored token, in text order
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "p_value": self.p_value,
+            "log10_p": self.log10_p,
+            "expected_excess": self.expected_excess,
+        }
+
+
+def weighted_test(
+    token_scores: NDArray[np.float64],
+    scored_mask: NDArray[np.bool_],
+    expected_scores: ArrayLike,
+    config: KeyConfig,
+) -> WeightedTest:
+    """The weighted test from a detection's per-token scores and the text's ``E[s]``.
+
+    ``dual_key_gumbel`` scores are ``(1 - a) s_A + a s_B``: the weighted sum is then a sum of
+    ``2n`` independent Exp(1) terms with weights ``(1 - a) w`` and ``a w``, still exact."""
+    expected = np.asarray(expected_scores, np.float64)
+    if expected.shape != scored_mask.shape:
+        raise ValueError(
+            f"expected_scores has {expected.shape[0] if expected.ndim else 0} entries for "
+            f"{scored_mask.shape[0]} tokens"
+        )
+    kept = expected[scored_mask]
+    w = np.maximum(kept - 1.0, 0.0)
+    score = float((w * token_scores[scored_mask]).sum())
+    null_w = w
+    if config.algorithm == "dual_key_gumbel":
+        null_w = np.concatenate([(1.0 - config.alpha) * w, config.alpha * w])
+    p_value, log10_p = weighted_sf(null_w, score)
+    return WeightedTest(
+        score=score,
+        p_value=p_value,
+        log10_p=log10_p,
+        num_scored_tokens=int(scored_mask.sum()),
+        expected_excess=float(w.sum()),
+        expected_scores=kept,
+    )
+
+
+def expected_score_of(probs: Any) -> Any:
+    """``E[s] - 1 = sum_x q_x (psi(1 + 1/q_x) + gamma_E - 1)`` per row of ``probs``
+    (``[rows, vocab]`` torch tensor summing to 1 per row); entries with ``q = 0`` add 0.
+    The ``- 1`` sits inside the sum so that a certain token gives exactly 0, not a rounding
+    residue of ``E[s] - 1``."""
+    import torch
+
+    inv = torch.where(probs > 0, probs.reciprocal(), torch.ones_like(probs))
+    f = torch.special.digamma(inv + 1.0) + (EULER_GAMMA - 1.0)
+    return torch.where(probs > 0, probs * f, torch.zeros_like(probs)).sum(-1).clamp_min(0.0)
+
+
+def _top_p(logits: Any, top_p: float) -> Any:
+    """Mask to -inf what top-p drops, as vLLM's PyTorch path does (keeps at least one)."""
+    import torch
+
+    sorted_logits, order = logits.sort(dim=-1, descending=False)  # [rows, vocab]
+    cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+    drop = cum <= (1.0 - top_p)
+    drop[:, -1] = False  # the most likely token always survives
+    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+    return torch.empty_like(sorted_logits).scatter_(1, order, sorted_logits)
+
+
+def _device() -> str:
+    from detector.scoring import cuda_available
+
+    return "cuda" if cuda_available() else "cpu"
+
+
+def check_model_dir(path: str | os.PathLike[str], vocab_size: int | None = None) -> Path:
+    """The resolved model directory, or ``ModelDirError`` saying what is wrong: not a
+    directory, no ``config.json``, no weights, not a causal LM, or a vocabulary smaller
+    than the tokenizer's ``vocab_size`` (a model may pad its vocabulary, never lack ids)."""
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise ModelDirError(f"{p} is not a directory")
+    if not (p / "config.json").is_file():
+        raise ModelDirError(f"{p} has no config.json (not a Hugging Face model directory)")
+    if not any((p / name).is_file() for name in WEIGHT_FILES):
+        raise ModelDirError(f"{p} has no weights ({', '.join(WEIGHT_FILES)})")
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(str(p), local_files_only=True)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelDirError(f"{p}/config.json cannot be read: {exc}") from None
+    model_vocab = getattr(config, "vocab_size", None)
+    if model_vocab is None:
+        model_vocab = getattr(getattr(config, "text_config", None), "vocab_size", None)
+    if not isinstance(model_vocab, int):
+        raise ModelDirError(f"{p}/config.json names no vocab_size")
+    if vocab_size is not None and model_vocab < vocab_size:
+        raise ModelDirError(
+            f"the model's vocabulary ({model_vocab} ids) is smaller than the tokenizer's "
+            f"({vocab_size} ids): it is not this tokenizer's model"
+        )
+    return p.resolve()
+
+
+class ModelAssist:
+    """A causal LM that gives each token of a text its expected watermark score ``E[s]``.
+
+    Not thread-safe (one forward pass at a time); cache one per process with ``load_assist``.
+    """
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str],
+        *,
+        device: str | None = None,
+        window: int = 512,
+        context: int = 128,
+        batch_tokens: int = 4096,
+        head_rows: int = 256,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.path = check_model_dir(model_dir)
+        self.device = device or _device()
+        model: Any = AutoModelForCausalLM.from_pretrained(
+            str(self.path), dtype=torch.float32, local_files_only=True
+        )
+        self.model: Any = model.to(self.device).eval()
+        cfg = self.model.config
+        max_len = int(getattr(cfg, "max_position_embeddings", window) or window)
+        self.window = min(window, max_len)
+        self.context = min(context, self.window // 2)
+        self.batch_tokens = max(batch_tokens, self.window)
+        self.head_rows = head_rows
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        bos = getattr(cfg, "bos_token_id", None)
+        # The first token is predicted from BOS when the model has one; without it the first
+        # token has no prediction and gets E[s] = 1 (weight 0): still a function of the text.
+        self.prefix: list[int] = [int(bos)] if isinstance(bos, int) else []
+
+    def __repr__(self) -> str:
+        return f"<ModelAssist {self.path.name} on {self.device}>"
+
+    def weights(
+        self, docs: Sequence[ArrayLike], *, temperature: float = 1.0, top_p: float = 1.0
+    ) -> list[NDArray[np.float64]]:
+        """``w_t = E[s_t] - 1`` of every token of every document (``expected_scores - 1``)."""
+        return [e - 1.0 for e in self.expected_scores(docs, temperature=temperature, top_p=top_p)]
+
+    def expected_scores(
+        self, docs: Sequence[ArrayLike], *, temperature: float = 1.0, top_p: float = 1.0
+    ) -> list[NDArray[np.float64]]:
+        """``E[s]`` of every token of every document (token ids of this model's tokenizer,
+        no special tokens): ``out[d][t]`` for token t of document d, float64, >= 1."""
+        if not temperature > 0:
+            raise ValueError("temperature must be positive (greedy text carries no watermark)")
+        if not 0 < top_p <= 1:
+            raise ValueError("top_p must lie in (0, 1]")
+        arrays = [as_token_array(d) for d in docs]
+        for ids in arrays:
+            if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
+                raise ValueError(f"token ids must lie in [0, {self.vocab_size})")
+        out = [np.ones(ids.shape[0], np.float64) for ids in arrays]
+        windows = [w for d, ids in enumerate(arrays) for w in self._windows(d, ids)]
+        windows.sort(key=lambda w: len(w[3]))  # similar lengths batch with little padding
+        batch: list[tuple[int, int, int, list[int]]] = []
+        for w in windows:
+            if batch and (len(batch) + 1) * len(w[3]) > self.batch_tokens:
+                self._run(batch, out, temperature, top_p)
+                batch = []
+            batch.append(w)
+        if batch:
+            self._run(batch, out, temperature, top_p)
+        return out
+
+    def _windows(self, d: int, ids: NDArray[np.int64]) -> list[tuple[int, int, int, list[int]]]:
+        """``(document, first target, end target, input ids)`` per window. Target token j sits
+        at sequence index ``len(prefix) + j`` and is predicted by the input one before it, so
+        the inputs of targets ``[a, b)`` end at sequence index ``len(prefix) + b - 2`` and the
+        last ``b - a`` inputs predict them; the inputs start ``context`` tokens earlier."""
+        seq = self.prefix + ids.tolist()
+        p = len(self.prefix)
+        first = 0 if p else 1  # without a prefix, token 0 has no prediction
+        found = []
+        a = first
+        while a < ids.shape[0]:
+            lead = 0 if a == first else self.context
+            b = min(ids.shape[0], a + self.window - lead)
+            lo = max(0, p + a - 1 - lead)
+            found.append((d, a, b, seq[lo : p + b - 1]))
+            a = b
+        return found
+
+    def _run(
+        self,
+        batch: list[tuple[int, int, int, list[int]]],
+        out: list[NDArray[np.float64]],
+        temperature: float,
+        top_p: float,
+    ) -> None:
+        import torch
+
+        longest = max(len(w[3]) for w in batch)
+        inputs = torch.zeros((len(batch), longest), dtype=torch.long)
+        mask = torch.zeros((len(batch), longest), dtype=torch.long)
+        for i, (_, _, _, seq) in enumerate(batch):  # right padding: causal rows ignore it
+            inputs[i, : len(seq)] = torch.tensor(seq)
+            mask[i, : len(seq)] = 1
+        with torch.inference_mode():
+            hidden = self.model.base_model(
+                input_ids=inputs.to(self.device), attention_mask=mask.to(self.device)
+            ).last_hidden_state  # [batch, longest, hidden]
+            rows = [
+                hidden[i, len(seq) - (b - a) : len(seq)] for i, (_, a, b, seq) in enumerate(batch)
+            ]
+            excess = self._excess(torch.cat(rows), temperature, top_p)  # [targets]
+        k = 0
+        for d, a, b, _ in batch:
+            out[d][a:b] = 1.0 + excess[k : k + b - a]
+            k += b - a
+
+    def _excess(self, hidden: Any, temperature: float, top_p: float) -> NDArray[np.float64]:
+        """``E[s] - 1`` per row of final hidden states ``[rows, hidden]``, ``head_rows`` rows
+        of logits at a time (a [256, 49152] float64 block is 100 MB)."""
+        import torch
+
+        head = self.model.get_output_embeddings()
+        parts = []
+        for i in range(0, hidden.shape[0], self.head_rows):
+            logits = head(hidden[i : i + self.head_rows]).to(torch.float64)  # [rows, vocab]
+            if temperature != 1.0:
+                logits = logits / temperature
+            if top_p < 1.0:
+                logits = _top_p(logits, top_p)
+            parts.append(expected_score_of(logits.softmax(dim=-1)).cpu().numpy())
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+
+@functools.lru_cache(maxsize=4)
+def load_assist(model_dir: str) -> ModelAssist:
+    """One ``ModelAssist`` per model directory and process (workers load a model once)."""
+    return ModelAssist(model_dir)
+
+
+def assisted_detect(
+    token_ids: ArrayLike,
+    key: int | KeyConfig,
+    assist: ModelAssist | None = None,
+    *,
+    expected_scores: ArrayLike | None = None,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    threshold: float = 0.01,
+) -> Any:
+    """Test ``token_ids`` under ``key`` with the Gamma test and the weighted test; the
+    ``Detection`` decides with both (``decided_by``, ``decision_log10_p``). Give either the
+    model (``assist``) or the text's ``expected_scores`` computed before."""
+    from detector.detect import detect_config
+
+    if expected_scores is None:
+        if assist is None:
+            raise ValueError("give assist or expected_scores")
+        expected_scores = assist.expected_scores([token_ids], temperature=temperature, top_p=top_p)[
+            0
+        ]
+    config = as_key_config(key)
+    return detect_config(token_ids, config, threshold, expected_scores=expected_scores)

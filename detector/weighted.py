@@ -1,0 +1,211 @@
+"""The null tail of a weighted sum of i.i.d. Exp(1) scores: ``S = sum_i w_i s_i``, ``w_i >= 0``.
+
+Model-assisted detection (``detector.assist``) weights each scored token by what it could
+carry. The weights depend on the text only, never on the key, so under the null the scores
+stay i.i.d. Exp(1) and ``S`` has a fixed distribution (a generalized hypoexponential) whose
+upper tail is the p-value. Its cumulant generating function is
+``K(t) = -sum_i log(1 - w_i t)`` for ``t < 1 / max(w)``.
+
+``weighted_sf`` evaluates the tail in log space, so p-values of 1e-300 and far below come
+out as logarithms:
+
+- up to ``HYPOEXP_MAX`` distinct weights: the closed form
+  ``sum_i prod_{j != i} w_i / (w_i - w_j) exp(-x / w_i)`` in mpmath, exact;
+- otherwise, for tails above ``1e-30`` (every tail a decision can turn on): the exact tail by
+  numerical inversion of the Laplace transform along the line through the saddlepoint,
+  about 1e-9 relative, 10-300 ms;
+- below ``1e-30``: the Lugannani-Rice saddlepoint approximation with Daniels' second-order
+  terms, whose relative error there stays within 2% (it tends to about 0.6% as the largest
+  weight comes to dominate the far tail), measured against the exact tail in
+  ``tests/detector/test_weighted.py``.
+
+The saddlepoint is found in the variable ``u = 1 - t max(w)``, which keeps ``1 - w_i t``
+exact when the saddlepoint approaches the pole at ``1 / max(w)`` (very large scores).
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import integrate, optimize, special
+
+EXACT_ABOVE_LOG10 = -30.0  # tails above 1e-30 are computed exactly (inversion)
+CENTRE = 0.1  # |t| sqrt(K''(t)) under which the tail is taken by inversion (p near 1/2)
+HYPOEXP_MAX = 64  # at most this many distinct weights: the closed form in mpmath
+_TINY_WEIGHT = 1e-12  # relative to max(w): weights below carry nothing measurable
+_LN10 = math.log(10.0)
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _pair(log_p: float) -> tuple[float, float]:
+    log10_p = min(0.0, log_p / _LN10)
+    return 10.0**log10_p, log10_p
+
+
+def clean_weights(weights: ArrayLike) -> NDArray[np.float64]:
+    """The positive weights, as float64 (zero weights add nothing to ``S``)."""
+    w = np.asarray(weights, np.float64).ravel()
+    if w.size and (not np.all(np.isfinite(w)) or w.min() < 0):
+        raise ValueError("weights must be finite and non-negative")
+    if not w.size:
+        return w
+    return w[w > _TINY_WEIGHT * w.max()]
+
+
+class _Cgf:
+    """``K`` and its derivatives at ``t = (1 - u) / max(w)``, from ``r_i = w_i / max(w)``."""
+
+    def __init__(self, w: NDArray[np.float64]) -> None:
+        self.wmax = float(w.max())
+        self.r = w / self.wmax
+
+    def a(self, u: float) -> NDArray[np.float64]:
+        return (1.0 - self.r) + self.r * u  # 1 - w_i t, exact near the pole (u -> 0)
+
+    def k(self, u: float) -> float:
+        return float(-np.log1p(-self.r * (1.0 - u)).sum())
+
+    def b(self, u: float) -> NDArray[np.float64]:
+        return self.wmax * self.r / self.a(u)  # w_i / (1 - w_i t): K^(k) = (k-1)! sum b^k
+
+    def saddle(self, x: float) -> float:
+        """``u`` with ``K'(t(u)) = x`` (K' decreases in u)."""
+        n, wmax = self.r.size, self.wmax
+        mean = wmax * float(self.r.sum())
+        if x >= mean:
+            lo, hi = min(wmax / x, 1.0), 1.0  # at u = wmax / x the largest term alone is x
+        else:
+            lo, hi = 1.0, 1.0 + wmax * n / x  # K' <= n / |t| at t < 0
+
+        def f(v: float) -> float:
+            return math.log(float(self.b(math.exp(v)).sum())) - math.log(x)
+
+        if f(math.log(lo)) * f(math.log(hi)) > 0:  # at an end (x == mean): that end
+            return lo if abs(f(math.log(lo))) < abs(f(math.log(hi))) else hi
+        v = optimize.brentq(f, math.log(lo), math.log(hi), xtol=1e-15, rtol=1e-15, maxiter=200)
+        return math.exp(v)
+
+
+def weighted_sf(weights: ArrayLike, score: float) -> tuple[float, float]:
+    """``(P[S >= score], log10 P)`` for ``S = sum_i w_i s_i`` with i.i.d. Exp(1) ``s_i``.
+
+    1.0 when no weight is positive or ``score <= 0``. Exact above 1e-30, second-order
+    saddlepoint below (module docstring)."""
+    w = clean_weights(weights)
+    if not w.size or score <= 0:
+        return 1.0, 0.0
+    if w.size <= HYPOEXP_MAX and _distinct(w):
+        return _pair(log_sf_hypoexponential(w, score))
+    approx = log_sf_saddlepoint(w, score)
+    if approx > EXACT_ABOVE_LOG10 * _LN10:
+        return _pair(log_sf_exact(w, score))
+    return _pair(approx)
+
+
+def _distinct(w: NDArray[np.float64]) -> bool:
+    s = np.sort(w)
+    return bool(np.all(np.diff(s) > 1e-6 * s[1:])) if s.size > 1 else True
+
+
+def log_sf_hypoexponential(weights: ArrayLike, x: float) -> float:
+    """Natural log of the exact tail for distinct weights, from the closed form
+    ``P[S > x] = sum_i prod_{j != i} w_i / (w_i - w_j) exp(-x / w_i)`` evaluated in mpmath
+    with enough digits for its cancellations (O(n^2); for a few dozen terms)."""
+    w = clean_weights(weights)
+    if not w.size or x <= 0:
+        return 0.0
+    s = np.sort(w)
+    gaps = np.diff(s) / s[1:] if s.size > 1 else np.ones(1)
+    # Each coefficient can reach prod 1/gap: carry that many digits on top of 30.
+    digits = 30 + int(np.ceil(-np.log10(np.maximum(gaps, 1e-300)).clip(0).sum()))
+    with mpmath.workdps(digits):
+        ws = [mpmath.mpf(float(v)) for v in w]
+        total = mpmath.mpf(0)
+        for i, wi in enumerate(ws):
+            c = mpmath.mpf(1)
+            for j, wj in enumerate(ws):
+                if j != i:
+                    c *= wi / (wi - wj)
+            total += c * mpmath.exp(-mpmath.mpf(x) / wi)
+        if total <= 0:
+            raise ArithmeticError("the hypoexponential tail lost its precision")
+        return min(0.0, float(mpmath.log(total)))
+
+
+def log_sf_saddlepoint(weights: ArrayLike, x: float, *, second_order: bool = True) -> float:
+    """Natural log of the Lugannani-Rice tail (with Daniels' second-order terms)."""
+    w = clean_weights(weights)
+    if not w.size or x <= 0:
+        return 0.0
+    cgf = _Cgf(w)
+    u = cgf.saddle(x)
+    t = (1.0 - u) / cgf.wmax
+    b = cgf.b(u)
+    k2 = float((b**2).sum())
+    k3 = 2.0 * float((b**3).sum()) / k2**1.5
+    k4 = 6.0 * float((b**4).sum()) / k2**2
+    v = t * math.sqrt(k2)
+    if abs(v) < CENTRE:  # r and v -> 0: the formula cancels; the inversion is quick here
+        return log_sf_exact(w, x)
+    half_r2 = max(t * x - cgf.k(u), 0.0)  # r^2 / 2 >= 0 (convexity); rounding may dip below
+    r = math.copysign(math.sqrt(2.0 * half_r2), t)
+    terms = 1.0 / v - 1.0 / r
+    if second_order:
+        terms += (k4 / 8.0 - 5.0 * k3**2 / 24.0) / v - k3 / (2.0 * v**2) - 1.0 / v**3 + 1.0 / r**3
+    # P = 1 - Phi(r) + phi(r) * terms = phi(r) * (mills(r) + terms), mills = (1 - Phi) / phi.
+    mills = special.erfcx(r / math.sqrt(2.0)) * math.sqrt(math.pi / 2.0)
+    inner = mills + terms
+    if r < 0:  # the lower half: 1 - Phi(r) is not small, work in linear space
+        linear = float(special.ndtr(-r)) + math.exp(-half_r2 - _HALF_LOG_2PI) * terms
+        return math.log(min(1.0, max(linear, 1e-300)))
+    return -half_r2 - _HALF_LOG_2PI + math.log(max(inner, 1e-300))
+
+
+def log_sf_exact(weights: ArrayLike, x: float) -> float:
+    """Natural log of ``P[S >= x]`` by inverting the Laplace transform of ``S``.
+
+    ``P[S >= x] = (1 / 2 pi i) int_{c - i inf}^{c + i inf} exp(K(z) - z x) / z dz`` for any
+    ``0 < c < 1 / max(w)``; on the line through the saddlepoint ``c = t`` the integrand is
+    ``exp(K(t) - t x)`` times ``g(y) = prod_i (1 - i b_i y)^(-1) e^(-i x y) / (t + i y)``,
+    whose phase is stationary at ``y = 0``, so ``(1/pi) int_0^inf Re g(y) dy`` is a well
+    scaled positive number that quadrature gets to about 1e-10 relative. The log is then
+    ``K(t) - t x + log((1/pi) int Re g)``. Below the mean (``t <= 0``) the line is moved to
+    a small positive ``c``, where the integral is of order 1 and the result is ``log P``
+    read in linear space."""
+    w = clean_weights(weights)
+    if not w.size or x <= 0:
+        return 0.0
+    cgf = _Cgf(w)
+    u = cgf.saddle(x)
+    t = (1.0 - u) / cgf.wmax
+    if t <= 0:
+        u = 1.0 - 0.25 / max(1.0, float((w**2).sum()) ** 0.5 / cgf.wmax)  # c = 0.25/sd-ish
+        t = (1.0 - u) / cgf.wmax
+    b = cgf.b(u)
+    scale = 1.0 / math.sqrt(float((b**2).sum()))  # width of the peak at y = 0
+
+    def g(y: float) -> float:
+        log_mod = -0.5 * float(np.log1p((b * y) ** 2).sum())
+        phase = float(np.arctan(b * y).sum()) - x * y
+        z = complex(t, y)
+        return math.exp(log_mod) * (complex(math.cos(phase), math.sin(phase)) / z).real
+
+    # The integrand decays like |y|^-(n+1) past the peak; integrate piecewise out to where
+    # it is below 1e-18 of its value at 0, in spans that widen geometrically.
+    total, lo, span = 0.0, 0.0, scale
+    at0 = abs(g(0.0))
+    for _ in range(200):
+        hi = lo + span
+        part, _err = integrate.quad(g, lo, hi, limit=200, epsabs=0.0, epsrel=1e-12)
+        total += part
+        if abs(g(hi)) * hi < 1e-18 * at0 * scale:
+            break
+        lo, span = hi, span * 1.5
+    value = total / math.pi
+    if value <= 0:
+        raise ArithmeticError("the tail inversion failed (non-positive integral)")
+    shift = t * x - cgf.k(u)
+    return min(0.0, -shift + math.log(value))

@@ -1,0 +1,147 @@
+"""Model-assisted detection: expected scores from the embedded SmolLM2, the weighted test."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from detector.assist import (
+    ModelAssist,
+    ModelDirError,
+    check_model_dir,
+    expected_score_of,
+    load_assist,
+    weighted_test,
+)
+from detector.config import KeyConfig
+from detector.detect import detect_ids, detect_text
+from detector.tokenizers import load_tokenizer
+from generator.models import embedded_model_dir
+
+PROSE = (
+    "The old lighthouse keeper climbed the spiral stairs every evening, counting the steps "
+    "as his father had taught him. Ninety-one steps, a pause at the window, and then the "
+    "lamp, which he polished with a cloth that smelled of salt and paraffin."
+)
+
+
+@pytest.fixture(scope="module")
+def assist() -> ModelAssist:
+    return load_assist(str(embedded_model_dir()))
+
+
+@pytest.fixture(scope="module")
+def ids() -> np.ndarray:
+    return load_tokenizer().encode_lazy(PROSE)[0]
+
+
+def test_expected_score_of_a_uniform_choice_is_the_harmonic_number() -> None:
+    for k in (1, 2, 10, 1000):
+        probs = torch.zeros(1, 2000, dtype=torch.float64)
+        probs[0, :k] = 1.0 / k
+        harmonic = sum(1.0 / i for i in range(1, k + 1))
+        assert float(expected_score_of(probs)[0]) == pytest.approx(harmonic - 1.0, rel=1e-9)
+
+
+def test_a_certain_token_has_weight_zero() -> None:
+    probs = torch.zeros(1, 50, dtype=torch.float64)
+    probs[0, 7] = 1.0
+    assert float(expected_score_of(probs)[0]) == 0.0
+
+
+def test_expected_scores_equal_one_forward_pass_of_the_whole_text(
+    assist: ModelAssist, ids: np.ndarray
+) -> None:
+    (got,) = assist.expected_scores([ids])
+    with torch.inference_mode():
+        logits = assist.model(torch.tensor([[*assist.prefix, *ids.tolist()]])).logits[0, :-1]
+    want = 1.0 + expected_score_of(logits.double().softmax(-1)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert got.shape == ids.shape and got.min() >= 1.0
+
+
+def test_windows_cover_long_texts_and_batches_do_not_change_results(ids: np.ndarray) -> None:
+    small = ModelAssist(embedded_model_dir(), window=24, context=8, batch_tokens=48)
+    whole, head = small.expected_scores([ids, ids[:20]])
+    assert whole.shape == ids.shape and whole.min() >= 1.0
+    # The first window reads the text from its start, so it matches the short document.
+    np.testing.assert_allclose(whole[:20], head, rtol=1e-5, atol=1e-6)
+    (alone,) = small.expected_scores([ids])
+    np.testing.assert_allclose(whole, alone, rtol=1e-5, atol=1e-6)
+
+
+def test_lower_temperature_and_top_p_lower_the_expected_scores(
+    assist: ModelAssist, ids: np.ndarray
+) -> None:
+    (t1,) = assist.expected_scores([ids[:40]])
+    (cold,) = assist.expected_scores([ids[:40]], temperature=0.7, top_p=0.9)
+    assert cold.sum() < t1.sum()
+    assert np.all(cold <= t1 + 1e-6)
+
+
+def test_bad_ids_and_settings_are_refused(assist: ModelAssist) -> None:
+    with pytest.raises(ValueError, match="token ids"):
+        assist.expected_scores([[1, 2, assist.vocab_size]])
+    with pytest.raises(ValueError, match="temperature"):
+        assist.expected_scores([[1, 2]], temperature=0.0)
+    with pytest.raises(ValueError, match="top_p"):
+        assist.expected_scores([[1, 2]], top_p=1.5)
+
+
+def test_detect_ids_decides_with_both_tests(assist: ModelAssist, ids: np.ndarray) -> None:
+    (expected,) = assist.expected_scores([ids])
+    plain = detect_ids(ids, 42)
+    both = detect_ids(ids, 42, expected_scores=expected)
+    assert plain.weighted is None and plain.decided_by == "gamma"
+    assert both.score == plain.score and both.log10_p == plain.log10_p  # Gamma unchanged
+    assert both.weighted is not None
+    lowest = min(both.log10_p, both.weighted.log10_p)
+    assert both.decision_log10_p == pytest.approx(min(0.0, lowest + math.log10(2)))
+    assert both.decided_by == ("weighted" if both.weighted.log10_p < both.log10_p else "gamma")
+    np.testing.assert_array_equal(both.expected_scores, expected[both.scored_mask])
+    assert "decided_by" in both.summary() and "decided_by" not in plain.summary()
+
+
+def test_detect_text_with_a_model_reports_the_weighted_test(assist: ModelAssist) -> None:
+    found = detect_text(PROSE, load_tokenizer(), [1, 2], assist=assist)
+    for h in found.hypotheses:
+        assert h.detection.weighted is not None
+        assert h.adjusted_log10_p >= h.detection.decision_log10_p
+
+
+def test_the_weighted_statistic_is_the_weighted_sum_of_scores() -> None:
+    scores = np.array([1.0, 0.0, 2.0, 0.5])
+    mask = np.array([True, False, True, True])
+    expected = np.array([2.0, 9.0, 1.0, 3.0])
+    got = weighted_test(scores, mask, expected, KeyConfig(key=1))
+    assert got.score == pytest.approx(1.0 * 1.0 + 0.0 * 2.0 + 2.0 * 0.5)
+    assert got.expected_excess == pytest.approx(3.0)
+    np.testing.assert_array_equal(got.expected_scores, [2.0, 1.0, 3.0])
+    dual = weighted_test(scores, mask, expected, KeyConfig(key=1, algorithm="dual_key_gumbel"))
+    assert dual.p_value != got.p_value  # a sum of 2n terms: a different null
+
+
+def test_a_directory_without_config_or_weights_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelDirError, match="not a directory"):
+        check_model_dir(tmp_path / "missing")
+    with pytest.raises(ModelDirError, match="config.json"):
+        check_model_dir(tmp_path)
+    shutil.copy(embedded_model_dir() / "config.json", tmp_path / "config.json")
+    with pytest.raises(ModelDirError, match="no weights"):
+        check_model_dir(tmp_path)
+
+
+def test_a_model_with_a_smaller_vocabulary_is_refused(tmp_path: Path) -> None:
+    config = json.loads((embedded_model_dir() / "config.json").read_text())
+    config["vocab_size"] = 1000
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ModelDirError, match="smaller than the tokenizer"):
+        check_model_dir(tmp_path, vocab_size=49152)
+    assert check_model_dir(embedded_model_dir(), vocab_size=49152) == embedded_model_dir().resolve()

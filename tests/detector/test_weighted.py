@@ -1,0 +1,115 @@
+"""The null tail of a weighted sum of Exp(1) scores, against exact values and simulation."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import stats
+
+from detector.weighted import (
+    log_sf_exact,
+    log_sf_hypoexponential,
+    log_sf_saddlepoint,
+    weighted_sf,
+)
+
+
+def exact_hypoexponential(w: np.ndarray, x: float) -> float:
+    """ln P[sum w_i s_i > x] from the closed form at 200 digits (distinct weights)."""
+    with mpmath.workdps(200):
+        ws = [mpmath.mpf(float(v)) for v in w]
+        total = mpmath.mpf(0)
+        for i, wi in enumerate(ws):
+            c = mpmath.mpf(1)
+            for j, wj in enumerate(ws):
+                if j != i:
+                    c *= wi / (wi - wj)
+            total += c * mpmath.exp(-mpmath.mpf(x) / wi)
+        return float(mpmath.log(total))
+
+
+def exact_gamma(n: int, x: float) -> float:
+    return float(mpmath.log(mpmath.gammainc(n, x, mpmath.inf, regularized=True)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 12, 30])
+@pytest.mark.parametrize("ratio", [0.5, 1.0, 2.0, 6.0, 60.0])
+def test_the_tail_matches_the_closed_form_on_few_terms(n: int, ratio: float) -> None:
+    w = np.random.default_rng(n).uniform(0.05, 3.0, n)
+    x = ratio * float(w.sum())
+    want = exact_hypoexponential(w, x)
+    _, log10_p = weighted_sf(w, x)
+    assert abs(log10_p * math.log(10) - want) <= 1e-9 * max(1.0, abs(want))
+
+
+@pytest.mark.parametrize("ratio", [1.3, 3.0, 40.0])
+def test_the_inversion_matches_the_closed_form(ratio: float) -> None:
+    w = np.random.default_rng(7).uniform(0.1, 2.0, 24)
+    x = ratio * float(w.sum())
+    assert log_sf_exact(w, x) == pytest.approx(exact_hypoexponential(w, x), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("n", [60, 400, 3000])
+@pytest.mark.parametrize("ratio", [1.02, 1.5, 3.0, 10.0])
+def test_equal_weights_give_the_gamma_tail(n: int, ratio: float) -> None:
+    want = exact_gamma(n, ratio * n)
+    _, log10_p = weighted_sf(np.ones(n), ratio * n)
+    assert log10_p * math.log(10) == pytest.approx(want, rel=1e-5, abs=1e-5)
+
+
+def test_the_saddlepoint_is_within_two_percent_of_p_in_far_tails() -> None:
+    """Weights spread like a model's (many near 0, a few large), 80-2000 terms, tails from
+    1e-30 to 1e-2000: the saddlepoint's ln p is within 0.02 of the exact inversion."""
+    rng = np.random.default_rng(3)
+    for n in (80, 400, 2000):
+        w = rng.exponential(1.0, n) * (rng.random(n) < 0.6)
+        mean = float(w.sum())
+        for ratio in (2.5, 4.0, 10.0):
+            x = ratio * mean
+            exact = log_sf_exact(w, x)
+            if exact > math.log(1e-30):
+                continue
+            assert abs(log_sf_saddlepoint(w, x) - exact) <= 0.02
+
+
+def test_extreme_tails_stay_in_log_space() -> None:
+    """Tails far below 1e-300 come out as logs, within 2% of p (saddlepoint region) and
+    exactly where the closed form applies."""
+    rng = np.random.default_rng(4)
+    w = rng.uniform(0.2, 4.0, 300)
+    x = 25.0 * float(w.sum())
+    p, log10_p = weighted_sf(w, x)
+    assert p == 0.0 and log10_p < -1000
+    assert abs(log10_p * math.log(10) - log_sf_exact(w, x)) < 0.02
+    small = rng.uniform(0.5, 2.0, 20)
+    want = exact_hypoexponential(small, 400.0 * small.sum())
+    assert want < -700 * math.log(10)
+    assert log_sf_hypoexponential(small, 400.0 * small.sum()) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 40, 300])
+def test_p_values_are_uniform_on_simulated_nulls(n: int) -> None:
+    """Fixed weights, scores i.i.d. Exp(1): the p-values pass Kolmogorov-Smirnov against
+    U(0, 1), and the fraction at or below 1% stays near 1%."""
+    rng = np.random.default_rng(n)
+    w = rng.exponential(1.0, n) * (rng.random(n) < 0.7) + 1e-3
+    draws = 3000 if n < 10 else 600  # the exact inversion costs about 30 ms a draw
+    ps = np.array([weighted_sf(w, float(w @ rng.exponential(1.0, n)))[0] for _ in range(draws)])
+    assert stats.kstest(ps, "uniform").pvalue > 1e-3
+    assert (ps <= 0.01).mean() <= 0.01 + 3 * math.sqrt(0.01 * 0.99 / draws)
+
+
+def test_no_positive_weight_or_no_score_gives_one() -> None:
+    assert weighted_sf(np.zeros(5), 3.0) == (1.0, 0.0)
+    assert weighted_sf(np.ones(5), 0.0) == (1.0, 0.0)
+    assert weighted_sf(np.array([]), 1.0) == (1.0, 0.0)
+
+
+def test_negative_or_non_finite_weights_are_refused() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        weighted_sf(np.array([1.0, -0.5]), 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        weighted_sf(np.array([1.0, np.nan]), 1.0)
