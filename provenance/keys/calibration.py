@@ -29,6 +29,7 @@ from detector.corpora import CHUNK_TOKENS, GENRES, corpus
 from provenance.checks.queue import publish
 from provenance.checks.scoring import KeyGroup, ScoringError, prepare_keys, score_texts
 from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
+from provenance.keys.selectors import open_calibrations
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,14 @@ def calibration_request(
             f"texts per genre >= 1, power prompts 0..{len(POWER_PROMPTS)}, "
             f"power tokens >= {POWER_LENGTHS[0]}"
         )
+    lost = KeyCalibration.objects.filter(
+        key=key, status__in=[KeyCalibration.Status.PENDING, KeyCalibration.Status.RUNNING]
+    ).exclude(id__in=open_calibrations().values("id"))
+    lost.update(
+        status=KeyCalibration.Status.FAILED,
+        failure_reason="lost: not finished within the task's time limit",
+        finished_at=timezone.now(),
+    )
     run = KeyCalibration.objects.create(
         key=key,
         threshold=settings.PROVENANCE_THRESHOLD,

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
@@ -94,15 +97,18 @@ def latest_calibrations(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, KeyCali
     return latest
 
 
-def pending_calibrations(keys: Iterable[WatermarkKey]) -> set[uuid.UUID]:
-    """Keys with a calibration queued or running."""
+def open_calibrations() -> QuerySet[KeyCalibration]:
+    """Calibrations queued or running and younger than the task's hard time limit plus the
+    broker's slack: an older one was lost (a worker died, Redis restarted empty)."""
     open_ = [KeyCalibration.Status.PENDING, KeyCalibration.Status.RUNNING]
+    since = timezone.now() - timedelta(seconds=settings.PROVENANCE_CALIBRATION_TIME_LIMIT + 300)
+    return KeyCalibration.objects.filter(status__in=open_, created_at__gte=since)
+
+
+def pending_calibrations(keys: Iterable[WatermarkKey]) -> set[uuid.UUID]:
+    """Keys with a live calibration queued or running."""
     ids = [key.id for key in keys]
-    return set(
-        KeyCalibration.objects.filter(key_id__in=ids, status__in=open_).values_list(
-            "key_id", flat=True
-        )
-    )
+    return set(open_calibrations().filter(key_id__in=ids).values_list("key_id", flat=True))
 
 
 def measured_fpr(run: KeyCalibration | None) -> dict[str, Any] | None:

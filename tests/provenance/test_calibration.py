@@ -4,10 +4,12 @@ shown on the keys page, the admin and the verdicts, and run by a real worker."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from celery.signals import before_task_publish
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from detector.corpora import Corpus
 from provenance.accounts.models import Membership
@@ -212,3 +214,18 @@ def test_a_team_admin_calibrates_from_the_keys_page_with_a_real_worker(
     assert "Not calibrated yet" not in page and "(8" not in json.dumps(sent)
     log = celery_worker.log_path.read_text()
     assert str(KEY_VALUE) not in log and f"{KEY_VALUE:x}" not in log
+
+
+def test_a_calibration_lost_past_its_time_limit_no_longer_blocks_a_new_one(
+    client, cast, alice_key, settings
+):
+    Membership.objects.filter(user=cast["alice"]).update(is_admin=True)
+    lost = calibration.calibration_request(key=alice_key, publish_task=False)
+    old = timezone.now() - timedelta(seconds=settings.PROVENANCE_CALIBRATION_TIME_LIMIT + 400)
+    KeyCalibration.objects.filter(id=lost.id).update(created_at=old)
+    client.force_login(cast["alice"])
+    assert "Calibrate</button>" in client.get("/keys/").content.decode()
+    assert client.post(f"/keys/{alice_key.id}/calibrate").status_code == 302
+    lost.refresh_from_db()
+    assert lost.status == "failed" and "lost" in lost.failure_reason
+    assert KeyCalibration.objects.filter(key=alice_key, status="pending").count() == 1
