@@ -313,8 +313,17 @@ class GenreRateInline(admin.TabularInline):
     model = GenreRate
     extra = 0
     can_delete = False
-    fields = ["genre", "texts", "flagged", "rate", "ci_low", "ci_high", "above_threshold", "corpus"]
-    readonly_fields = fields
+    readonly_fields = (
+        "genre",
+        "texts",
+        "flagged",
+        "rate",
+        "ci_low",
+        "ci_high",
+        "above_threshold",
+        "corpus",
+    )
+    fields = readonly_fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -328,7 +337,7 @@ class KeyCalibrationAdmin(admin.ModelAdmin):
     list_filter = ["status"]
     search_fields = ["key__name"]
     inlines = [GenreRateInline]
-    readonly_fields = [
+    readonly_fields = (
         "key",
         "status",
         "failure_reason",
@@ -343,7 +352,7 @@ class KeyCalibrationAdmin(admin.ModelAdmin):
         "created_at",
         "started_at",
         "finished_at",
-    ]
+    )
     fields = readonly_fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:
