@@ -1,17 +1,21 @@
 """Load benchmark: concurrent API clients against the embedded default (``make run``: SQLite,
 the embedded Redis, one solo Celery worker, gunicorn), on loopback.
 
-Each client submits a check (``POST /api/v1/checks``), polls it until done, and starts the
-next, for DURATION seconds or until the request budget is spent. Texts alternate between
-watermarked (under the demo key, set through PROVENANCE_DEMO_KEY) and human prose, 100-300
-tokens each. Printed: checks/s, p50/p95 of the submit latency and of submit-to-verdict, and
-the error count, which must be 0 (any non-2xx answer, a failed check, or a wrong verdict).
+Each client submits a check (``POST /api/v1/checks?wait=10``: the server answers with the
+verdict; ``--wait 0``: submit, then poll until done), and starts the next, for DURATION
+seconds or until the request budget is spent. Texts alternate between watermarked (under the
+demo key, set through PROVENANCE_DEMO_KEY) and human prose, 100-300 tokens each. Printed:
+checks/s, p50/p95 of the submit latency and of submit-to-verdict, the CPU seconds per check
+of each server component (web, worker, Redis, PostgreSQL, the runner) and of the clients,
+read from /proc (steadier than wall time on a shared machine), and the error count, which
+must be 0 (any non-2xx answer, a failed check, or a wrong verdict).
 
 The per-user detection rate limit and daily quota are raised for the run (one demo user
 stands for all clients; at the defaults most requests would be 429 by design).
 
-Run: ``python benchmarks/bench_load.py`` (``--clients 8 --seconds 30 --max-requests 20000``);
-``--database postgresql`` runs the same against a throwaway PostgreSQL server.
+Run: ``python benchmarks/bench_load.py`` (``--clients 8 --seconds 30 --max-requests 20000
+--wait 10``): SQLite (the embedded default), then the same against a throwaway PostgreSQL
+server; ``--database sqlite`` or ``postgresql`` runs one of them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import contextlib
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -52,6 +57,7 @@ class Tally:
             return self.requests <= self.budget
 
     budget: int = 0
+    wait: float = 0.0  # ?wait= of each submission; 0: submit, then poll
 
 
 def _texts() -> list[tuple[str, bool]]:
@@ -88,7 +94,9 @@ def _csrf(page: str) -> str:
     return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
 
 
-def _client_loop(base: str, token: str, texts, tally: Tally, stop_at: float, seed: int) -> None:
+def _client_loop(
+    base: str, token: str, texts: list[tuple[str, bool]], tally: Tally, stop_at: float, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     headers = {"Authorization": f"Token {token}"}
     with httpx.Client(base_url=base, headers=headers, timeout=60) as api:
@@ -102,9 +110,11 @@ def _client_loop(base: str, token: str, texts, tally: Tally, stop_at: float, see
 
 def _one(api: httpx.Client, text: str, expected: bool, tally: Tally, stop_at: float) -> None:
     start = time.perf_counter()
-    answer = api.post("/api/v1/checks", json={"text": text})
+    answer = api.post(
+        "/api/v1/checks", params={"wait": tally.wait} if tally.wait else None, json={"text": text}
+    )
     submitted = time.perf_counter()
-    if answer.status_code != 202:
+    if answer.status_code not in (201, 202):
         tally.errors.append(f"POST {answer.status_code}: {answer.text[:200]}")
         return
     check = answer.json()
@@ -181,12 +191,75 @@ def _wait_web(base: str) -> None:
     raise RuntimeError("web server not up")
 
 
-def _report(tally: Tally, seconds: float, clients: int, database: str) -> None:
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(pid: int) -> tuple[int, list[int]]:
+    """(parent pid, [utime, stime, cutime, cstime] in clock ticks) of a live process."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return int(fields[1]), [int(x) for x in fields[11:15]]
+
+
+def _component(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            cmd = handle.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "other"
+    for needle, name in (
+        ("redis", "redis"),
+        ("celery", "worker"),
+        ("gunicorn", "web"),
+        ("postgres", "postgresql"),
+        ("runuser", "postgresql"),
+        ("provenance.embedded", "runner"),
+    ):
+        if needle in cmd:
+            return name
+    return "other"
+
+
+def cpu_by_component(roots: list[int]) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the process trees under ``roots``, summed
+    per component (web, worker, redis, postgresql, runner): each process's own time plus
+    that of its children that exited and were waited for, so a restarted or short-lived
+    process still counts. Read from /proc: exact, and cheap enough to take during a run."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                parents[int(entry)], ticks[int(entry)] = _proc_stat(int(entry))
+    totals: dict[str, float] = {}
+    for pid in ticks:
+        top, node = None, pid
+        while node in parents and node not in roots:
+            node = parents[node]
+        if node not in roots:
+            continue
+        # The component is named by the first process below the root (or the root itself).
+        top = pid
+        while parents.get(top) not in roots and top not in roots:
+            top = parents[top]
+        name = _component(top)
+        own = ticks[pid]
+        used = own[0] + own[1] + own[2] + own[3]
+        if pid == node and name == "runner":
+            used = own[0] + own[1]  # its children's time is counted under their own names
+        totals[name] = totals.get(name, 0.0) + used / CLOCK_TICKS
+    return totals
+
+
+def _report(
+    tally: Tally, seconds: float, clients: int, database: str, cpu: dict[str, float]
+) -> None:
     done = len(tally.verdict_ms)
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
+    how = f"POST ?wait={tally.wait:g}" if tally.wait else "POST, then poll every 20 ms"
     print(
         f"load: {clients} concurrent API clients, {seconds:.1f} s, make run's runner on "
-        f"{database} (embedded Redis, 1 solo worker, gunicorn 2x8 threads), loopback, "
+        f"{database} (embedded Redis, 1 solo worker, gunicorn 2x8 threads), {how}, loopback, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     sent = min(tally.requests, tally.budget)
@@ -196,12 +269,20 @@ def _report(tally: Tally, seconds: float, clients: int, database: str) -> None:
     )
     if done:
         print(
-            f"  submit (POST -> 202):    p50 {np.percentile(submit, 50):6.1f} ms, "
+            f"  submit (POST answered):  p50 {np.percentile(submit, 50):6.1f} ms, "
             f"p95 {np.percentile(submit, 95):6.1f} ms"
         )
         print(
             f"  submit -> verdict (done): p50 {np.percentile(verdict, 50):6.1f} ms, "
             f"p95 {np.percentile(verdict, 95):6.1f} ms"
+        )
+    if done:
+        order = ["web", "worker", "redis", "postgresql", "runner", "other", "client"]
+        parts = [f"{name} {cpu[name] / done * 1000:.1f}" for name in order if cpu.get(name)]
+        server = sum(v for name, v in cpu.items() if name != "client")
+        print(
+            f"  CPU per check (ms): {', '.join(parts)}; server total {server / done * 1000:.1f} "
+            f"({server / seconds:.2f} cores busy)"
         )
     print(f"  errors: {len(tally.errors)}")
     for error in tally.errors[:10]:
@@ -214,23 +295,44 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--max-requests", type=int, default=20_000)
     parser.add_argument(
+        "--wait",
+        type=float,
+        default=10.0,
+        help="each submission's ?wait= (seconds): the server answers with the verdict; "
+        "0: submit, then poll every 20 ms as clients did before ?wait= existed",
+    )
+    parser.add_argument(
         "--database",
-        choices=["sqlite", "postgresql"],
-        default="sqlite",
-        help="sqlite: the embedded default; postgresql: a throwaway server beside it",
+        choices=["sqlite", "postgresql", "both"],
+        default="both",
+        help="sqlite: the embedded default; postgresql: a throwaway server beside it; "
+        "both: one after the other (the default)",
     )
     options = parser.parse_args()
+    texts = _texts()
+    databases = ["sqlite", "postgresql"] if options.database == "both" else [options.database]
+    failed = False
+    for database in databases:
+        failed |= _run(options, database, texts)
+    return 1 if failed else 0
+
+
+def _run(options: argparse.Namespace, database: str, texts: list[tuple[str, bool]]) -> bool:
+    """One load run against a fresh runner; True when any check went wrong."""
     from provenance.postgres_server import PostgresServer
     from provenance.redis_server import free_port
 
-    texts = _texts()
     with contextlib.ExitStack() as stack:
         tmp_name = stack.enter_context(tempfile.TemporaryDirectory())
-        url = ""
-        if options.database == "postgresql":
-            url = stack.enter_context(PostgresServer()).url
+        url, roots = "", []
+        if database == "postgresql":
+            server = stack.enter_context(PostgresServer())
+            url = server.url
+            assert server.process is not None
+            roots.append(server.process.pid)
         port = free_port()
         proc, password, _ = _start_embedded(Path(tmp_name), port, url)
+        roots.append(proc.pid)
         try:
             base = f"http://127.0.0.1:{port}"
             _wait_web(base)
@@ -242,10 +344,11 @@ def main() -> int:
                     ),
                     text,
                     expected,
-                    Tally(budget=10),
+                    Tally(budget=10, wait=options.wait),
                     0,
                 )
-            tally = Tally(budget=options.max_requests)
+            tally = Tally(budget=options.max_requests, wait=options.wait)
+            cpu_before, client_before = cpu_by_component(roots), _client_cpu()
             start = time.monotonic()
             stop_at = start + options.seconds
             threads = [
@@ -256,11 +359,20 @@ def main() -> int:
                 thread.start()
             for thread in threads:
                 thread.join()
-            _report(tally, time.monotonic() - start, options.clients, options.database)
+            elapsed = time.monotonic() - start
+            cpu_after, client_after = cpu_by_component(roots), _client_cpu()
+            cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
+            cpu["client"] = client_after - client_before
+            _report(tally, elapsed, options.clients, database, cpu)
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(60)
-    return 1 if tally.errors else 0
+    return bool(tally.errors)
+
+
+def _client_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":

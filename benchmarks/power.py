@@ -2,10 +2,12 @@
 texts under one key or many.
 
 A statistic is a function of one ``Sample`` (a text's prefix, its scored tokens' scores under
-the key tested, the key) that decides "watermarked" at ``THRESHOLD``. Adding a statistic is
-one entry in ``STATISTICS``. The contexts and first-occurrence masks of each text are built
-once (``prepare``); the scores of a prefix are a slice of the text's scores, because the first
-occurrence of a context inside a prefix is its first occurrence in the text.
+the key tested, the key, and a model's expected score ``E[s]`` of each token when a model read
+the text) that decides "watermarked" at ``THRESHOLD``. Adding a statistic is one entry in
+``STATISTICS`` (``MODEL_STATISTICS`` for those that need ``E[s]``). The contexts and
+first-occurrence masks of each text are built once (``prepare``); the scores of a prefix are a
+slice of the text's scores, because the first occurrence of a context inside a prefix is its
+first occurrence in the text.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Prepared:
     ids: NDArray[np.int64]
     contexts: NDArray[np.int64]  # [n, 4]
     mask: NDArray[np.bool_]  # [n] first occurrence of each context
+    expected: NDArray[np.float64] | None = None  # [n] a model's E[s] (detector.assist)
     _scores: dict[int, NDArray[np.float64]] = field(default_factory=dict, repr=False)
 
     def scores(self, key: int) -> NDArray[np.float64]:
@@ -63,6 +66,14 @@ class Sample:
     def scores(self) -> NDArray[np.float64]:
         """Scores of the scored tokens of the prefix (Exp(1) i.i.d. under the null)."""
         return self.text.scores(self.key)[: self.length][self.text.mask[: self.length]]
+
+    @property
+    def expected(self) -> NDArray[np.float64]:
+        """The model's ``E[s]`` of every token of the prefix: a slice of the text's, since a
+        causal model's prediction of a token depends only on the tokens before it."""
+        if self.text.expected is None:
+            raise ValueError("no model read this text")
+        return self.text.expected[: self.length]
 
 
 Statistic = Callable[[Sample], bool]
@@ -106,8 +117,24 @@ def gamma_or_lower(sample: Sample) -> bool:
 
 
 def default_decision(sample: Sample) -> bool:
-    """What the library decides: ``detect_ids(...).is_watermarked`` at THRESHOLD."""
+    """What the library decides without a model: ``detect_ids(...).is_watermarked``."""
     return bool(detect_ids(sample.ids, sample.key, threshold=THRESHOLD).is_watermarked)
+
+
+def weighted_log10_p(sample: Sample) -> float:
+    """The model-assisted weighted sum ``sum w_t s_t``, ``w_t = E[s_t] - 1``, against its
+    exact null tail (``detector.weighted``)."""
+    from detector.weighted import weighted_sf
+
+    w = np.maximum(sample.expected[sample.text.mask[: sample.length]] - 1.0, 0.0)
+    return weighted_sf(w, float((w * sample.scores).sum()))[1]
+
+
+def assisted_decision(sample: Sample) -> bool:
+    """What the library decides when a model read the text: ``detect_ids(...,
+    expected_scores=...).is_watermarked`` (the Gamma and weighted tests, corrected)."""
+    found = detect_ids(sample.ids, sample.key, threshold=THRESHOLD, expected_scores=sample.expected)
+    return bool(found.is_watermarked)
 
 
 STATISTICS: dict[str, Statistic] = {
@@ -116,15 +143,31 @@ STATISTICS: dict[str, Statistic] = {
     f"tail count u>{TAIL_U}": _at_threshold(tail_count_log10_p),
     "gamma or lower (Bonferroni)": gamma_or_lower,
     "default": default_decision,
+    "weighted": _at_threshold(weighted_log10_p),
+    "model-assisted": assisted_decision,
 }
+MODEL_STATISTICS = frozenset({"weighted", "model-assisted"})
 
 
-def prepare(texts: Sequence[NDArray[np.int64]], width: int = 4) -> list[Prepared]:
+def available(texts: Sequence[Prepared]) -> list[str]:
+    """The statistics that apply to all of ``texts`` (those needing ``E[s]`` only when a
+    model read every text)."""
+    read = bool(texts) and all(t.expected is not None for t in texts)
+    return [s for s in STATISTICS if read or s not in MODEL_STATISTICS]
+
+
+def prepare(
+    texts: Sequence[NDArray[np.int64]],
+    expected: Sequence[NDArray[np.float64]] | None = None,
+    width: int = 4,
+) -> list[Prepared]:
+    """Contexts and masks of each text, with the model's ``E[s]`` of each when given."""
     out = []
-    for ids in texts:
+    for i, ids in enumerate(texts):
         ids = np.asarray(ids, np.int64)
         contexts = build_contexts(ids, width)
-        out.append(Prepared(ids, contexts, dedup_mask(contexts)))
+        e = None if expected is None else np.asarray(expected[i], np.float64)
+        out.append(Prepared(ids, contexts, dedup_mask(contexts), e))
     return out
 
 

@@ -283,6 +283,12 @@ LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?oidc=refused"
 # embedded default generates one into DATA_DIR on first use (provenance.keys.crypto).
 PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
 PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
+# POST /api/v1/checks?wait=N: texts up to this size are scored in the request itself (same
+# code as the worker, about 1 ms a 200-token text); larger ones go through the queue and the
+# request waits for their verdict at most N seconds, N at most PROVENANCE_MAX_WAIT. 0: never
+# inline.
+PROVENANCE_INLINE_MAX_BYTES = env_int("PROVENANCE_INLINE_MAX_BYTES", 16 * 1024, minimum=0)
+PROVENANCE_MAX_WAIT = env_int("PROVENANCE_MAX_WAIT", 30, minimum=0)
 # Tokens one streaming-detection stream may take (its seen contexts are stored with it).
 PROVENANCE_STREAM_MAX_TOKENS = env_int("PROVENANCE_STREAM_MAX_TOKENS", 20_000, minimum=1)
 # Documents checked as files (.txt .md .html .docx .pdf), alone or zipped into an audit: the

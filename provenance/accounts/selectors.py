@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from django.contrib.auth.models import AnonymousUser, User
 
 from provenance.accounts.models import Membership, Team
+
+_teams: ContextVar[dict[int, Team | None] | None] = ContextVar("provenance_teams", default=None)
+
+
+@contextmanager
+def teams_memoized() -> Iterator[None]:
+    """Within the block (one API request: its service, its selector and the tier check each
+    ask), ``team_for_user`` reads each user's team from the database once."""
+    token = _teams.set({})
+    try:
+        yield
+    finally:
+        _teams.reset(token)
 
 
 def team_for_user(user: User | AnonymousUser) -> Team | None:
     if isinstance(user, AnonymousUser):
         return None
+    memo = _teams.get()
+    if memo is not None and user.pk in memo:
+        return memo[user.pk]
     membership = Membership.objects.select_related("team").filter(user=user).first()
-    return membership.team if membership else None
+    team = membership.team if membership else None
+    if memo is not None:
+        memo[user.pk] = team
+    return team
 
 
 def oracle_tier(user: User | AnonymousUser) -> str:

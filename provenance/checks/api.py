@@ -30,16 +30,22 @@ from rest_framework.throttling import UserRateThrottle
 from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
-from provenance.accounts.selectors import is_auditor
+from provenance.accounts.selectors import is_auditor, teams_memoized
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
-from provenance.checks.models import Audit, Check, Hypothesis
+from provenance.checks.models import Audit, Check, Hypothesis, Status
 from provenance.errors import PayloadTooLarge
 from provenance.keys.selectors import key_measured_fpr
 
 
 class TieredApi(APIView):
-    """Answers of a basic-tier team go through ``tiers.redact`` (see provenance.checks.tiers)."""
+    """Answers of a basic-tier team go through ``tiers.redact`` (see provenance.checks.tiers).
+    The caller's team is read once per request (each query costs about as much CPU as
+    scoring a short text)."""
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        with teams_memoized():
+            return super().dispatch(request, *args, **kwargs)
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(response, Response) and response.status_code < 400:
@@ -199,6 +205,23 @@ def _body_size_guard(request: Request) -> None:
         )
 
 
+FINISHED = (Status.DONE, Status.FAILED)
+
+
+def _wait_seconds(request: Request) -> float:
+    """The ``?wait=`` of a submission: 0 (answer at once) unless asked for."""
+    raw = request.query_params.get("wait", "0")
+    try:
+        wait = float(raw)
+    except ValueError:
+        wait = -1.0
+    if not 0 <= wait <= settings.PROVENANCE_MAX_WAIT:  # also refuses nan
+        raise serializers.ValidationError(
+            {"wait": [f"wait must be a number of seconds from 0 to {settings.PROVENANCE_MAX_WAIT}"]}
+        )
+    return wait
+
+
 def _read_upload(upload: Any) -> bytes:
     """An uploaded file's bytes, refused before reading when larger than any document or
     archive may be (the body guard bounds it too)."""
@@ -232,21 +255,38 @@ class CheckListCreateApi(TieredApi):
             "application/json": InputSerializer,
             "multipart/form-data": InputSerializer,
         },
-        responses={202: CheckDetailOutput},
+        responses={201: CheckDetailOutput, 202: CheckDetailOutput},
+        parameters=[
+            OpenApiParameter(
+                "wait",
+                float,
+                description="seconds to wait for the verdict (at most PROVENANCE_MAX_WAIT, 30 by "
+                "default): 201 with the finished check when it came in time, else 202. "
+                "Texts up to PROVENANCE_INLINE_MAX_BYTES (16 KiB) are scored in the request.",
+            )
+        ],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
         _body_size_guard(request)
+        wait = _wait_seconds(request)
         data = self._input(request)
         text, filename = data.get("text"), ""
         if "file" in data:
             document = services.document_extract(data["file"].name, _read_upload(data["file"]))
             text, filename = document.text, document.filename
         check = services.check_create(
-            user=request.user, text=text, key_ids=data.get("key_ids"), filename=filename
+            user=request.user,
+            text=text,
+            key_ids=data.get("key_ids"),
+            filename=filename,
+            inline=wait > 0,
         )
+        if wait > 0 and check.status not in FINISHED:
+            selectors.check_finished(check.id, within=wait)
         location = reverse("api-check-detail", args=[check.id])
         body = CheckDetailOutput(selectors.check_get(request.user, check.id)).data
-        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+        code = status.HTTP_201_CREATED if body["status"] in FINISHED else status.HTTP_202_ACCEPTED
+        return Response(body, status=code, headers={"Location": location})
 
     def _input(self, request: Request) -> dict[str, Any]:
         serializer = self.InputSerializer(data=request.data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -39,6 +40,18 @@ def check_get(user: User, check_id: Any) -> Check:
     if check is None:
         raise Http404("no such check")
     return check
+
+
+def check_finished(check_id: Any, *, within: float, every: float = 0.02) -> bool:
+    """Whether the check is done or failed, waiting up to ``within`` seconds for its worker
+    (the API's ``?wait=``): one indexed read every ``every`` seconds."""
+    deadline = time.monotonic() + within
+    finished = Check.objects.filter(id=check_id, status__in=[Status.DONE, Status.FAILED])
+    while not finished.exists():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(every)
+    return True
 
 
 def audits_for_user(user: User) -> QuerySet[Audit]:

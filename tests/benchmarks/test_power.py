@@ -10,10 +10,12 @@ from scipy import stats
 
 from benchmarks.generations import cached_cell
 from benchmarks.power import (
+    MODEL_STATISTICS,
     PREFIXES,
     STATISTICS,
     Prepared,
     Sample,
+    available,
     detection_rates,
     key_dispersion,
     lower_tail_log10_p,
@@ -24,6 +26,7 @@ from detector.detect import detect_ids
 from tests.detector.planted import watermark_ids
 
 KEY = 0x5EED_0F_BE_4C_11_AB_01
+MODEL_FREE = [s for s in STATISTICS if s not in MODEL_STATISTICS]
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +51,29 @@ def test_a_prefix_scores_what_detect_ids_scores_on_the_prefix_alone(human):
         np.testing.assert_array_equal(sample.scores, alone.token_scores[alone.scored_mask])
 
 
-@pytest.mark.parametrize("statistic", list(STATISTICS))
+@pytest.mark.parametrize("statistic", MODEL_FREE)
 def test_every_statistic_detects_planted_text_and_not_human_text(statistic, marked, human):
     assert detection_rates(marked, statistic, KEY)[200] == 1.0
     assert detection_rates(human, statistic, KEY)[200] <= 0.1
 
 
-@pytest.mark.parametrize("statistic", list(STATISTICS))
+@pytest.mark.parametrize("statistic", MODEL_FREE)
 def test_dispersion_counts_planted_text_only_under_its_own_key(statistic, marked):
     counts = key_dispersion(marked, statistic, [KEY, KEY + 1, KEY + 2])
     assert counts[0] == len(marked)
     assert counts[1:].sum() <= 1
+
+
+@pytest.mark.parametrize("statistic", sorted(MODEL_STATISTICS))
+def test_model_statistics_apply_only_where_a_model_read_every_text(statistic, marked, human):
+    pytest.importorskip("detector.assist")
+    assert statistic not in available(marked)
+    # E[s] = 2 everywhere: every weight is 1 and the weighted test is the Gamma sum test.
+    read = prepare([t.ids for t in marked], [np.full(t.ids.size, 2.0) for t in marked])
+    assert statistic in available(read)
+    assert detection_rates(read, statistic, KEY)[200] == 1.0
+    plain = prepare([t.ids for t in human], [np.full(t.ids.size, 2.0) for t in human])
+    assert detection_rates(plain, statistic, KEY)[200] <= 0.1
 
 
 def test_a_cached_cell_is_made_once_and_remade_when_its_spec_changes(tmp_path):

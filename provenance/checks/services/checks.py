@@ -1,5 +1,6 @@
-"""A single check's life: create (validate, take quota, store, publish), score (the task
-body), fail; and the synchronous /detect route, which stores only its log row."""
+"""A single check's life: create (validate, take quota, store, publish or score inline),
+score (the task body), fail; and the synchronous /detect route, which stores only its log
+row."""
 
 from __future__ import annotations
 
@@ -13,14 +14,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from provenance.checks import queue
-from provenance.checks.models import Check, DetectionLog
+from provenance.checks.models import Check, DetectionLog, Status
 from provenance.checks.scoring import ScoringError, TextResult, prepare_keys, score_text
 from provenance.checks.services.detection_log import detection_log_create, text_sha256
 from provenance.checks.services.quota import quota_consume
-from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
+from provenance.checks.services.results import (
+    check_fail,
+    keys_for_scoring,
+    results_store,
+    results_write,
+)
 from provenance.checks.services.validation import team_required, text_validate
 from provenance.checks.workers import checks_claim
 from provenance.errors import ProblemError
+from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
 
 
@@ -30,13 +37,23 @@ def check_create(
     text: Any,
     key_ids: Sequence[Any] | None = None,
     filename: str = "",
+    inline: bool = False,
 ) -> Check:
     """Store a check and queue its scoring; invalid input or an exhausted quota stores
     nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
-    for the sweeper."""
+    for the sweeper.
+
+    ``inline``: a text of at most PROVENANCE_INLINE_MAX_BYTES is scored here, with the same
+    scoring as the worker's, before anything is stored, then stored done (or failed) with its
+    results in the one transaction that takes the quota and logs the request: nothing is
+    queued, no claim is needed (no one else sees the row before it is done), and a process
+    that dies meanwhile leaves nothing behind."""
     team = team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
+    scored, started = None, timezone.now()
+    if inline and len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES:
+        scored = _score_inline(text, keys)
     with transaction.atomic():
         quota_consume(user, 1)
         check = Check.objects.create(
@@ -49,7 +66,8 @@ def check_create(
             threshold=settings.PROVENANCE_THRESHOLD,
             # Set with the row, cleared if the publish fails: one write per check, not a
             # second transaction after the publish (SQLite serialises every write).
-            queued_at=timezone.now(),
+            queued_at=timezone.now() if scored is None else None,
+            started_at=None if scored is None else started,
         )
         detection_log_create(
             user=user,
@@ -60,8 +78,30 @@ def check_create(
             check=check,
             text=text,
         )
-        transaction.on_commit(lambda: _publish_created(check))
+        if scored is None:
+            transaction.on_commit(lambda: _publish_created(check))
+        else:
+            _store_inline(check, scored)
     return check
+
+
+def _score_inline(text: str, keys: list[WatermarkKey]) -> TextResult | ScoringError:
+    """What ``check_score`` computes for a check of ``text``, or why it fails it."""
+    try:
+        groups = prepare_keys(keys)
+        return score_text(text, groups, threshold=settings.PROVENANCE_THRESHOLD)
+    except ScoringError as exc:
+        return exc
+
+
+def _store_inline(check: Check, scored: TextResult | ScoringError) -> None:
+    """Store what the worker would have stored for ``check``, created in this transaction."""
+    if isinstance(scored, ScoringError):
+        check_fail(check.id, str(scored))
+        check.status, check.failure_reason = Status.FAILED, str(scored)
+    else:
+        results_write([(check, scored)])
+        check.status = Status.DONE
 
 
 def _publish_created(check: Check) -> None:

@@ -48,7 +48,7 @@ def results_store(pairs: list[tuple[Check, TextResult]], claim: str) -> int:
         ids = [check.id for check, _ in pairs]
         open_ids = set(held(ids, claim).select_for_update().values_list("id", flat=True))
         fresh = [(check, result) for check, result in pairs if check.id in open_ids]
-        _results_write(fresh)
+        results_write(fresh)
         purged_cleanup(list(open_ids))
     if len(fresh) < len(pairs):
         logger.info("%d check(s) were taken over by another task", len(pairs) - len(fresh))
@@ -61,7 +61,9 @@ def check_fail(check_id: Any, reason: str) -> None:
     )
 
 
-def _results_write(pairs: list[tuple[Check, TextResult]]) -> None:
+def results_write(pairs: list[tuple[Check, TextResult]]) -> None:
+    """Write results and status "done"; the caller holds the checks (``results_store``) or
+    created them in the current transaction (a check scored inline)."""
     now = timezone.now()
     bulk.insert_rows(
         Hypothesis,
