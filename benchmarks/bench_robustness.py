@@ -40,6 +40,7 @@ from benchmarks.bench_generate import (  # noqa: E402
     coding_prompts,
     creative_prompts,
 )
+from detector.config import as_key_config  # noqa: E402
 
 THRESHOLD = 0.01
 TOKENS = 200
@@ -76,22 +77,32 @@ def _paraphrase_requests(texts: list[str]) -> list[Any]:
     ]
 
 
-def generate(prompts: int) -> dict[str, Any]:
-    """Every cell's watermarked and plain generations and the paraphrases (cached)."""
+def generate(prompts: int, max_cells: int | None = None) -> dict[str, Any]:
+    """Every cell's watermarked and plain generations and the paraphrases (cached per cell).
+
+    ``max_cells`` generates at most that many missing cells and returns, so that a long run can
+    hold the vLLM lock in chunks; the cache keeps what is done.
+    """
     path = cache_path()
+    cells: dict[str, Any] = {}
     if path.is_file():
         cached = json.loads(path.read_text())
         if cached.get("prompts") == prompts:
-            return cached
-    backend = _backend("vllm", _key_file())
-    cells: dict[str, Any] = {}
-    t0 = time.perf_counter()
-    try:
+            cells = cached["cells"]
+    plan = [
+        (kind, items, label, sampling)
         for kind, items in (
             ("creative", creative_prompts(prompts)),
             ("code", coding_prompts(prompts)),
-        ):
-            for label, (temperature, top_p) in SAMPLINGS.items():
+        )
+        for label, sampling in SAMPLINGS.items()
+        if f"{kind} {label}" not in cells
+    ][:max_cells]
+    if plan:
+        backend = _backend("vllm", _key_file())
+        t0 = time.perf_counter()
+        try:
+            for kind, items, label, (temperature, top_p) in plan:
                 marked = backend.generate(_requests(items, TOKENS, True, temperature, top_p))
                 plain = backend.generate(_requests(items, TOKENS, False, temperature, top_p))
                 para = backend.generate(_paraphrase_requests([g.text for g in marked]))
@@ -100,13 +111,12 @@ def generate(prompts: int) -> dict[str, Any]:
                     "plain": [list(g.token_ids) for g in plain],
                     "paraphrase": [g.text for g in para],
                 }
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"prompts": prompts, "tokens": TOKENS, "cells": cells}))
                 print(f"generated {kind} {label}: {time.perf_counter() - t0:.0f}s", flush=True)
-    finally:
-        backend.close()
-    out = {"prompts": prompts, "tokens": TOKENS, "cells": cells}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out))
-    return out
+        finally:
+            backend.close()
+    return {"prompts": prompts, "tokens": TOKENS, "cells": cells}
 
 
 def edit(ids: np.ndarray, kind: str, rate: float, pool: np.ndarray, rng: Any) -> np.ndarray:
@@ -125,20 +135,36 @@ def edit(ids: np.ndarray, kind: str, rate: float, pool: np.ndarray, rng: Any) ->
     return np.asarray(out, np.int64)
 
 
-def decisions(ids: np.ndarray) -> tuple[bool, bool]:
-    """(global test, localized decision) at THRESHOLD under the benchmark key."""
-    from detector.localize import localize_ids
-
-    loc = localize_ids(ids, KEY, threshold=THRESHOLD)
-    return loc.detection.log10_p <= np.log10(THRESHOLD), loc.is_watermarked
+COLUMNS = ("global", "localized", "robust", "combined")
 
 
-def rates(docs: list[np.ndarray]) -> tuple[float, float]:
-    got = np.array([decisions(d) for d in docs], bool).reshape(-1, 2)
-    return float(got[:, 0].mean()), float(got[:, 1].mean())
+def decisions(ids: np.ndarray, key: int = KEY) -> tuple[bool, bool, bool, bool]:
+    """At THRESHOLD under the benchmark key: the global test, the localized decision, the
+    edit-robust statistic alone (``detector.robust``) and the three combined (Bonferroni)."""
+    from detector.localize import exp_scores, localize_ids
+    from detector.robust import robust_scores_log10_p
+
+    loc = localize_ids(ids, key, threshold=THRESHOLD)
+    _, robust_lp = robust_scores_log10_p(exp_scores(loc.detection, as_key_config(key)))
+    level = np.log10(THRESHOLD)
+    combined = min(loc.global_log10_p, loc.scan_log10_p, robust_lp) + np.log10(3.0)
+    return (
+        loc.detection.log10_p <= level,
+        loc.is_watermarked,
+        robust_lp <= level,
+        combined <= level,
+    )
 
 
-def edit_table(cells: dict[str, Any], pool: np.ndarray, tok: Any) -> list[dict[str, Any]]:
+def rates(docs: list[np.ndarray], key: int = KEY) -> tuple[float, ...]:
+    got = np.array([decisions(d, key) for d in docs], bool).reshape(-1, len(COLUMNS))
+    return tuple(float(v) for v in got.mean(0))
+
+
+def edit_table(
+    cells: dict[str, Any], pool: np.ndarray, tok: Any, draws: int = 1
+) -> list[dict[str, Any]]:
+    """Every cell's rates after each edit; ``draws`` independent edits of every text."""
     rows = []
     for name, cell in cells.items():
         rng = np.random.default_rng(7)
@@ -148,20 +174,24 @@ def edit_table(cells: dict[str, Any], pool: np.ndarray, tok: Any) -> list[dict[s
         for kind in KINDS:
             for rate in RATES:
                 variants[f"{kind} {int(rate * 100)}%"] = (
-                    [edit(x, kind, rate, pool, rng) for x in marked],
-                    [edit(x, kind, rate, pool, rng) for x in plain],
+                    [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in marked],
+                    [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in plain],
                 )
         variants["paraphrase"] = ([tok.encode(t) for t in cell["paraphrase"]], [])
         for variant, (pos, neg) in variants.items():
-            g, loc = rates(pos)
-            fg, floc = rates(neg) if neg else (float("nan"), float("nan"))
+            hit = rates(pos)
+            fpr = rates(neg) if neg else (float("nan"),) * len(COLUMNS)
             rows.append(
-                {"cell": name, "edit": variant, "n": len(pos), "global": g, "localized": loc}
-                | {"fpr_global": fg, "fpr_localized": floc}
+                {"cell": name, "edit": variant, "n": len(pos)}
+                | dict(zip(COLUMNS, hit, strict=True))
+                | {f"fpr_{c}": v for c, v in zip(COLUMNS, fpr, strict=True)}
             )
             print(
-                f"| {name:26} | {variant:14} | {len(pos):3} | {100 * g:5.1f} | {100 * loc:5.1f} "
-                f"| {100 * fg:4.1f} | {100 * floc:4.1f} |",
+                f"| {name} | {variant} | {len(pos)} | "
+                + " | ".join(f"{100 * v:.1f}" for v in hit)
+                + " | "
+                + " | ".join(f"{100 * v:.1f}" for v in fpr)
+                + " |",
                 flush=True,
             )
     return rows
@@ -174,7 +204,7 @@ def planted_table(cells: dict[str, Any], human: np.ndarray) -> list[dict[str, An
     rows = []
     rng = np.random.default_rng(11)
     for name, cell in cells.items():
-        alone, glob, loc, fg, floc = [], [], [], [], []
+        alone, doc_hits, human_hits = [], [], []
         for x in cell["marked"]:
             span = np.asarray(x[:PLANT], np.int64)
             start = int(rng.integers(0, human.shape[0] - HUMAN_AROUND))
@@ -182,43 +212,55 @@ def planted_table(cells: dict[str, Any], human: np.ndarray) -> list[dict[str, An
             cut = int(rng.integers(100, HUMAN_AROUND - 100))
             doc = np.concatenate([body[:cut], span, body[cut:]])
             alone.append(detect_ids(span, KEY).p_value <= THRESHOLD)
-            g, lc = decisions(doc)
-            glob.append(g)
-            loc.append(lc)
-            hg, hl = decisions(body)
-            fg.append(hg)
-            floc.append(hl)
-        row = {
-            "cell": name,
-            "n": len(alone),
-            "alone": float(np.mean(alone)),
-            "global": float(np.mean(glob)),
-            "localized": float(np.mean(loc)),
-            "fpr_global": float(np.mean(fg)),
-            "fpr_localized": float(np.mean(floc)),
-        }
+            doc_hits.append(decisions(doc))
+            human_hits.append(decisions(body))
+        hit = np.asarray(doc_hits, bool).mean(0)
+        fpr = np.asarray(human_hits, bool).mean(0)
+        alone_rate = float(np.mean(alone))
+        row: dict[str, Any] = {"cell": name, "n": len(alone), "alone": alone_rate}
+        row |= {c: float(v) for c, v in zip(COLUMNS, hit, strict=True)}
+        row |= {f"fpr_{c}": float(v) for c, v in zip(COLUMNS, fpr, strict=True)}
         rows.append(row)
+        ratios = [v / alone_rate if alone_rate else float("nan") for v in hit]
         print(
-            f"| {name:26} | {row['n']:3} | {100 * row['alone']:5.1f} | {100 * row['global']:5.1f} "
-            f"| {100 * row['localized']:5.1f} | {100 * row['fpr_global']:4.1f} "
-            f"| {100 * row['fpr_localized']:4.1f} |",
+            f"| {name} | {row['n']} | {100 * row['alone']:.1f} | "
+            + " | ".join(f"{100 * v:.1f} ({r:.2f}x)" for v, r in zip(hit, ratios, strict=True))
+            + " | "
+            + " | ".join(f"{100 * v:.1f}" for v in fpr)
+            + " |",
             flush=True,
         )
     return rows
 
 
-def human_fpr(human: np.ndarray, docs: int) -> tuple[int, float, float]:
-    """Global and localized false-positive rates on human-only prose of 1,200 tokens."""
+def human_fpr(human: np.ndarray, docs: int, keys: int) -> tuple[int, tuple[float, ...]]:
+    """False-positive rates of every column on human-only prose of 1,200 tokens: ``docs``
+    disjoint pieces, each tested under ``keys`` keys."""
     step = max(HUMAN_AROUND, (human.shape[0] - HUMAN_AROUND) // docs)
     pieces = [human[i : i + HUMAN_AROUND] for i in range(0, human.shape[0] - HUMAN_AROUND, step)]
-    g, loc = rates(pieces[:docs])
-    return len(pieces[:docs]), g, loc
+    per_key = [rates(pieces[:docs], KEY + k) for k in range(keys)]
+    return len(pieces[:docs]) * keys, tuple(float(v) for v in np.mean(per_key, axis=0))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=12, help="prompts per cell")
+    parser.add_argument(
+        "--generate-only",
+        type=int,
+        metavar="CELLS",
+        help="generate at most CELLS missing cells (under the vLLM lock) and stop",
+    )
+    parser.add_argument(
+        "--edit-draws", type=int, default=1, help="independent edits of every text per rate"
+    )
+    parser.add_argument(
+        "--human-keys", type=int, default=5, help="keys for the human-only FPR (200 pieces each)"
+    )
     args = parser.parse_args()
+    if args.generate_only is not None:
+        generate(args.prompts, args.generate_only)
+        return
     from benchmarks.corpus import english_prose
     from detector.tokenizers import load_tokenizer
 
@@ -226,18 +268,20 @@ def main() -> None:
     tok = load_tokenizer("default")
     human = tok.encode(english_prose())
     print(f"\n{args.prompts} prompts per cell, {TOKENS} tokens, key fixed, threshold {THRESHOLD}")
-    print("\n| cell | edit | n | global % | localized % | FPR global % | FPR localized % |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    edits = edit_table(data["cells"], human, tok)
-    print(f"\n| cell | n | {PLANT} alone % | global in doc % | localized in doc % |", end="")
-    print(" FPR global % | FPR localized % |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    head = " | ".join(f"{c} %" for c in COLUMNS)
+    fpr_head = " | ".join(f"FPR {c} %" for c in COLUMNS)
+    rule = "| --- " * (3 + 2 * len(COLUMNS)) + "|"
+    print(f"\n| cell | edit | n | {head} | {fpr_head} |\n{rule}")
+    edits = edit_table(data["cells"], human, tok, args.edit_draws)
+    print(f"\n| cell | n | {PLANT} alone % | {head} (in document) | {fpr_head} |\n| --- {rule}")
     planted = planted_table(data["cells"], human)
-    n, g, loc = human_fpr(human, 200)
-    print(f"\nhuman prose, {n} documents of {HUMAN_AROUND} tokens: FPR global {100 * g:.1f}%, ")
-    print(f"localized {100 * loc:.1f}%")
+    n, fpr = human_fpr(human, 200, args.human_keys)
+    print(
+        f"\nhuman prose, {n} tests ({args.human_keys} keys) of {HUMAN_AROUND} tokens, FPR: ", end=""
+    )
+    print(", ".join(f"{c} {100 * v:.1f}%" for c, v in zip(COLUMNS, fpr, strict=True)))
     out = cache_path().with_name("results.json")
-    out.write_text(json.dumps({"edits": edits, "planted": planted, "human": [n, g, loc]}))
+    out.write_text(json.dumps({"edits": edits, "planted": planted, "human": [n, *fpr]}))
 
 
 if __name__ == "__main__":

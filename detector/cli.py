@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--context-width", type=int, default=4)
     det.add_argument("--no-dedup", action="store_true", help="score repeated contexts too")
     det.add_argument("--threshold", type=float, default=0.01)
+    det.add_argument(
+        "--tokens-needed",
+        type=int,
+        default=None,
+        help="the key's measured scored tokens for 80%% power (the three-way verdict's basis)",
+    )
     det.add_argument("--tokens", action="store_true", help="add per-token rows")
     det.add_argument(
         "--spans", action="store_true", help="localize: add the spans that carry the watermark"
@@ -101,6 +107,8 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
 
     if not 0.0 < args.threshold < 1.0:
         raise CliError("--threshold must lie in (0, 1)")
+    if args.tokens_needed is not None and args.tokens_needed < 1:
+        raise CliError("--tokens-needed must be a positive integer")
     try:
         config = KeyConfig(
             key=_read_key(args),
@@ -114,7 +122,9 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(str(exc)) from None
     text = _read_text(args.file)
     tokenizer = load_tokenizer(args.tokenizer)
-    result = detect_text(text, tokenizer, [config], threshold=args.threshold)
+    result = detect_text(
+        text, tokenizer, [config], threshold=args.threshold, tokens_needed=[args.tokens_needed]
+    )
     det = result.hypotheses[0].detection
     out: dict[str, Any] = det.summary()
     out.update(

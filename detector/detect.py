@@ -20,6 +20,7 @@ from detector import scoring
 from detector.assist import WeightedTest, weighted_test
 from detector.config import KeyConfig, as_key_config
 from detector.contexts import as_token_array, build_contexts, dedup_mask
+from detector.power import PowerModel, ThreeWay, decide, power_model
 from detector.stats import CORRECTIONS, dual_key_sf, gamma_sf
 
 
@@ -38,6 +39,40 @@ class Detection:
     # The model-assisted test (``detector.assist``), when a model read the text. ``score``,
     # ``p_value`` and ``log10_p`` stay the Gamma sum test's, as vLLM's detector reports them.
     weighted: WeightedTest | None = field(default=None, repr=False)
+    threshold: float = 0.01
+    # What a watermarked text of this kind would score (detector.power): the model's per-token
+    # expectations, the key's measured power curve, or the shipped default.
+    power_model: PowerModel = field(default_factory=power_model, repr=False, compare=False)
+
+    @property
+    def gamma_log10_level(self) -> float:
+        """log10 of the p-value the Gamma test alone must reach for ``is_watermarked``: the
+        threshold, halved when the weighted test shares the decision (Bonferroni)."""
+        return math.log10(self.threshold) - (LOG10_2 if self.weighted is not None else 0.0)
+
+    @functools.cached_property
+    def three_way(self) -> ThreeWay:
+        """The three-way verdict of this one test (computed on first use). Its power is the
+        Gamma test's at ``gamma_log10_level``: a lower bound when the weighted test also runs."""
+        return decide(
+            detected=self.is_watermarked,
+            p_value=self.decision_p_value,
+            threshold=self.threshold,
+            num_scored=self.num_scored_tokens,
+            model=self.power_model,
+            log10_level=self.gamma_log10_level,
+            corrected=self.weighted is not None,
+        )
+
+    @property
+    def verdict(self) -> str:
+        """``watermarked``, ``not_watermarked`` (a watermarked text of this length and kind
+        would have been detected with power >= 0.8) or ``inconclusive``."""
+        return self.three_way.verdict
+
+    @property
+    def verdict_reason(self) -> str:
+        return self.three_way.reason
 
     @property
     def decision_log10_p(self) -> float:
@@ -71,6 +106,9 @@ class Detection:
             "num_tokens": self.num_tokens,
             "num_scored_tokens": self.num_scored_tokens,
             "is_watermarked": self.is_watermarked,
+            "verdict": self.verdict,
+            "verdict_reason": self.verdict_reason,
+            "power": self.three_way.power,
         }
         if self.weighted is not None:
             out["weighted"] = self.weighted.summary()
@@ -107,8 +145,32 @@ class Document:
 
     token_ids: ArrayLike
     configs: Sequence[KeyConfig]
-    # A model's E[s] for every token of the text (``detector.assist``): adds the weighted test.
+    # A model's E[s] for every token of the text (``detector.assist``): adds the weighted test,
+    # and the three-way verdict's power (detector.power) comes from it (with ``score_variances``
+    # when given). ``tokens_needed``: each configuration's measured scored tokens for 80% power.
     expected_scores: ArrayLike | None = None
+    score_variances: ArrayLike | None = None
+    tokens_needed: Sequence[int | None] | None = None
+
+    def power_models(self, masks: Sequence[NDArray[np.bool_]]) -> list[PowerModel]:
+        """One ``PowerModel`` per configuration, given its scored mask."""
+        needed = list(self.tokens_needed) if self.tokens_needed is not None else []
+        if needed and len(needed) != len(self.configs):
+            raise ValueError("one tokens_needed per configuration is needed")
+        e = None if self.expected_scores is None else np.asarray(self.expected_scores, np.float64)
+        v = None if self.score_variances is None else np.asarray(self.score_variances, np.float64)
+        out = []
+        for i, mask in enumerate(masks):
+            if e is not None and e.shape != mask.shape:
+                raise ValueError("expected_scores needs one value per token")
+            out.append(
+                power_model(
+                    expected_scores=None if e is None else e[mask],
+                    variances=None if v is None or e is None else v[mask],
+                    tokens_needed=needed[i] if needed else None,
+                )
+            )
+        return out
 
     def __repr__(self) -> str:  # configs hold key values
         return f"<Document hypotheses={len(self.configs)}>"
@@ -143,6 +205,7 @@ def _detection(
     config: KeyConfig,
     threshold: float,
     expected: ArrayLike | None = None,
+    model: PowerModel | None = None,
 ) -> Detection:
     n = int(mask.sum())
     total = float(scores.sum())
@@ -157,6 +220,8 @@ def _detection(
         token_scores=scores,
         scored_mask=mask,
         weighted=None if expected is None else weighted_test(scores, mask, expected, config),
+        threshold=threshold,
+        power_model=model if model is not None else power_model(),
     )
     decided = n > 0 and found.decision_log10_p <= math.log10(threshold)
     return replace(found, is_watermarked=bool(decided))
@@ -168,10 +233,13 @@ def detect_config(
     threshold: float = 0.01,
     *,
     expected_scores: ArrayLike | None = None,
+    tokens_needed: int | None = None,
 ) -> Detection:
     """Test ``token_ids`` under one key configuration (and, given a model's ``E[s]`` per
-    token, with the weighted test too)."""
-    return detect_batch([Document(token_ids, [config], expected_scores)], threshold)[0][0]
+    token, with the weighted test too). ``expected_scores`` or the key's measured
+    ``tokens_needed`` inform the three-way verdict."""
+    doc = Document(token_ids, [config], expected_scores, tokens_needed=[tokens_needed])
+    return detect_batch([doc], threshold)[0][0]
 
 
 def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list[Detection]]:
@@ -181,6 +249,11 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
     _check_threshold(threshold)
     arrays = [as_token_array(d.token_ids) for d in docs]
     masks = [_masks(ids, d.configs) for ids, d in zip(arrays, docs, strict=True)]
+    models = [
+        model
+        for doc, doc_masks in zip(docs, masks, strict=True)
+        for model in doc.power_models([m for _, m in doc_masks])
+    ]
     # One entry per hypothesis, document-major: (token ids, contexts, mask, config).
     flat = [
         (ids, ctx, m, c)
@@ -194,8 +267,8 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
         scores = [_cpu_scores(ids, ctx, m, c) for ids, ctx, m, c in flat]
     expected = [d.expected_scores for d in docs for _ in d.configs]
     found = iter(
-        _detection(ids, m, s, c, threshold, e)
-        for (ids, _, m, c), s, e in zip(flat, scores, expected, strict=True)
+        _detection(ids, m, s, c, threshold, e, model)
+        for (ids, _, m, c), s, e, model in zip(flat, scores, expected, models, strict=True)
     )
     return [[next(found) for _ in doc.configs] for doc in docs]
 
@@ -235,11 +308,14 @@ def detect_ids(
     alpha: float = 0.1,
     threshold: float = 0.01,
     expected_scores: ArrayLike | None = None,
+    tokens_needed: int | None = None,
 ) -> Detection:
     """Test token ids (the generating model's tokenizer, no special tokens) under ``key``.
 
     With ``expected_scores`` (a model's ``E[s]`` of every token, ``ModelAssist``), the
-    weighted test runs too and ``is_watermarked`` is the decision of both."""
+    weighted test runs too and ``is_watermarked`` is the decision of both. ``verdict`` weighs
+    the scored tokens against the model's expectations, else the key's measured
+    ``tokens_needed`` (scored tokens for 80% power), else a conservative default."""
     config = KeyConfig(
         key=key,
         algorithm=algorithm,  # type: ignore[arg-type]
@@ -248,7 +324,9 @@ def detect_ids(
         deduplicate_contexts="single_turn" if deduplicate else "none",
         deduplicate_contexts_max_history=None,  # a bare key: repeats searched over the whole text
     )
-    return detect_config(token_ids, config, threshold, expected_scores=expected_scores)
+    return detect_config(
+        token_ids, config, threshold, expected_scores=expected_scores, tokens_needed=tokens_needed
+    )
 
 
 @dataclass(frozen=True)
@@ -267,7 +345,9 @@ class Verdict:
 
     The family verdict rests on the hypothesis with the smallest corrected p-value
     (``best``): watermarked when that p-value is at most ``threshold`` and it scored at
-    least one token."""
+    least one token. ``verdict`` is three-way (``detector.power``): ``not_watermarked`` only
+    when every hypothesis, had its key watermarked the text, would have been detected with
+    power >= 0.8 at the level the correction asks for; ``inconclusive`` otherwise."""
 
     hypotheses: tuple[Hypothesis, ...]
     correction: str
@@ -276,6 +356,10 @@ class Verdict:
     best: int | None
     p_value: float
     log10_p: float
+    verdict: str = "inconclusive"
+    verdict_reason: str = ""
+    power: float | None = None  # of the weakest hypothesis; None when watermarked
+    tokens_needed: int | None = None  # its scored tokens for 80% power at the corrected level
 
     @property
     def num_hypotheses(self) -> int:
@@ -283,30 +367,43 @@ class Verdict:
 
 
 class VerdictResult:
-    """A result that carries a family ``verdict`` and answers for it (is_watermarked, best,
-    p_value, log10_p, num_hypotheses): text localizations and the web layer's results."""
+    """A result that carries a family verdict (``family``) and answers for it (verdict,
+    verdict_reason, is_watermarked, best, p_value, log10_p, num_hypotheses): text
+    localizations and the web layer's results."""
 
-    verdict: Verdict
+    family: Verdict
+
+    @property
+    def verdict(self) -> str:
+        return self.family.verdict
+
+    @property
+    def verdict_reason(self) -> str:
+        return self.family.verdict_reason
+
+    @property
+    def tokens_needed(self) -> int | None:
+        return self.family.tokens_needed
 
     @property
     def is_watermarked(self) -> bool:
-        return self.verdict.is_watermarked
+        return self.family.is_watermarked
 
     @property
     def best(self) -> int | None:
-        return self.verdict.best
+        return self.family.best
 
     @property
     def p_value(self) -> float:
-        return self.verdict.p_value
+        return self.family.p_value
 
     @property
     def log10_p(self) -> float:
-        return self.verdict.log10_p
+        return self.family.log10_p
 
     @property
     def num_hypotheses(self) -> int:
-        return self.verdict.num_hypotheses
+        return self.family.num_hypotheses
 
 
 def correct(log10_ps: Sequence[float], correction: str = "holm") -> NDArray[np.float64]:
@@ -330,8 +427,11 @@ def combine(
     names: Sequence[str | None] | None = None,
     threshold: float = 0.01,
     correction: str = "holm",
+    tests_per_hypothesis: int = 1,
 ) -> Verdict:
-    """Correct a family of detections (hypothesis i is ``detections[i]``, named ``names[i]``)."""
+    """Correct a family of detections (hypothesis i is ``detections[i]``, named ``names[i]``).
+    ``tests_per_hypothesis``: how many tests each hypothesis's p-value already combines by
+    Bonferroni (2 for localization: global and scan), for the power of the three-way verdict."""
     _check_threshold(threshold)
     names = list(names) if names is not None else [None] * len(detections)
     if len(names) != len(detections):
@@ -340,6 +440,9 @@ def combine(
     best = int(np.argmin(adjusted)) if adjusted.size else None
     best_lp = float(adjusted[best]) if best is not None else 0.0
     scored = best is not None and detections[best].num_scored_tokens > 0
+    is_watermarked = bool(scored and best_lp <= math.log10(threshold))
+    level = first_step_log10(threshold, len(detections)) - math.log10(tests_per_hypothesis)
+    three = _family_three_way(detections, names, is_watermarked, 10.0**best_lp, threshold, level)
     return Verdict(
         hypotheses=tuple(
             Hypothesis(i, name, d, float(a))
@@ -347,11 +450,53 @@ def combine(
         ),
         correction=correction,
         threshold=threshold,
-        is_watermarked=bool(scored and best_lp <= math.log10(threshold)),
+        is_watermarked=is_watermarked,
         best=best,
         p_value=10.0**best_lp,
         log10_p=best_lp,
+        verdict=three.verdict,
+        verdict_reason=three.reason,
+        power=three.power,
+        tokens_needed=three.tokens_needed,
     )
+
+
+def _family_three_way(
+    detections: Sequence[Detection],
+    names: Sequence[str | None],
+    detected: bool,
+    p_value: float,
+    threshold: float,
+    log10_level: float,
+) -> ThreeWay:
+    """The family's three-way verdict: decided by the hypothesis with the least power (a text
+    is clear only when none of the tested keys could have gone unnoticed)."""
+    if detected or not detections:
+        return decide(
+            detected=detected,
+            p_value=p_value,
+            threshold=threshold,
+            num_scored=0,
+            model=power_model(),
+            log10_level=log10_level,
+        )
+    weakest: ThreeWay | None = None
+    for d, name in zip(detections, names, strict=True):
+        label = f"key {name}" if name and len(detections) > 1 else ""
+        got = decide(
+            detected=False,
+            p_value=p_value,
+            threshold=threshold,
+            num_scored=d.num_scored_tokens,
+            model=d.power_model,
+            # the Gamma test's share of the level (halved when the weighted test also runs)
+            log10_level=log10_level - (LOG10_2 if d.weighted is not None else 0.0),
+            label=label,
+        )
+        if weakest is None or (got.power or 0.0) < (weakest.power or 0.0):
+            weakest = got
+    assert weakest is not None
+    return weakest
 
 
 @dataclass(frozen=True)
@@ -378,10 +523,12 @@ def detect_text(
     threshold: float = 0.01,
     correction: str = "holm",
     assist: Any = None,
+    tokens_needed: Sequence[int | None] | None = None,
 ) -> TextDetection:
     """Tokenize ``text`` once and test every key configuration, correcting for their number.
     With ``assist`` (a ``detector.assist.ModelAssist`` for this tokenizer) each key also runs
-    the weighted test and decides with both."""
+    the weighted test and decides with both. ``tokens_needed``: each key's measured scored
+    tokens for 80% power (the three-way verdict's basis when no model reads the text)."""
     from detector.tokenizers import as_tokenizer
 
     if not isinstance(text, str):
@@ -394,7 +541,8 @@ def detect_text(
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
     expected = None if assist is None else assist.expected_scores([ids])[0]
-    detections = detect_batch([Document(ids, configs, expected)], threshold)[0]
+    doc = Document(ids, configs, expected, tokens_needed=tokens_needed)
+    detections = detect_batch([doc], threshold)[0]
     names = [c.name for c in configs]
     verdict = combine(detections, names=names, threshold=threshold, correction=correction)
     return TextDetection(

@@ -262,7 +262,9 @@ def localize_family(
         replace(d, log10_p=loc.log10_p, p_value=loc.p_value)
         for d, loc in zip(detections, locs, strict=True)
     ]
-    verdict = combine(proxies, names=names, threshold=threshold, correction=correction)
+    verdict = combine(
+        proxies, names=names, threshold=threshold, correction=correction, tests_per_hypothesis=2
+    )
     hypotheses = tuple(
         replace(h, detection=d) for h, d in zip(verdict.hypotheses, detections, strict=True)
     )
@@ -273,7 +275,7 @@ def localize_family(
 class TextLocalization(VerdictResult):
     """Several keys tested on one text; spans carry character offsets and their key."""
 
-    verdict: Verdict
+    family: Verdict
     localizations: tuple[Localization, ...]
     spans: list[Span]  # every key's accepted spans, in text order
     token_ids: NDArray[np.int64] = field(repr=False)
@@ -323,7 +325,7 @@ def localize_text(
     )
     spans = [with_chars(s, offsets, i, names[i]) for i, loc in enumerate(locs) for s in loc.spans]
     return TextLocalization(
-        verdict=verdict,
+        family=verdict,
         localizations=locs,
         spans=sorted(spans, key=lambda s: (s.start, s.key_index)),
         token_ids=ids,

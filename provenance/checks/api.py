@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 from provenance.accounts.selectors import is_auditor, teams_memoized
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
-from provenance.checks.models import Audit, Check, Hypothesis, Status
+from provenance.checks.models import Audit, Check, Hypothesis, Status, Verdict
 from provenance.errors import PayloadTooLarge
 from provenance.keys.selectors import key_measured_fpr
 
@@ -105,6 +105,8 @@ class CheckSummaryOutput(serializers.ModelSerializer):
             "status",
             "failure_reason",
             "is_watermarked",
+            "verdict",
+            "verdict_reason",
             "p_value",
             "log10_p",
             "num_hypotheses",
@@ -327,6 +329,8 @@ CHECK_EXPORT_FIELDS = [
     "client_id",
     "status",
     "is_watermarked",
+    "verdict",
+    "verdict_reason",
     "p_value",
     "log10_p",
     "num_hypotheses",
@@ -568,6 +572,8 @@ class DetectApi(TieredApi):
         p_value = serializers.FloatField()
         num_scored_tokens = serializers.IntegerField()
         is_watermarked = serializers.BooleanField()
+        verdict = serializers.ChoiceField(choices=Verdict.choices)
+        verdict_reason = serializers.CharField()
         log10_p = serializers.FloatField()
         num_tokens = serializers.IntegerField()
         num_hypotheses = serializers.IntegerField()
@@ -593,6 +599,8 @@ def _detect_body(result: Any) -> dict[str, Any]:
         "p_value": result.p_value,
         "num_scored_tokens": best.detection.num_scored_tokens if best else 0,
         "is_watermarked": result.is_watermarked,
+        "verdict": result.verdict,
+        "verdict_reason": result.verdict_reason,
         "log10_p": result.log10_p,
         "num_tokens": best.detection.num_tokens if best else 0,
         "num_hypotheses": len(result.hypotheses),

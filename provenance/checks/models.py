@@ -13,6 +13,14 @@ from provenance.accounts.models import Team
 from provenance.keys.models import Tokenizer, WatermarkKey
 
 
+class Verdict(models.TextChoices):
+    """``detector.power``'s three-way verdict (the detector decides; the row stores it)."""
+
+    WATERMARKED = "watermarked", _("watermarked")
+    NOT_WATERMARKED = "not_watermarked", _("not watermarked")
+    INCONCLUSIVE = "inconclusive", _("inconclusive")
+
+
 class Status(models.TextChoices):
     PENDING = "pending", _("pending")
     RUNNING = "running", _("running")
@@ -106,6 +114,14 @@ class Check(models.Model):
     # Family-wise verdict over num_hypotheses (Holm-corrected).
     num_hypotheses = models.PositiveIntegerField(null=True, blank=True)
     is_watermarked = models.BooleanField(null=True, blank=True)
+    # Three-way (detector.power): watermarked, not_watermarked (a watermarked text of this
+    # length and kind would have been detected with power >= 0.8) or inconclusive; and why.
+    verdict = models.CharField(
+        max_length=20, choices=Verdict.choices, blank=True, default="", db_default=""
+    )
+    verdict_reason = models.TextField(blank=True, default="", db_default="")
+    # Scored tokens a watermarked text of this kind needs for 80% power (the page's reason).
+    verdict_tokens_needed = models.PositiveIntegerField(null=True, blank=True)
     p_value = models.FloatField(null=True, blank=True)
     log10_p = models.FloatField(null=True, blank=True)
     num_tokens = models.PositiveIntegerField(null=True, blank=True)

@@ -48,6 +48,9 @@ class KeyGroup:
     loaded: LoadedTokenizer
     keys: tuple[WatermarkKey, ...]
     configs: tuple[KeyConfig, ...]
+    # Each key's measured scored tokens for 80% power (None: the detector's default), which
+    # the three-way verdict weighs the scored token count against.
+    tokens_needed: tuple[int | None, ...] = ()
 
     def __repr__(self) -> str:  # configs hold key values: never let them reach a log line
         return f"<KeyGroup tokenizer={self.tokenizer.name!r} keys={len(self.keys)}>"
@@ -79,7 +82,7 @@ class TextResult(VerdictResult):
     """The detector's verdict on one text, its hypotheses bound to registry rows, what the
     heatmap shows, and the time scoring took."""
 
-    verdict: Verdict
+    family: Verdict
     hypotheses: tuple[HypothesisResult, ...]
     token_data: dict[str, Any] | None
     elapsed_ms: float
@@ -112,9 +115,20 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
                 loaded=tokenizer_load(tokenizer),
                 keys=tuple(members),
                 configs=tuple(_config(key) for key in members),
+                tokens_needed=tuple(_tokens_needed(key) for key in members),
             )
         )
     return groups
+
+
+def _tokens_needed(key: WatermarkKey) -> int | None:
+    """The key's calibrated scored tokens for 80% power, when it has been calibrated (the
+    calibration's measured power curve); None lets the detector use its default."""
+    return None
+
+
+def _document(ids: Any, group: KeyGroup) -> Document:
+    return Document(ids, group.configs, tokens_needed=group.tokens_needed or None)
 
 
 def _config(key: WatermarkKey) -> KeyConfig:
@@ -131,7 +145,7 @@ def score_text(
     verdict over all their hypotheses (Holm)."""
     start = time.perf_counter()
     encoded = [group.loaded.encode_lazy(text) for group in groups]  # (ids, encoding)
-    docs = [Document(ids, group.configs) for (ids, _), group in zip(encoded, groups, strict=True)]
+    docs = [_document(ids, group) for (ids, _), group in zip(encoded, groups, strict=True)]
     result = _result(detect_batch(docs, threshold), groups, threshold)
     result = _with_spans(result, groups, lambda g: offsets_of(encoded[g][1]))
     if with_tokens and result.best is not None:
@@ -153,9 +167,7 @@ def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -
     # One tokenization per (text, tokenizer); its encoding is kept so that the character
     # offsets of the texts where a span is found come without tokenizing them again.
     encoded = [[g.loaded.encode_lazy(text) for g in groups] for text in texts]
-    docs = [
-        Document(ids, g.configs) for per in encoded for (ids, _), g in zip(per, groups, strict=True)
-    ]
+    docs = [_document(ids, g) for per in encoded for (ids, _), g in zip(per, groups, strict=True)]
     found = detect_batch(docs, threshold)
     per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
     # The scan's first window of every (text, key) in one batched pass (most audit texts
@@ -208,7 +220,7 @@ def _result(
         for (key, tokenizer), h in zip(rows, verdict.hypotheses, strict=True)
     )
     return TextResult(
-        verdict=verdict,
+        family=verdict,
         hypotheses=hypotheses,
         token_data=None,
         elapsed_ms=0.0,

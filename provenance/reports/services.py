@@ -121,6 +121,9 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
         "hypotheses": hypotheses,
         "verdict": {
             "is_watermarked": bool(check.is_watermarked),
+            # three-way (watermarked, not_watermarked, inconclusive) and why; null before it
+            "verdict": check.verdict or None,
+            "reason": check.verdict_reason or None,
             "best": best["index"] if best else None,
             "log10_p": log10_p,
             "p_value": 10.0**log10_p if log10_p is not None else None,

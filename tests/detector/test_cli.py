@@ -42,8 +42,22 @@ def test_it_prints_the_verdict_as_json(capsys, tmp_path, watermarked_text):
     result = json.loads(out)
     assert code == 0 and err == ""
     assert result["is_watermarked"] and result["log10_p"] < -6
+    assert result["verdict"] == "watermarked" and result["verdict_reason"]
     assert result["num_scored_tokens"] <= result["num_tokens"]
     assert str(KEY) not in out and hex(KEY)[2:] not in out
+
+
+def test_it_prints_the_three_way_verdict_and_its_reason(capsys, tmp_path):
+    from tests.provenance.watermark import HUMAN_TEXT
+
+    path = tmp_path / "human.txt"
+    path.write_text(HUMAN_TEXT)
+    _, out, _ = run(capsys, ["detect", "--key", str(KEY), str(path)])
+    short = json.loads(out)
+    assert short["verdict"] == "inconclusive" and short["is_watermarked"] is False
+    assert short["verdict_reason"].startswith("only 126 tokens could be scored; about 200")
+    _, out, _ = run(capsys, ["detect", "--key", str(KEY), "--tokens-needed", "60", str(path)])
+    assert json.loads(out)["verdict"] == "not_watermarked"
 
 
 def test_tokens_flag_adds_one_row_per_token(capsys, tmp_path, watermarked_text, monkeypatch):

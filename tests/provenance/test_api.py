@@ -145,6 +145,7 @@ def test_detect_answers_the_vllm_example_fields_synchronously(alice, alice_key, 
     body = response_detect(alice, wm_text).json()
     assert {"score", "p_value", "num_scored_tokens", "is_watermarked"} <= set(body)
     assert body["is_watermarked"] is True and body["key"] == "acme-main"
+    assert body["verdict"] == "watermarked" and "threshold 0.01" in body["verdict_reason"]
     assert body["num_scored_tokens"] > 100 and body["score"] > body["num_scored_tokens"]
     assert Check.objects.count() == 0
 
@@ -152,6 +153,10 @@ def test_detect_answers_the_vllm_example_fields_synchronously(alice, alice_key, 
 def test_detect_does_not_flag_human_text(alice, alice_key, human_text):
     body = response_detect(alice, human_text).json()
     assert body["is_watermarked"] is False and body["p_value"] > 0.01
+    # 126 tokens: too few to clear a text of unknown kind (the default kind needs 200 for one
+    # test at 0.01, 234 at 0.005 for the localized decision's global test)
+    assert body["verdict"] == "inconclusive"
+    assert body["verdict_reason"].startswith("only 126 tokens could be scored; about 234 are")
 
 
 def test_detect_rejects_empty_and_oversized_text(alice, alice_key, settings):
@@ -186,13 +191,15 @@ def test_an_audit_runs_and_exports_as_csv_and_json(alice, alice_key, wm_text, hu
     assert items["count"] == 2 and items["results"][0]["client_id"] == "doc-0"
     exported = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.csv").streaming_content)
     rows = list(csv.DictReader(io.StringIO(exported.decode())))
-    assert [(r["client_id"], r["is_watermarked"]) for r in rows] == [
-        ("doc-0", "True"),
-        ("doc-1", "False"),
+    assert [(r["client_id"], r["is_watermarked"], r["verdict"]) for r in rows] == [
+        ("doc-0", "True", "watermarked"),
+        ("doc-1", "False", "inconclusive"),
     ]
+    assert rows[1]["verdict_reason"].startswith("only")
     as_json = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.json").streaming_content)
     results = json.loads(as_json)["results"]
     assert [r["is_watermarked"] for r in results] == [True, False]
+    assert [r["verdict"] for r in results] == ["watermarked", "inconclusive"]
 
 
 def test_an_unknown_export_format_is_404(alice, alice_key):

@@ -25,6 +25,7 @@ def test_the_json_export_is_the_detail_answer_as_a_file(api_for, scored, wm_text
     assert response["Content-Disposition"] == f'attachment; filename="check-{scored}.json"'
     body = json.loads(response.content)
     assert body["id"] == scored and body["text"] == wm_text and body["is_watermarked"] is True
+    assert body["verdict"] == "watermarked" and body["verdict_reason"]
     assert body["hypotheses"][0]["key_name"] == "acme-main"
     assert body == api_for("alice").get(f"/api/v1/checks/{scored}").json()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 import pytest
 
@@ -70,13 +71,30 @@ def test_a_watermarked_text_shows_the_verdict_table_heatmap_and_chart(
     assert sum(s >= 200 for s in scores) > check.num_scored_tokens / 2  # keyed draws score high
 
 
-def test_a_human_text_shows_no_watermark_and_cool_tokens(alice_client, alice_key, human_text):
+def test_a_short_human_text_is_inconclusive_with_cool_tokens(alice_client, alice_key, human_text):
     check_id = _submit(alice_client, human_text)
     check_score(check_id)
     page = alice_client.get(f"/checks/{check_id}/").content.decode()
-    assert 'data-verdict="not-watermarked"' in page
+    assert 'class="verdict inconclusive" id="verdict" data-verdict="inconclusive"' in page
+    reason = re.search(r'id="verdict-reason">([^<]*)<', page).group(1)
+    assert reason == "Only 126 tokens could be scored; about 234 are needed for text of this kind."
     scores = [s for s in _scores(page) if s >= 0]
     assert sum(s < 100 for s in scores) > sum(s >= 200 for s in scores)
+
+
+def test_a_long_human_text_is_not_watermarked(alice_client, alice_key):
+    """A licence's first 5,000 characters: enough scored tokens that a watermarked text of
+    the default (low-entropy) kind would have been detected."""
+    text = Path("/usr/share/common-licenses/GPL-3").read_text()[:5000]
+    check_id = _submit(alice_client, text)
+    check_score(check_id)
+    check = Check.objects.get(id=check_id)
+    assert check.verdict == "not_watermarked" and check.num_scored_tokens > 300
+    page = alice_client.get(f"/checks/{check_id}/").content.decode()
+    assert 'data-verdict="not-watermarked"' in page and "Not watermarked" in page
+    assert "suffice for text of this kind" in page
+    listed = alice_client.get("/checks/").content.decode()
+    assert 'class="verdict-cell not_watermarked"' in listed
 
 
 def test_skipped_tokens_are_distinguishable(alice_client, alice_key):

@@ -40,8 +40,7 @@ def _chat(page, prompt: str, watermark: bool, temperature: str = "1") -> str:
     )
     # The "done" event arrives before the stream closes; the controls settle when it closes.
     page.wait_for_function(
-        "() => document.getElementById('stop').hidden"
-        " && !document.getElementById('send').disabled",
+        "() => document.getElementById('stop').hidden && !document.getElementById('send').disabled",
         timeout=30_000,
     )
     reply = page.locator(".msg.assistant.done").last
@@ -80,8 +79,7 @@ def test_a_generator_that_is_down_shows_a_message_and_a_working_retry(
     assert "not reachable" in page.text_content("#failure-text")
     assert "Hello there." in page.text_content("#messages")  # the turn is kept
     page.wait_for_function(
-        "() => document.getElementById('stop').hidden"
-        " && !document.getElementById('send').disabled",
+        "() => document.getElementById('stop').hidden && !document.getElementById('send').disabled",
         timeout=30_000,
     )
     page.click("#retry")

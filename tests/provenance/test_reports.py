@@ -62,6 +62,7 @@ def test_a_report_verifies_offline_with_text_and_recomputation(alice, scored, wm
     token, jwks = _report(alice, scored), _jwks(alice)
     payload = verify(token, jwks).payload
     assert payload["verdict"]["is_watermarked"] is True
+    assert payload["verdict"]["verdict"] == "watermarked" and payload["verdict"]["reason"]
     assert payload["prf"] == "philox4x32-10-v1" and payload["correction"] == "holm"
     h = payload["hypotheses"][0]
     assert h["key"]["name"] == "acme-main" and h["tokenizer"]["content_hash"]
