@@ -229,3 +229,16 @@ def test_a_calibration_lost_past_its_time_limit_no_longer_blocks_a_new_one(
     lost.refresh_from_db()
     assert lost.status == "failed" and "lost" in lost.failure_reason
     assert KeyCalibration.objects.filter(key=alice_key, status="pending").count() == 1
+
+
+def test_a_calibrated_power_curve_reaches_the_three_way_verdict(alice_key):
+    run = _calibrate(alice_key, texts=3)
+    curve = {"points": [], "tokens_needed": 150, "top_p": 1.0}
+    run.power = {
+        "1.0": {**curve, "scored_tokens_needed": 90},
+        "0.7": {**curve, "scored_tokens_needed": 140},
+    }
+    run.save(update_fields=["power"])
+    assert tokens_needed(alice_key) == 140 and tokens_needed(alice_key, 1.0) == 90
+    (group,) = scoring.prepare_keys([alice_key])
+    assert group.tokens_needed == (140,)
