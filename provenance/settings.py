@@ -312,7 +312,7 @@ PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minim
 PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
 # A key's calibration (manage.py keys_calibrate, the keys page): human texts per genre, and
 # the power measurement's size where the key's tokenizer has a model (prompts per temperature,
-# tokens per generated text; 0 prompts skips it). About 15 CPU s for the rates and 2.5 CPU
+# tokens per generated text; 0 prompts skips it). About 7 CPU s a key for the rates and 2.5 CPU
 # minutes for the power curve at the defaults.
 PROVENANCE_CALIBRATION_TEXTS = env_int("PROVENANCE_CALIBRATION_TEXTS", 300, minimum=1)
 PROVENANCE_CALIBRATION_POWER_PROMPTS = env_int("PROVENANCE_CALIBRATION_POWER_PROMPTS", 8, minimum=0)
