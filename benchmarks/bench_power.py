@@ -235,9 +235,13 @@ def main() -> None:
     parser.add_argument(
         "--assist-chunks", type=int, default=100, help="human chunks per genre the model reads"
     )
+    parser.add_argument(
+        "--assist-cells", default="", help="comma-separated cells the model reads (default all)"
+    )
     parser.add_argument("--no-assist", action="store_true", help="model-free statistics only")
     parser.add_argument("--generate-only", action="store_true")
     args = parser.parse_args()
+    args.assist_cells = [c for c in args.assist_cells.split(",") if c]
     chosen = cells(args.texts)
     if args.cells:
         chosen = {k: chosen[k] for k in args.cells.split(",") if k in chosen}  # in that order
@@ -248,7 +252,8 @@ def main() -> None:
     power = {}
     for name, ids in texts.items():
         spec = chosen[name]
-        expected = None if args.no_assist else expected_scores(name, ids, spec["t"], spec["p"])
+        reads = not args.no_assist and (not args.assist_cells or name in args.assist_cells)
+        expected = expected_scores(name, ids, spec["t"], spec["p"]) if reads else None
         prepared = prepare(ids, expected)
         power[name] = {
             s: (len(ids), detection_rates(prepared, s, KEY)) for s in available(prepared)

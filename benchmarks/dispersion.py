@@ -1,21 +1,58 @@
-"""Human corpora in three genres, split into train and held-out halves, for the per-key
-dispersion measurement (benchmarks/bench_dispersion.py and tests/detector/test_ngrams.py).
+"""Held-out human corpora in three genres for the per-key dispersion measurement
+(benchmarks/bench_dispersion.py and tests/detector/test_ngrams.py).
 
-The documents are the product's (``detector.corpora``, which key calibration uses too): the
-standard library's docstrings (prose) and modules (code), and dpkg's status file (templated
-package stanzas)."""
+None of these documents is a source of the shipped n-gram tables (detector/ngram_sources.py):
+prose is the standard library's docstrings, code its modules, and templated text the dpkg status
+stanzas and APT ``Packages`` stanzas of the packages ``evaluation_package`` holds out."""
 
 from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
 
 import numpy as np
 
 from detector.contexts import build_contexts, dedup_mask
-from detector.corpora import DPKG_STATUS, STDLIB, genre_documents
+from detector.corpora import docstrings as _docstrings
+from detector.ngram_sources import _apt_lists, _package_name, dpkg_stanzas, evaluation_package
+from detector.ngram_sources import stanzas as split_stanzas
 from detector.ngrams import NgramTable, build_table
 from detector.scoring import token_scores
 from detector.stats import gamma_sf
 
-__all__ = ["DPKG_STATUS", "STDLIB", "genre_documents"]  # the corpora live in the product
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+STANZAS_PER_DOCUMENT = 5
+
+
+def _grouped(found: list[str]) -> list[str]:
+    k = STANZAS_PER_DOCUMENT
+    return ["\n\n".join(found[i : i + k]) for i in range(0, len(found), k)]
+
+
+def apt_evaluation_stanzas(limit: int = 3000) -> list[str]:
+    """APT stanzas of held-out packages, as they are, spread evenly over the lists."""
+    found = [
+        s
+        for text in _apt_lists()
+        for s in split_stanzas(text, strip=False)
+        if evaluation_package(_package_name(s))
+    ]
+    step = max(1, len(found) // limit)
+    return found[::step][:limit]
+
+
+GENRES = ("prose", "code", "dpkg", "apt")
+
+
+def genre_documents(genres: tuple[str, ...] = GENRES) -> dict[str, list[str]]:
+    """Held-out documents of each of ``genres``, in a fixed order."""
+    sources = {
+        "prose": lambda: _docstrings(STDLIB),
+        "code": lambda: [p.read_text(errors="replace") for p in sorted(STDLIB.glob("*.py"))],
+        "dpkg": lambda: _grouped(dpkg_stanzas(evaluation=True)),
+        "apt": lambda: _grouped(apt_evaluation_stanzas()),
+    }
+    return {g: sources[g]() for g in genres}
 
 
 def chunks(docs: list[np.ndarray], size: int, limit: int) -> list[np.ndarray]:
@@ -26,7 +63,7 @@ def chunks(docs: list[np.ndarray], size: int, limit: int) -> list[np.ndarray]:
 
 
 def split(tokenized: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(train, held out): odd documents build the table, even ones are tested."""
+    """(train, held out): odd documents build an in-genre table, even ones are tested."""
     return tokenized[1::2], tokenized[0::2]
 
 

@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--alpha", type=float, default=0.1)
     det.add_argument("--context-width", type=int, default=4)
     det.add_argument("--no-dedup", action="store_true", help="score repeated contexts too")
+    det.add_argument(
+        "--all-pairs",
+        action="store_true",
+        help="score the pairs common in human text too (the tokenizer's n-gram table unused)",
+    )
     det.add_argument("--threshold", type=float, default=0.01)
     det.add_argument(
         "--tokens-needed",
@@ -123,7 +128,12 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
     text = _read_text(args.file)
     tokenizer = load_tokenizer(args.tokenizer)
     result = detect_text(
-        text, tokenizer, [config], threshold=args.threshold, tokens_needed=[args.tokens_needed]
+        text,
+        tokenizer,
+        [config],
+        threshold=args.threshold,
+        tokens_needed=[args.tokens_needed],
+        common_ngrams=not args.all_pairs,
     )
     det = result.hypotheses[0].detection
     out: dict[str, Any] = det.summary()

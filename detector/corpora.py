@@ -3,12 +3,13 @@
 - ``prose``: the docstrings of the Python standard library of at least 300 characters (read
   with ``ast``, nothing imported);
 - ``code``: the standard library's top-level modules;
-- ``templated``: dpkg's status file (the installed packages' stanzas), five stanzas a document.
+- ``templated``: dpkg's status file, the stanzas of the packages that
+  ``detector.ngram_sources.evaluation_package`` holds out, five stanzas a document.
 
-Each genre's documents come in a fixed order; the odd ones are a training half (for tables
-built from human text) and the even ones are held out (for measuring a key's false-positive
-rate on text nothing was built from). ``human_chunks`` cuts the held-out documents into texts
-of 250 tokens of a given tokenizer and picks a bounded, evenly spread, deterministic subset.
+None of these is a source of the shipped n-gram tables (``detector/ngram_sources.py``), so a
+key's false-positive rate is measured on text the detector was not built from. Each genre's
+documents come in a fixed order; ``human_chunks`` cuts them into texts of 250 tokens of a given
+tokenizer and picks a bounded, evenly spread, deterministic subset.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from detector.ngram_sources import dpkg_stanzas
 from detector.tokenizers import Tokenizer
 
 GENRES = ("prose", "code", "templated")
@@ -69,15 +71,11 @@ def genre_documents() -> dict[str, list[str]]:
 @cache  # once per process: parsing the standard library takes a few seconds
 def _documents() -> dict[str, tuple[str, ...]]:
     code = [p.read_text(errors="replace") for p in sorted(STDLIB.glob("*.py"))]
-    stanzas = [s for s in DPKG_STATUS.read_text(errors="replace").split("\n\n") if s.strip()]
+    # As they are (checksums kept): the held-out packages' stanzas, five a document.
+    stanzas = dpkg_stanzas(evaluation=True)
     step = STANZAS_PER_DOCUMENT
     templated = ["\n\n".join(stanzas[i : i + step]) for i in range(0, len(stanzas), step)]
     return {"prose": tuple(docstrings(STDLIB)), "code": tuple(code), "templated": tuple(templated)}
-
-
-def held_out(documents: list[str]) -> list[str]:
-    """The even documents: the half that tables built from human text never see."""
-    return documents[0::2]
 
 
 def sources() -> dict[str, str]:
@@ -86,7 +84,7 @@ def sources() -> dict[str, str]:
     return {
         "prose": f"docstrings of the {python}",
         "code": f"modules of the {python}",
-        "templated": f"dpkg status stanzas ({DPKG_STATUS})",
+        "templated": f"dpkg status stanzas of the held-out packages ({DPKG_STATUS})",
     }
 
 
@@ -103,7 +101,7 @@ def human_chunks(
         raise ValueError(f"unknown genre {genre!r}; known: {GENRES}")
     if limit < 1 or size < 1:
         raise ValueError("limit and size must be positive")
-    text = "\n\n".join(held_out(list(_documents()[genre])))
+    text = "\n\n".join(_documents()[genre])
     room = len(text) // limit  # characters between two starts
     out: list[str] = []
     for k in range(limit):
@@ -140,7 +138,7 @@ def corpus(tokenizer: Tokenizer, genre: str, limit: int, size: int = CHUNK_TOKEN
     texts = tuple(human_chunks(tokenizer, genre, limit, size))
     digest = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()[:12]
     description = (
-        f"{sources()[genre]}, held-out half: {len(texts)} chunks of {size} "
+        f"{sources()[genre]}: {len(texts)} chunks of {size} "
         f"{tokenizer.name} tokens (sha256 {digest})"
     )
     return Corpus(genre=genre, texts=texts, description=description)

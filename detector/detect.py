@@ -2,7 +2,10 @@
 ``detect_batch`` for many tokenized documents, ``combine`` for the verdict of a family.
 
 Scoring follows spec section 3: contexts from the text itself, first occurrence of each
-context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value.
+context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value. With an n-gram
+table (``detector.ngrams``; ``detect_text`` uses its tokenizer's shipped table), the decision
+also skips the (context, token) pairs common in human text; the statistic over every
+de-duplicated token, as vLLM's detector computes it, is kept beside it (``vllm_*``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from detector import scoring
 from detector.assist import WeightedTest, weighted_test
 from detector.config import KeyConfig, as_key_config
 from detector.contexts import as_token_array, build_contexts, dedup_mask
+from detector.ngrams import NgramTable
 from detector.power import PowerModel, ThreeWay, decide, power_model
 from detector.stats import CORRECTIONS, dual_key_sf, gamma_sf
 
@@ -36,9 +40,23 @@ class Detection:
     is_watermarked: bool
     token_scores: NDArray[np.float64] = field(repr=False)  # [num_tokens], 0.0 where not scored
     scored_mask: NDArray[np.bool_] = field(repr=False)  # [num_tokens]
-    # The model-assisted test (``detector.assist``), when a model read the text. ``score``,
-    # ``p_value`` and ``log10_p`` stay the Gamma sum test's, as vLLM's detector reports them.
+    # The model-assisted test (``detector.assist``), when a model read the text, over the same
+    # scored tokens. ``score``, ``p_value`` and ``log10_p`` stay the Gamma sum test's.
     weighted: WeightedTest | None = field(default=None, repr=False)
+    # De-duplicated positions left unscored because their pair is common in human text.
+    num_common_tokens: int = 0
+    # The statistic over every de-duplicated token, as vLLM's detector computes it; equal to
+    # the decision's own when no n-gram table was used (None here means exactly that).
+    vllm_score: float | None = None
+    vllm_p_value: float | None = None
+    vllm_log10_p: float | None = None
+    vllm_num_scored_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.vllm_score is None:
+            for name in ("score", "p_value", "log10_p", "num_scored_tokens"):
+                object.__setattr__(self, f"vllm_{name}", getattr(self, name))
+
     threshold: float = 0.01
     # What a watermarked text of this kind would score (detector.power): the model's per-token
     # expectations, the key's measured power curve, or the shipped default.
@@ -105,7 +123,12 @@ class Detection:
             "log10_p": self.log10_p,
             "num_tokens": self.num_tokens,
             "num_scored_tokens": self.num_scored_tokens,
+            "num_common_tokens": self.num_common_tokens,
             "is_watermarked": self.is_watermarked,
+            "vllm_score": self.vllm_score,
+            "vllm_p_value": self.vllm_p_value,
+            "vllm_log10_p": self.vllm_log10_p,
+            "vllm_num_scored_tokens": self.vllm_num_scored_tokens,
             "verdict": self.verdict,
             "verdict_reason": self.verdict_reason,
             "power": self.three_way.power,
@@ -172,44 +195,68 @@ class Document:
             )
         return out
 
+    # Pairs to leave unscored (common in human text); applies to configurations of its width.
+    ngrams: NgramTable | None = None
+
     def __repr__(self) -> str:  # configs hold key values
         return f"<Document hypotheses={len(self.configs)}>"
 
 
-def _scored_mask(ids: NDArray[np.int64], config: KeyConfig) -> tuple[NDArray, NDArray[np.bool_]]:
+@dataclass(frozen=True)
+class _Masks:
+    """What the hypotheses of one configuration share: contexts ``[n, w]``, the de-duplicated
+    positions (vLLM's scored set) and the positions the decision scores (``scored``: the
+    de-duplicated ones minus the pairs common in human text)."""
+
+    contexts: NDArray[np.int64]
+    dedup: NDArray[np.bool_]
+    scored: NDArray[np.bool_]
+
+
+def _scored_mask(ids: NDArray[np.int64], config: KeyConfig, ngrams: NgramTable | None) -> _Masks:
     contexts = build_contexts(ids, config.context_width)
     if config.deduplicate:
-        return contexts, dedup_mask(contexts, config.max_history)
-    return contexts, np.ones(ids.shape[0], np.bool_)
+        dedup = dedup_mask(contexts, config.max_history)
+    else:
+        dedup = np.ones(ids.shape[0], np.bool_)
+    if ngrams is None or ngrams.width != config.context_width:
+        return _Masks(contexts, dedup, dedup)
+    return _Masks(contexts, dedup, dedup & ~ngrams.common_mask(ids))
 
 
-def _masks(
-    ids: NDArray[np.int64], configs: Sequence[KeyConfig]
-) -> list[tuple[NDArray, NDArray[np.bool_]]]:
-    """Contexts and scored mask per configuration of one document, each distinct one built once."""
-    built: dict[tuple[int, bool, int | None], tuple[NDArray, NDArray[np.bool_]]] = {}
-    for c in configs:
-        tag = (c.context_width, c.deduplicate, c.max_history if c.deduplicate else None)
-        if tag not in built:
-            built[tag] = _scored_mask(ids, c)
-    return [
-        built[(c.context_width, c.deduplicate, c.max_history if c.deduplicate else None)]
-        for c in configs
+def _masks(ids: NDArray[np.int64], doc: Document) -> list[_Masks]:
+    """Masks per configuration of one document, each distinct one built once."""
+    built: dict[tuple[int, bool, int | None], _Masks] = {}
+    tags = [
+        (c.context_width, c.deduplicate, c.max_history if c.deduplicate else None)
+        for c in doc.configs
     ]
+    for tag, c in zip(tags, doc.configs, strict=True):
+        if tag not in built:
+            built[tag] = _scored_mask(ids, c, doc.ngrams)
+    return [built[tag] for tag in tags]
 
 
 def _detection(
     ids: NDArray[np.int64],
-    mask: NDArray[np.bool_],
+    masks: _Masks,
     scores: NDArray[np.float64],
     config: KeyConfig,
     threshold: float,
     expected: ArrayLike | None = None,
     model: PowerModel | None = None,
 ) -> Detection:
-    n = int(mask.sum())
-    total = float(scores.sum())
+    """``scores`` holds every de-duplicated position's score (0.0 elsewhere)."""
+    mask = masks.scored
+    vllm_n = int(masks.dedup.sum())
+    vllm_total = float(scores.sum())
+    if mask is masks.dedup:
+        n, total, kept = vllm_n, vllm_total, scores
+    else:
+        kept = np.where(mask, scores, 0.0)
+        n, total = int(mask.sum()), float(kept.sum())
     p_value, log10_p = survival(config, total, n)
+    vllm = (p_value, log10_p) if mask is masks.dedup else survival(config, vllm_total, vllm_n)
     found = Detection(
         score=total,
         p_value=p_value,
@@ -217,11 +264,16 @@ def _detection(
         num_tokens=int(ids.shape[0]),
         num_scored_tokens=n,
         is_watermarked=False,
-        token_scores=scores,
+        token_scores=kept,
         scored_mask=mask,
-        weighted=None if expected is None else weighted_test(scores, mask, expected, config),
+        weighted=None if expected is None else weighted_test(kept, mask, expected, config),
         threshold=threshold,
         power_model=model if model is not None else power_model(),
+        num_common_tokens=vllm_n - n,
+        vllm_score=vllm_total,
+        vllm_p_value=vllm[0],
+        vllm_log10_p=vllm[1],
+        vllm_num_scored_tokens=vllm_n,
     )
     decided = n > 0 and found.decision_log10_p <= math.log10(threshold)
     return replace(found, is_watermarked=bool(decided))
@@ -233,12 +285,15 @@ def detect_config(
     threshold: float = 0.01,
     *,
     expected_scores: ArrayLike | None = None,
+    ngrams: NgramTable | None = None,
     tokens_needed: int | None = None,
 ) -> Detection:
-    """Test ``token_ids`` under one key configuration (and, given a model's ``E[s]`` per
-    token, with the weighted test too). ``expected_scores`` or the key's measured
-    ``tokens_needed`` inform the three-way verdict."""
-    doc = Document(token_ids, [config], expected_scores, tokens_needed=[tokens_needed])
+    """Test ``token_ids`` under one key configuration, skipping ``ngrams``' pairs if given (and,
+    given a model's ``E[s]`` per token, with the weighted test too). ``expected_scores`` or the
+    key's measured ``tokens_needed`` inform the three-way verdict."""
+    doc = Document(
+        token_ids, [config], expected_scores, tokens_needed=[tokens_needed], ngrams=ngrams
+    )
     return detect_batch([doc], threshold)[0][0]
 
 
@@ -248,27 +303,28 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
     algorithm, alpha); on the CPU, numpy scores only the scored positions."""
     _check_threshold(threshold)
     arrays = [as_token_array(d.token_ids) for d in docs]
-    masks = [_masks(ids, d.configs) for ids, d in zip(arrays, docs, strict=True)]
+    masks = [_masks(ids, d) for ids, d in zip(arrays, docs, strict=True)]
     models = [
         model
         for doc, doc_masks in zip(docs, masks, strict=True)
-        for model in doc.power_models([m for _, m in doc_masks])
+        for model in doc.power_models([m.scored for m in doc_masks])
     ]
-    # One entry per hypothesis, document-major: (token ids, contexts, mask, config).
+    # One entry per hypothesis, document-major: (token ids, masks, config).
     flat = [
-        (ids, ctx, m, c)
+        (ids, m, c)
         for ids, doc, doc_masks in zip(arrays, docs, masks, strict=True)
-        for c, (ctx, m) in zip(doc.configs, doc_masks, strict=True)
+        for c, m in zip(doc.configs, doc_masks, strict=True)
     ]
+    # Every de-duplicated position is scored: vLLM's statistic needs them all.
     if scoring.cuda_available() and flat:
         full = _gpu_scores([ids for ids, *_ in flat], [c for *_, c in flat])
-        scores = [np.where(m, s, 0.0) for (_, _, m, _), s in zip(flat, full, strict=True)]
+        scores = [np.where(m.dedup, s, 0.0) for (_, m, _), s in zip(flat, full, strict=True)]
     else:
-        scores = [_cpu_scores(ids, ctx, m, c) for ids, ctx, m, c in flat]
+        scores = [_cpu_scores(ids, m.contexts, m.dedup, c) for ids, m, c in flat]
     expected = [d.expected_scores for d in docs for _ in d.configs]
     found = iter(
         _detection(ids, m, s, c, threshold, e, model)
-        for (ids, _, m, c), s, e, model in zip(flat, scores, expected, models, strict=True)
+        for (ids, m, c), s, e, model in zip(flat, scores, expected, models, strict=True)
     )
     return [[next(found) for _ in doc.configs] for doc in docs]
 
@@ -308,6 +364,7 @@ def detect_ids(
     alpha: float = 0.1,
     threshold: float = 0.01,
     expected_scores: ArrayLike | None = None,
+    ngrams: NgramTable | None = None,
     tokens_needed: int | None = None,
 ) -> Detection:
     """Test token ids (the generating model's tokenizer, no special tokens) under ``key``.
@@ -315,7 +372,9 @@ def detect_ids(
     With ``expected_scores`` (a model's ``E[s]`` of every token, ``ModelAssist``), the
     weighted test runs too and ``is_watermarked`` is the decision of both. ``verdict`` weighs
     the scored tokens against the model's expectations, else the key's measured
-    ``tokens_needed`` (scored tokens for 80% power), else a conservative default."""
+    ``tokens_needed`` (scored tokens for 80% power), else a conservative default. Bare ids
+    carry no tokenizer, so no n-gram table applies unless ``ngrams`` is given (for example
+    ``load_tokenizer().ngram_table``)."""
     config = KeyConfig(
         key=key,
         algorithm=algorithm,  # type: ignore[arg-type]
@@ -325,7 +384,12 @@ def detect_ids(
         deduplicate_contexts_max_history=None,  # a bare key: repeats searched over the whole text
     )
     return detect_config(
-        token_ids, config, threshold, expected_scores=expected_scores, tokens_needed=tokens_needed
+        token_ids,
+        config,
+        threshold,
+        expected_scores=expected_scores,
+        ngrams=ngrams,
+        tokens_needed=tokens_needed,
     )
 
 
@@ -523,12 +587,15 @@ def detect_text(
     threshold: float = 0.01,
     correction: str = "holm",
     assist: Any = None,
+    common_ngrams: bool = True,
     tokens_needed: Sequence[int | None] | None = None,
 ) -> TextDetection:
     """Tokenize ``text`` once and test every key configuration, correcting for their number.
     With ``assist`` (a ``detector.assist.ModelAssist`` for this tokenizer) each key also runs
-    the weighted test and decides with both. ``tokens_needed``: each key's measured scored
-    tokens for 80% power (the three-way verdict's basis when no model reads the text)."""
+    the weighted test and decides with both. With ``common_ngrams`` (the default), pairs in
+    the tokenizer's shipped n-gram table are left unscored; ``common_ngrams=False`` scores
+    every de-duplicated token, as vLLM's detector does. ``tokens_needed``: each key's measured
+    scored tokens for 80% power (the three-way verdict's basis when no model reads the text)."""
     from detector.tokenizers import as_tokenizer
 
     if not isinstance(text, str):
@@ -541,7 +608,8 @@ def detect_text(
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
     expected = None if assist is None else assist.expected_scores([ids])[0]
-    doc = Document(ids, configs, expected, tokens_needed=tokens_needed)
+    ngrams = tok.ngram_table if common_ngrams else None
+    doc = Document(ids, configs, expected, tokens_needed=tokens_needed, ngrams=ngrams)
     detections = detect_batch([doc], threshold)[0]
     names = [c.name for c in configs]
     verdict = combine(detections, names=names, threshold=threshold, correction=correction)

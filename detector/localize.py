@@ -311,9 +311,10 @@ def localize_text(
     configs = [as_key_config(k) for k in ([keys] if isinstance(keys, (int, KeyConfig)) else keys)]
     if not configs:
         raise ValueError("at least one key is needed")
-    ids, encoding = as_tokenizer(tokenizer).encode_lazy(text)
+    tok = as_tokenizer(tokenizer)
+    ids, encoding = tok.encode_lazy(text)
     offsets = offsets_of(encoding)
-    detections = detect_batch([Document(ids, configs)], threshold)[0]
+    detections = detect_batch([Document(ids, configs, ngrams=tok.ngram_table)], threshold)[0]
     names = [c.name for c in configs]
     verdict, locs = localize_family(
         detections,

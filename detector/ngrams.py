@@ -17,9 +17,12 @@ table (O(1) per token).
 from __future__ import annotations
 
 import functools
+import json
+import lzma
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -50,19 +53,30 @@ def gram_hashes(token_ids: ArrayLike, width: int = 4) -> NDArray[np.uint64]:
         return _mix(h ^ (ids.astype(np.uint64) + _TOKEN_TAG))
 
 
+def fingerprints(token_ids: ArrayLike, width: int = 4) -> NDArray[np.uint32]:
+    """``[n]`` 32-bit fingerprints (the high word of ``gram_hashes``): what a table stores.
+
+    Two distinct pairs share a fingerprint with probability 2**-32, so a table of a few million
+    entries marks about one unrelated position in a thousand as common: a small loss of scored
+    tokens, never of validity (which positions are skipped still depends on the text alone).
+    """
+    return (gram_hashes(token_ids, width) >> np.uint64(32)).astype(np.uint32)
+
+
 @dataclass(frozen=True)
 class NgramTable:
-    """Pairs to skip: sorted unique hashes for one tokenizer and context width."""
+    """Pairs to skip: sorted unique fingerprints for one tokenizer and context width."""
 
-    hashes: NDArray[np.uint64] = field(repr=False)
+    hashes: NDArray[np.uint32] = field(repr=False)
     width: int = 4
     tokenizer_hash: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return int(self.hashes.shape[0])
 
     @functools.cached_property
-    def _index(self):  # pandas' hash table: O(1) look-ups, built once
+    def _index(self) -> Any:  # pandas' hash table: O(1) look-ups, built once (~0.1 s for 2 M)
         import pandas as pd
 
         return pd.Index(self.hashes, copy=False)
@@ -72,21 +86,37 @@ class NgramTable:
         ids = as_token_array(token_ids)
         if len(self) == 0 or ids.shape[0] == 0:
             return np.zeros(ids.shape[0], np.bool_)
-        return self._index.get_indexer(gram_hashes(ids, self.width)) >= 0
+        return np.asarray(self._index.get_indexer(fingerprints(ids, self.width)) >= 0)
 
     def save(self, path: str | Path) -> None:
-        np.savez_compressed(
-            path, hashes=self.hashes, width=self.width, tokenizer=self.tokenizer_hash or ""
+        """Write the table: its fingerprints as LZMA-compressed gaps (sorted 32-bit values
+        leave gaps of ~log2(2**32 / n) bits, about 1.7 bytes an entry for 2 M entries)."""
+        gaps = np.diff(self.hashes, prepend=np.uint32(0)).astype("<u4")
+        header = {**self.meta, "width": self.width, "tokenizer_hash": self.tokenizer_hash}
+        np.savez(
+            path,
+            gaps=np.frombuffer(lzma.compress(gaps.tobytes(), preset=9), np.uint8),
+            header=np.frombuffer(json.dumps(header).encode(), np.uint8),
         )
 
     @classmethod
     def load(cls, path: str | Path) -> NgramTable:
         with np.load(path) as data:
-            return cls(
-                hashes=np.asarray(data["hashes"], np.uint64),
-                width=int(data["width"]),
-                tokenizer_hash=str(data["tokenizer"]) or None,
-            )
+            header = json.loads(bytes(data["header"]).decode())
+            gaps = np.frombuffer(lzma.decompress(bytes(data["gaps"])), "<u4")
+        hashes = np.cumsum(gaps, dtype=np.uint32)
+        width, tokenizer = header.pop("width"), header.pop("tokenizer_hash")
+        return cls(hashes=hashes, width=int(width), tokenizer_hash=tokenizer, meta=header)
+
+
+def document_counts(
+    documents: Iterable[ArrayLike], width: int = 4
+) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+    """Distinct fingerprints of ``documents`` and how many documents hold each."""
+    per_doc = [np.unique(fingerprints(d, width)) for d in documents]
+    if not per_doc:
+        return np.zeros(0, np.uint32), np.zeros(0, np.int64)
+    return np.unique(np.concatenate(per_doc), return_counts=True)
 
 
 def build_table(
@@ -99,8 +129,32 @@ def build_table(
     """The pairs found in at least ``min_docs`` of ``documents`` (token id sequences)."""
     if min_docs < 1:
         raise ValueError("min_docs must be at least 1")
-    per_doc = [np.unique(gram_hashes(d, width)) for d in documents]
-    if not per_doc:
-        return NgramTable(np.zeros(0, np.uint64), width, tokenizer_hash)
-    hashes, counts = np.unique(np.concatenate(per_doc), return_counts=True)
+    hashes, counts = document_counts(documents, width)
     return NgramTable(hashes[counts >= min_docs], width, tokenizer_hash)
+
+
+# --- shipped tables: one per tokenizer, found by the tokenizer's content hash ---------------
+
+TABLE_DIR = Path(__file__).resolve().parent / "ngram_tables"
+INDEX = "index.json"
+
+
+def shipped_index() -> dict[str, dict[str, Any]]:
+    """Tokenizer content hash -> its table's entry (file, sources, size, build date)."""
+    path = TABLE_DIR / INDEX
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+@functools.lru_cache(maxsize=8)
+def table_for(tokenizer_hash: str | None) -> NgramTable | None:
+    """The shipped table of the tokenizer with this content hash, or None when it has none."""
+    entry = shipped_index().get(tokenizer_hash or "")
+    return NgramTable.load(TABLE_DIR / entry["file"]) if entry else None
+
+
+if __name__ == "__main__":
+    import sys
+
+    from detector.ngram_sources import main
+
+    sys.exit(main())

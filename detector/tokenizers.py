@@ -16,13 +16,16 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from detector import mistral
 from detector.paths import data_dir
+
+if TYPE_CHECKING:
+    from detector.ngrams import NgramTable
 
 DEFAULT = "default"
 # Sources that are names, not paths: the embedded default and the mistral-common built-ins.
@@ -72,6 +75,14 @@ class Tokenizer:
             else:
                 self._hf = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
         return self._hf
+
+    @property
+    def ngram_table(self) -> NgramTable | None:
+        """The shipped table of (context, token) pairs common in human text for this tokenizer
+        (``detector.ngrams``), or None when it has none."""
+        from detector.ngrams import table_for
+
+        return table_for(self.content_hash)
 
     def vocabulary(self) -> dict[str, int]:
         """Token string -> id, added tokens included."""

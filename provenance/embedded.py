@@ -95,13 +95,25 @@ def _worker_args() -> list[str]:
     ]
 
 
+def web_workers() -> int:
+    """gunicorn processes: PROVENANCE_WEB_WORKERS, else one per usable core (a check sent
+    with ?wait= is scored in the web process, so web throughput scales with processes, not
+    threads: the GIL), at least 2 and at most 8 by default."""
+    raw = os.environ.get("PROVENANCE_WEB_WORKERS", "")
+    if raw.strip():
+        if not raw.strip().isdigit() or int(raw) < 1:
+            raise ValueError(f"PROVENANCE_WEB_WORKERS must be a whole number >= 1, not {raw!r}")
+        return int(raw)
+    return min(max(len(os.sched_getaffinity(0)), 2), 8)
+
+
 def _web_args(host: str, port: int) -> list[str]:
-    # Two workers forked from a preloaded app: while gunicorn replaces a dead one (in
-    # milliseconds, nothing to import) the other keeps answering.
+    # Workers forked from a preloaded app: while gunicorn replaces a dead one (in
+    # milliseconds, nothing to import) the others keep answering.
     return [
         *(sys.executable, "-m", "gunicorn", "provenance.wsgi:application"),
-        *("--bind", f"{host}:{port}", "--workers", "2", "--threads", "8", "--preload"),
-        *("--access-logfile", "-", "--no-control-socket"),
+        *("--bind", f"{host}:{port}", "--workers", str(web_workers()), "--threads", "8"),
+        *("--preload", "--access-logfile", "-", "--no-control-socket"),
     ]
 
 

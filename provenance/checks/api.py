@@ -84,6 +84,8 @@ class HypothesisOutput(serializers.ModelSerializer):
             "p_value",
             "log10_p",
             "adjusted_log10_p",
+            "weighted_log10_p",
+            "decided_by",
         ]
 
 
@@ -109,6 +111,7 @@ class CheckSummaryOutput(serializers.ModelSerializer):
             "verdict_reason",
             "p_value",
             "log10_p",
+            "decided_by",
             "num_hypotheses",
             "num_tokens",
             "num_scored_tokens",
@@ -333,6 +336,7 @@ CHECK_EXPORT_FIELDS = [
     "verdict_reason",
     "p_value",
     "log10_p",
+    "decided_by",
     "num_hypotheses",
     "num_tokens",
     "num_scored_tokens",
@@ -355,6 +359,8 @@ HYPOTHESIS_EXPORT_FIELDS = [
     "hypothesis_p_value",
     "hypothesis_log10_p",
     "adjusted_log10_p",
+    "weighted_log10_p",
+    "hypothesis_decided_by",
 ]
 
 
@@ -379,6 +385,8 @@ def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, An
             "hypothesis_p_value": h.get("p_value"),
             "hypothesis_log10_p": h.get("log10_p"),
             "adjusted_log10_p": h.get("adjusted_log10_p"),
+            "weighted_log10_p": h.get("weighted_log10_p"),
+            "hypothesis_decided_by": h.get("decided_by"),
         }
 
 

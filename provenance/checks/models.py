@@ -126,6 +126,8 @@ class Check(models.Model):
     log10_p = models.FloatField(null=True, blank=True)
     num_tokens = models.PositiveIntegerField(null=True, blank=True)
     num_scored_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # "gamma" or "weighted" (model-assisted): the test the verdict rests on; "" until scored.
+    decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
     best_key = models.ForeignKey(
         WatermarkKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -199,6 +201,9 @@ class Hypothesis(models.Model):
     p_value = models.FloatField()
     log10_p = models.FloatField()
     adjusted_log10_p = models.FloatField()
+    # The model-assisted test, when the tokenizer's model read the text (else null).
+    weighted_log10_p = models.FloatField(null=True, blank=True)
+    decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["check_run", "index"]

@@ -3,17 +3,20 @@
 Keys are grouped by tokenizer: each group tokenizes the text once (a ``detector.detect.Document``
 holding the group's configurations), and the detector's ``localize_family`` localizes every
 hypothesis and corrects all hypotheses of all groups together, so the verdict (global test and
-span scan combined) accounts for every (key x tokenizer) pair tested. Nothing statistical
-happens here: this module binds the detector's results to registry rows.
+span scan combined) accounts for every (key x tokenizer) pair tested. A tokenizer with a
+shipped n-gram table (``detector.ngrams``) leaves the pairs common in human text unscored.
+Nothing statistical happens here: this module binds the detector's results to registry rows.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from detector.config import KeyConfig
 from detector.detect import (
@@ -34,6 +37,12 @@ from provenance.keys.models import Tokenizer, WatermarkKey
 from provenance.keys.selectors import key_config, tokens_needed
 
 CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
+# Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
+# SmolLM2-135M reads about 30 tokens/s on one loaded CPU core, thousands per second on a GPU.
+ASSIST_TOKENS_CPU = 2048
+ASSIST_TOKENS_GPU = 1_000_000
+
+logger = logging.getLogger(__name__)
 
 
 class ScoringError(Exception):
@@ -63,6 +72,9 @@ class HypothesisResult:
     key: WatermarkKey
     tokenizer: Tokenizer
     hypothesis: Hypothesis
+    # The test its decision rests on: "gamma" (the Gamma test and the span scan, as
+    # localized) or "weighted" (the model-assisted test, when a model read the text).
+    decided_by: str = "gamma"
 
     @property
     def index(self) -> int:
@@ -87,6 +99,12 @@ class TextResult(VerdictResult):
     token_data: dict[str, Any] | None
     elapsed_ms: float
     localizations: tuple[Localization, ...] = ()  # one per hypothesis
+
+    @property
+    def decided_by(self) -> str:
+        """The test the family verdict rests on (its strongest hypothesis's); "" if none."""
+        return "" if self.best is None else self.hypotheses[self.best].decided_by
+
     spans: tuple[dict[str, Any], ...] = ()  # every hypothesis's accepted spans, in text order
 
 
@@ -128,8 +146,16 @@ def _tokens_needed(key: WatermarkKey) -> int | None:
     return tokens_needed(key)
 
 
-def _document(ids: Any, group: KeyGroup) -> Document:
-    return Document(ids, group.configs, tokens_needed=group.tokens_needed or None)
+def _document(ids: Any, group: KeyGroup, expected: Any = None) -> Document:
+    """Group ``group``'s document of one text (``expected``: its model's E[s] per token); the
+    tokenizer's n-gram table, when it has one, leaves pairs common in human text unscored."""
+    return Document(
+        ids,
+        group.configs,
+        expected_scores=expected,
+        tokens_needed=group.tokens_needed or None,
+        ngrams=group.loaded.ngram_table,
+    )
 
 
 def _config(key: WatermarkKey) -> KeyConfig:
@@ -139,14 +165,74 @@ def _config(key: WatermarkKey) -> KeyConfig:
         raise ScoringError(f"key {key.name!r} does not decrypt with the configured KEK") from None
 
 
+def assist_budget() -> int:
+    """Tokens one task may read with assisting models (``PROVENANCE_ASSIST_MAX_TOKENS``;
+    0 = 2,048 on the CPU, 1,000,000 on CUDA); 0 when model assistance is off."""
+    if not settings.PROVENANCE_MODEL_ASSIST:
+        return 0
+    if settings.PROVENANCE_ASSIST_MAX_TOKENS:
+        return int(settings.PROVENANCE_ASSIST_MAX_TOKENS)
+    from detector.scoring import cuda_available
+
+    return ASSIST_TOKENS_GPU if cuda_available() else ASSIST_TOKENS_CPU
+
+
+def assist_for(tokenizer: Tokenizer) -> Any:
+    """The tokenizer's model (``detector.assist.ModelAssist``, loaded once per process), or
+    None: no model registered, or it cannot be loaded (then the Gamma test decides alone)."""
+    if not tokenizer.model_path:
+        return None
+    from detector.assist import ModelDirError, load_assist
+    from provenance.keys.services import model_dir_of
+
+    try:
+        return load_assist(str(model_dir_of(tokenizer.model_path)))
+    except (ModelDirError, OSError, ValueError) as exc:
+        logger.warning("model of tokenizer %r not loaded: %s", tokenizer.name, exc)
+        return None
+
+
+def expected_scores(
+    ids: list[list[np.ndarray]], groups: list[KeyGroup], budget: int
+) -> list[list[np.ndarray | None]]:
+    """``out[t][g]``: the model's ``E[s]`` per token of text t under group g's tokenizer, or
+    None (no model, or beyond this task's ``budget`` of tokens: texts are taken in order, one
+    batched read per model). Which texts get the model depends on their lengths only."""
+    out: list[list[np.ndarray | None]] = [[None] * len(groups) for _ in ids]
+    for g, group in enumerate(groups):
+        assist = assist_for(group.tokenizer) if budget > 0 else None
+        if assist is None:
+            continue
+        chosen, used = [], 0
+        for t, per in enumerate(ids):
+            if used + len(per[g]) <= budget:
+                chosen.append(t)
+                used += len(per[g])
+        found = assist.expected_scores([ids[t][g] for t in chosen]) if chosen else []
+        for t, e in zip(chosen, found, strict=True):
+            out[t][g] = e
+    return out
+
+
 def score_text(
-    text: str, groups: list[KeyGroup], *, threshold: float, with_tokens: bool = True
+    text: str,
+    groups: list[KeyGroup],
+    *,
+    threshold: float,
+    with_tokens: bool = True,
+    assist: bool = False,
 ) -> TextResult:
     """Test ``text`` under every prepared key: one document per tokenizer, one detector
-    verdict over all their hypotheses (Holm)."""
+    verdict over all their hypotheses (Holm). ``assist``: tokenizers with a registered model
+    also run the weighted test (workers only: a forward pass is too slow for a request)."""
     start = time.perf_counter()
     encoded = [group.loaded.encode_lazy(text) for group in groups]  # (ids, encoding)
-    docs = [_document(ids, group) for (ids, _), group in zip(encoded, groups, strict=True)]
+    budget = assist_budget() if assist else 0
+    (expected,) = expected_scores([[ids for ids, _ in encoded]], groups, budget)
+    docs = [
+        _document(ids, group, e)
+        for (ids, _), group, e in zip(encoded, groups, expected, strict=True)
+    ]
     result = _result(detect_batch(docs, threshold), groups, threshold)
     result = _with_spans(result, groups, lambda g: offsets_of(encoded[g][1]))
     if with_tokens and result.best is not None:
@@ -160,15 +246,24 @@ def score_text(
     return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
 
 
-def score_texts(texts: list[str], groups: list[KeyGroup], *, threshold: float) -> list[TextResult]:
+def score_texts(
+    texts: list[str], groups: list[KeyGroup], *, threshold: float, assist: bool = False
+) -> list[TextResult]:
     """The audit path: like ``score_text`` for many texts (no heatmaps), every (text,
     tokenizer) document in one ``detect_batch`` call: one kernel launch per distinct
-    (width, algorithm, alpha) on CUDA, the same numpy path as ``detect_text`` on the CPU."""
+    (width, algorithm, alpha) on CUDA, the same numpy path as ``detect_text`` on the CPU.
+    ``assist``: as for ``score_text``, every model reading its texts in one batched call."""
     start = time.perf_counter()
     # One tokenization per (text, tokenizer); its encoding is kept so that the character
     # offsets of the texts where a span is found come without tokenizing them again.
     encoded = [[g.loaded.encode_lazy(text) for g in groups] for text in texts]
-    docs = [_document(ids, g) for per in encoded for (ids, _), g in zip(per, groups, strict=True)]
+    budget = assist_budget() if assist else 0
+    expected = expected_scores([[ids for ids, _ in per] for per in encoded], groups, budget)
+    docs = [
+        _document(ids, g, e)
+        for per, per_e in zip(encoded, expected, strict=True)
+        for (ids, _), g, e in zip(per, groups, per_e, strict=True)
+    ]
     found = detect_batch(docs, threshold)
     per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
     # The scan's first window of every (text, key) in one batched pass (most audit texts
@@ -217,8 +312,8 @@ def _result(
         first_windows=windows,
     )
     hypotheses = tuple(
-        HypothesisResult(key, tokenizer, h)
-        for (key, tokenizer), h in zip(rows, verdict.hypotheses, strict=True)
+        HypothesisResult(key, tokenizer, h, _decided_by(h.detection, loc))
+        for (key, tokenizer), h, loc in zip(rows, verdict.hypotheses, localizations, strict=True)
     )
     return TextResult(
         family=verdict,
@@ -227,6 +322,13 @@ def _result(
         elapsed_ms=0.0,
         localizations=localizations,
     )
+
+
+def _decided_by(detection: Detection, loc: Localization) -> str:
+    """The side of ``2 min(p_localized, p_weighted)`` (``localize_family``'s decision with a
+    model) that gave the smaller p-value."""
+    weighted = detection.weighted
+    return "weighted" if weighted is not None and weighted.log10_p < loc.log10_p else "gamma"
 
 
 def _with_spans(result: TextResult, groups: list[KeyGroup], offsets: Any) -> TextResult:

@@ -38,7 +38,7 @@ class TokenizerForm(forms.ModelForm):
 
     class Meta:
         model = Tokenizer
-        fields = ["name", "source_kind", "source_path"]
+        fields = ["name", "source_kind", "source_path", "model_path"]
         help_texts = {
             "source_path": _(
                 "A directory or .gguf path on the server, or a built-in's name "
@@ -54,25 +54,42 @@ class TokenizerForm(forms.ModelForm):
                 self._inspect(data)
             except ProblemError as exc:
                 raise forms.ValidationError(exc.message) from None
+        elif self.instance.pk is not None and not self.errors and data.get("model_path"):
+            try:  # a model registered later is checked against the stored tokenizer
+                services.tokenizer_model_check(
+                    data["model_path"],
+                    content_hash=self.instance.content_hash,
+                    vocab_size=self.instance.vocab_size,
+                )
+            except ProblemError as exc:
+                raise forms.ValidationError({"model_path": exc.message}) from None
         return data
 
     def _inspect(self, data: dict[str, Any]) -> None:
         if data["source_kind"] != Tokenizer.Source.UPLOAD:
-            services.tokenizer_inspect(
+            content_hash, vocab_size = services.tokenizer_inspect(
                 source_kind=data["source_kind"], source_path=data.get("source_path", "")
             )
+            if data.get("model_path"):
+                services.tokenizer_model_check(
+                    data["model_path"], content_hash=content_hash, vocab_size=vocab_size
+                )
             return
         upload = data.get("upload")
         if upload is None:
             raise services.RegistryError("choose a tokenizer.json file to upload")
         data["upload_content"] = upload.read()
         services.tokenizer_upload_validate(data["upload_content"])
+        if data.get("model_path"):
+            raise services.RegistryError(
+                "register the model of an uploaded tokenizer after the upload (edit it)"
+            )
 
 
 @admin.register(Tokenizer)
 class TokenizerAdmin(admin.ModelAdmin):
     form = TokenizerForm
-    list_display = ["name", "source_kind", "vocab_size", "short_hash", "created_at"]
+    list_display = ["name", "source_kind", "vocab_size", "short_hash", "has_model", "created_at"]
     list_filter = ["source_kind"]
     search_fields = ["name", "source_path", "content_hash"]
     readonly_fields = ["content_hash", "vocab_size", "created_at"]
@@ -80,6 +97,10 @@ class TokenizerAdmin(admin.ModelAdmin):
     @admin.display(description=_("content hash"))
     def short_hash(self, obj: Tokenizer) -> str:
         return obj.content_hash[:12]
+
+    @admin.display(description=_("model"), boolean=True)
+    def has_model(self, obj: Tokenizer) -> bool:
+        return obj.has_model
 
     def get_readonly_fields(self, request: HttpRequest, obj: Tokenizer | None = None) -> list:
         # The hash pins what keys were tested with: a registered source cannot change.
@@ -89,14 +110,17 @@ class TokenizerAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Tokenizer, form: Any, change: bool) -> None:
         if change:
-            super().save_model(request, obj, form, change)
+            super().save_model(request, obj, form, change)  # model_path checked in clean
             return
         if obj.source_kind == Tokenizer.Source.UPLOAD:
             content = form.cleaned_data["upload_content"]
             registered = services.tokenizer_upload(name=obj.name, content=content)
         else:
             registered = services.tokenizer_register(
-                name=obj.name, source_kind=obj.source_kind, source_path=obj.source_path
+                name=obj.name,
+                source_kind=obj.source_kind,
+                source_path=obj.source_path,
+                model_path=obj.model_path,
             )
         obj.pk = registered.pk
         obj.content_hash, obj.vocab_size = registered.content_hash, registered.vocab_size

@@ -136,9 +136,21 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
 
 class TokenizerOutput(serializers.ModelSerializer):
+    has_model = serializers.BooleanField(
+        read_only=True, help_text="A model is registered: checks run the model-assisted test."
+    )
+
     class Meta:
         model = Tokenizer
-        fields = ["id", "name", "source_kind", "content_hash", "vocab_size", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "source_kind",
+            "content_hash",
+            "vocab_size",
+            "has_model",
+            "created_at",
+        ]
 
 
 class TokenizerListCreateApi(APIView):

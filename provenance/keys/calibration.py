@@ -30,6 +30,7 @@ from provenance.checks.queue import publish
 from provenance.checks.scoring import KeyGroup, ScoringError, prepare_keys, score_texts
 from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
 from provenance.keys.selectors import open_calibrations
+from provenance.keys.services import model_dir_of
 
 logger = logging.getLogger(__name__)
 
@@ -146,9 +147,9 @@ def measure_rates(
 
 
 def model_for(tokenizer: Tokenizer) -> str | None:
-    """The generator model registered for a tokenizer, or None: the embedded SmolLM2 for the
-    embedded tokenizer."""
-    return "default" if tokenizer.source_kind == Tokenizer.Source.DEFAULT else None
+    """The directory of the model registered for a tokenizer (``Tokenizer.model_path``; the
+    converted embedded SmolLM2 for the embedded tokenizer), or None."""
+    return str(model_dir_of(tokenizer.model_path)) if tokenizer.model_path else None
 
 
 def measure_power(groups: list[KeyGroup], run: KeyCalibration) -> tuple[dict[str, Any], str]:

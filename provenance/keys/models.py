@@ -29,6 +29,19 @@ class Tokenizer(models.Model):
     source_path = models.CharField(max_length=500, blank=True)
     content_hash = models.CharField(max_length=64, editable=False)
     vocab_size = models.PositiveIntegerField(editable=False)
+    # The tokenizer's model, for model-assisted detection on the workers: a local Hugging Face
+    # causal LM directory, EMBEDDED_MODEL for the converted embedded SmolLM2, or empty (none).
+    model_path = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text=(
+            "A local Hugging Face model directory of this tokenizer's model (config.json and "
+            "weights): checks then also run the model-assisted test on the workers. Empty: "
+            "none. “embedded”: the converted embedded SmolLM2."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -45,6 +58,13 @@ class Tokenizer(models.Model):
         if self.source_kind == self.Source.UPLOAD:
             return str(data_dir() / "tokenizers" / self.source_path)
         return self.source_path
+
+    @property
+    def has_model(self) -> bool:
+        return bool(self.model_path)
+
+
+EMBEDDED_MODEL = "embedded"  # Tokenizer.model_path of the converted embedded SmolLM2
 
 
 class WatermarkKey(models.Model):

@@ -22,7 +22,7 @@ from detector.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.crypto import encrypt_value, reencrypt
-from provenance.keys.models import Tokenizer, WatermarkKey, registry_config
+from provenance.keys.models import EMBEDDED_MODEL, Tokenizer, WatermarkKey, registry_config
 
 
 class RegistryError(ProblemError):
@@ -61,16 +61,69 @@ def tokenizer_inspect(*, source_kind: str, source_path: str = "") -> tuple[str, 
     return loaded.content_hash, loaded.vocab_size
 
 
-def tokenizer_register(*, name: str, source_kind: str, source_path: str = "") -> Tokenizer:
-    """Register a tokenizer with the content hash and vocabulary size it has now."""
+def tokenizer_register(
+    *, name: str, source_kind: str, source_path: str = "", model_path: str = ""
+) -> Tokenizer:
+    """Register a tokenizer with the content hash and vocabulary size it has now (and its
+    model, checked by ``tokenizer_model_check``)."""
     content_hash, vocab_size = tokenizer_inspect(source_kind=source_kind, source_path=source_path)
+    if model_path:
+        tokenizer_model_check(model_path, content_hash=content_hash, vocab_size=vocab_size)
     return _tokenizer_store(
         name=name,
         source_kind=source_kind,
         source_path="" if source_kind == Tokenizer.Source.DEFAULT else source_path,
         content_hash=content_hash,
         vocab_size=vocab_size,
+        model_path=model_path,
     )
+
+
+def model_dir_of(model_path: str) -> Path:
+    """The directory a tokenizer's ``model_path`` names (EMBEDDED_MODEL: the converted
+    embedded SmolLM2, converted on first use)."""
+    if model_path == EMBEDDED_MODEL:
+        from generator.models import embedded_model_dir
+
+        return embedded_model_dir()
+    return Path(model_path).expanduser()
+
+
+def tokenizer_model_check(model_path: str, *, content_hash: str, vocab_size: int) -> None:
+    """Refuse, with a clear message, a model directory that cannot assist detection with
+    this tokenizer: no config or weights, a smaller vocabulary, or a tokenizer of its own
+    that differs from this one."""
+    from detector.assist import ModelDirError, check_model_dir
+
+    if model_path != EMBEDDED_MODEL and not Path(model_path).expanduser().is_absolute():
+        raise RegistryError("a model directory must be an absolute path on the server")
+    try:
+        path = check_model_dir(model_dir_of(model_path), vocab_size=vocab_size)
+    except (ModelDirError, OSError) as exc:
+        raise RegistryError(f"model directory refused: {exc}") from None
+    if (path / "tokenizer.json").is_file():
+        try:
+            own = load_tokenizer(path).content_hash
+        except (OSError, ValueError) as exc:
+            raise RegistryError(
+                f"the model directory's tokenizer cannot be loaded: {exc}"
+            ) from None
+        if own != content_hash:
+            raise RegistryError(
+                "the model directory's tokenizer differs from this tokenizer: it is another model's"
+            )
+
+
+def tokenizer_model_set(tokenizer: Tokenizer, model_path: str) -> Tokenizer:
+    """Register (or, with "", remove) the model of a registered tokenizer."""
+    model_path = model_path.strip()
+    if model_path:
+        tokenizer_model_check(
+            model_path, content_hash=tokenizer.content_hash, vocab_size=tokenizer.vocab_size
+        )
+    tokenizer.model_path = model_path
+    tokenizer.save(update_fields=["model_path"])
+    return tokenizer
 
 
 def _tokenizer_store(**fields: Any) -> Tokenizer:
@@ -165,7 +218,17 @@ def tokenizer_default() -> Tokenizer:
     existing = Tokenizer.objects.filter(source_kind=Tokenizer.Source.DEFAULT).first()
     if existing is not None:
         return existing
-    return tokenizer_register(name="SmolLM2-135M", source_kind=Tokenizer.Source.DEFAULT)
+    # Its model is the embedded SmolLM2, known to match: registered without loading it (the
+    # conversion happens on a worker's first use, not in a request).
+    content_hash, vocab_size = tokenizer_inspect(source_kind=Tokenizer.Source.DEFAULT)
+    return _tokenizer_store(
+        name="SmolLM2-135M",
+        source_kind=Tokenizer.Source.DEFAULT,
+        source_path="",
+        content_hash=content_hash,
+        vocab_size=vocab_size,
+        model_path=EMBEDDED_MODEL,
+    )
 
 
 @sensitive_variables("value", "secret")  # hidden from Django's error reports

@@ -145,3 +145,71 @@ def test_a_model_with_a_smaller_vocabulary_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ModelDirError, match="smaller than the tokenizer"):
         check_model_dir(tmp_path, vocab_size=49152)
     assert check_model_dir(embedded_model_dir(), vocab_size=49152) == embedded_model_dir().resolve()
+
+
+@pytest.fixture(scope="module")
+def human_chunks() -> list[np.ndarray]:
+    """20 chunks of 40 tokens of human text: standard-library code and docstring prose."""
+    from benchmarks.bench_assist import human_chunks as chunks
+
+    return chunks("code", 10, 40) + chunks("prose", 10, 40)
+
+
+def test_the_weighted_test_keeps_its_size_on_human_text(
+    assist: ModelAssist, human_chunks: list[np.ndarray]
+) -> None:
+    """500 tests (20 human chunks x 25 random keys): the weighted p-values pass a
+    Kolmogorov-Smirnov test against U(0, 1), and neither the weighted test nor the default
+    decision flags more than alpha + 3 sd at 1% and 10%."""
+    from scipy import stats
+
+    expected = assist.expected_scores(human_chunks)
+    keys = np.random.default_rng(5).integers(0, 2**63, 25)
+    found = [
+        detect_ids(ids, int(k), expected_scores=e)
+        for ids, e in zip(human_chunks, expected, strict=True)
+        for k in keys
+    ]
+    weighted = np.array([d.weighted.p_value for d in found if d.weighted is not None])
+    decision = np.array([d.decision_p_value for d in found])
+    assert weighted.size == 500
+    assert stats.kstest(weighted, "uniform").pvalue > 1e-3
+    for alpha in (0.01, 0.1):
+        bound = alpha + 3 * math.sqrt(alpha * (1 - alpha) / weighted.size)
+        assert (weighted <= alpha).mean() <= bound
+        assert (decision <= alpha).mean() <= bound
+
+
+# SmolLM2-135M-Instruct's answer to coding_prompts(1)[0] at T=0.7/top-p 0.9, 160 tokens
+# (benchmarks.bench_assist.generated_answers; kept here: generating costs minutes on a CPU).
+LOW_ENTROPY_ANSWER = (
+    "```python\nclass Node:\n    def __init__(self, data):\n        self.data = data\n"
+    "        self.next = None\n\nclass LinkedList:\n    def __init__(self):\n"
+    "        self.head = None\n\n    def add_node(self, data):\n        new_node = Node(data)\n"
+    "        if not self.head:\n            self.head = new_node\n        else:\n"
+    "            current_node = Node(data)\n"
+    "            current_node.next = current_node.prev = new_node\n"
+    "            current_node.prev = current_node.next = new_node\n\n"
+    "    def reverse_list(self):\n        new_node = None\n        current_node = self.head\n"
+    "        while current_node:\n            new_node = current_node"
+)
+
+
+def test_the_default_decision_beats_the_gamma_test_on_low_entropy_text(
+    assist: ModelAssist,
+) -> None:
+    """Keyed draws from SmolLM2's own distributions along its own answer to a coding prompt
+    at T=0.7/top-p 0.9 (simulated exactly, ``benchmarks/bench_assist.py``), 120 tokens:
+    the default decision detects clearly more than the Gamma test alone (measured 0.83 vs
+    0.37 on 60 draws), and on null scores with the same weights flags at most alpha + 3 sd."""
+    from benchmarks.bench_assist import decisions, distributions, watermarked_scores
+
+    rng = np.random.default_rng(11)
+    ids = load_tokenizer().encode_lazy(LOW_ENTROPY_ANSWER)[0][:121]
+    q, w = distributions(assist, ids, 0.7, 0.9)
+    marked = decisions(watermarked_scores(q, 200, rng), w)
+    null = decisions(rng.exponential(1.0, (300, w.size)), w)
+    power = {stat: float((lp <= -2.0).mean()) for stat, lp in marked.items()}
+    assert power["default"] >= power["gamma"] + 0.2
+    false = null["default"] <= -2.0
+    assert false.mean() <= 0.01 + 3 * math.sqrt(0.01 * 0.99 / false.size)

@@ -55,7 +55,9 @@ def test_it_prints_the_three_way_verdict_and_its_reason(capsys, tmp_path):
     _, out, _ = run(capsys, ["detect", "--key", str(KEY), str(path)])
     short = json.loads(out)
     assert short["verdict"] == "inconclusive" and short["is_watermarked"] is False
-    assert short["verdict_reason"].startswith("only 126 tokens could be scored; about 200")
+    n = short["num_scored_tokens"]  # de-duplicated tokens minus pairs common in human text
+    assert 60 < n < 200 and n + short["num_common_tokens"] == short["vllm_num_scored_tokens"]
+    assert short["verdict_reason"].startswith(f"only {n} tokens could be scored; about 200")
     _, out, _ = run(capsys, ["detect", "--key", str(KEY), "--tokens-needed", "60", str(path)])
     assert json.loads(out)["verdict"] == "not_watermarked"
 

@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from detector import corpora
+from detector.ngram_sources import evaluation_package
 from detector.tokenizers import load_tokenizer
 
 
@@ -45,12 +46,15 @@ def test_the_selection_is_the_same_every_time_and_spread_over_the_genre(tokenize
     assert len(modules) > 10  # not twenty chunks of one file
 
 
-def test_calibration_texts_come_from_the_held_out_half(tokenizer):
-    documents = corpora.genre_documents()["templated"]
-    train = "\n\n".join(documents[1::2])
+def test_templated_texts_come_from_packages_no_ngram_table_is_built_from(tokenizer):
     texts = corpora.human_chunks(tokenizer, "templated", limit=30)
-    package_lines = [line for t in texts for line in t.splitlines() if line.startswith("Package:")]
-    assert package_lines and not any(f"{line}\n" in train for line in package_lines)
+    names = [
+        line.split(":", 1)[1].strip()
+        for t in texts
+        for line in t.splitlines()
+        if line.startswith("Package:")
+    ]
+    assert names and all(evaluation_package(name) for name in names)
 
 
 def test_it_refuses_an_unknown_genre(tokenizer):

@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchmarks.dispersion import DPKG_STATUS, chunks, dispersion, flag_counts, split
+from benchmarks.dispersion import chunks, dispersion, flag_counts, genre_documents
 from detector.contexts import build_contexts, dedup_mask
-from detector.ngrams import NgramTable, build_table, gram_hashes
+from detector.detect import detect_ids, detect_text
+from detector.ngram_sources import evaluation_package
+from detector.ngrams import TABLE_DIR, NgramTable, build_table, gram_hashes, shipped_index
 from detector.scoring import token_scores
 from detector.tokenizers import load_tokenizer
 
@@ -32,6 +34,20 @@ def test_a_table_holds_the_pairs_seen_in_enough_documents():
     assert not build_table([a, b], min_docs=3).common_mask(b).any()
 
 
+def test_look_ups_agree_with_a_set_of_context_token_tuples():
+    rng = np.random.default_rng(3)
+    docs = [rng.integers(0, 40, rng.integers(20, 200)) for _ in range(60)]  # small vocabulary
+    table = build_table(docs, min_docs=3)
+    seen: dict[tuple[int, ...], set[int]] = {}
+    for d, ids in enumerate(docs):
+        for row in map(tuple, np.column_stack([build_contexts(ids, 4), ids])):
+            seen.setdefault(row, set()).add(d)
+    common = {row for row, where in seen.items() if len(where) >= 3}
+    for ids in [*docs[:10], rng.integers(0, 40, 500)]:
+        want = [tuple(r) in common for r in np.column_stack([build_contexts(ids, 4), ids])]
+        np.testing.assert_array_equal(table.common_mask(ids), want)
+
+
 def test_a_table_survives_a_round_trip_through_a_file(tmp_path):
     table = build_table([np.arange(50), np.arange(50)], width=2, tokenizer_hash="abc")
     table.save(tmp_path / "t.npz")
@@ -46,30 +62,86 @@ def test_it_rejects_a_document_count_below_one():
 
 
 @pytest.fixture(scope="module")
-def templated():
-    if not DPKG_STATUS.exists():
-        pytest.skip("no dpkg status file on this machine")
-    tok = load_tokenizer()
-    stanzas = [s for s in DPKG_STATUS.read_text(errors="replace").split("\n\n") if s.strip()]
-    docs = [tok.encode("\n\n".join(stanzas[i : i + 5])) for i in range(0, len(stanzas), 5)]
-    train, test = split(docs)
-    return build_table(train, min_docs=2), chunks(test, 250, 400)
+def tok():
+    return load_tokenizer()
 
 
-def test_filtered_scores_stay_exponential_on_human_text(templated):
-    table, test_chunks = templated
-    scores = []
-    for i, ids in enumerate(test_chunks[:200]):
-        contexts = build_contexts(ids, 4)
-        mask = dedup_mask(contexts) & ~table.common_mask(ids)
-        scores.append(token_scores(1000 + i, contexts[mask], ids[mask]))
-    assert stats.kstest(np.concatenate(scores), "expon").pvalue > 1e-3
+def test_the_embedded_tokenizer_ships_a_small_table(tok):
+    table = tok.ngram_table
+    assert table is not None and table.tokenizer_hash == tok.content_hash and table.width == 4
+    entry = shipped_index()[tok.content_hash]
+    assert (TABLE_DIR / entry["file"]).stat().st_size <= 8_000_000
+    assert len(table) == entry["entries"] > 100_000
+    boiler = tok.encode("Permission is hereby granted, free of charge, to any person obtaining")
+    assert table.common_mask(boiler)[5:].all()
+    rare = tok.encode("zebra quixotic marmalade Ouagadougou sesquipedalian flibbertigibbet")
+    assert table.common_mask(rare).mean() < 0.2
+
+
+def test_a_tokenizer_without_a_table_has_none():
+    from detector.ngrams import table_for
+
+    assert table_for("0" * 64) is None and table_for(None) is None
+
+
+def test_detect_text_skips_common_pairs_and_keeps_vllms_statistic_beside(tok):
+    text = "Permission is hereby granted, free of charge, to any person obtaining a copy " * 3
+    found = detect_text(text, tok, [42]).hypotheses[0].detection
+    plain = detect_text(text, tok, [42], common_ngrams=False).hypotheses[0].detection
+    ids = tok.encode(text)
+    assert found.num_common_tokens > 0
+    assert found.num_scored_tokens + found.num_common_tokens == plain.num_scored_tokens
+    assert (found.vllm_score, found.vllm_log10_p) == (plain.score, plain.log10_p)
+    assert found.vllm_num_scored_tokens == plain.num_scored_tokens
+    vllm = detect_ids(ids, 42)  # bare ids: no table, vLLM's detector exactly
+    assert (vllm.score, vllm.num_scored_tokens, vllm.num_common_tokens) == (
+        plain.score,
+        plain.num_scored_tokens,
+        0,
+    )
+    assert not (found.scored_mask & tok.ngram_table.common_mask(ids)).any()
+    with_table = detect_ids(ids, 42, ngrams=tok.ngram_table)
+    assert with_table.score == found.score and with_table.log10_p == found.log10_p
+
+
+@pytest.fixture(scope="module")
+def held_out(tok):
+    docs = genre_documents(("prose", "code", "dpkg"))
+    return {g: chunks([tok.encode(d) for d in found], 250, 500) for g, found in docs.items()}
+
+
+def test_the_evaluation_split_holds_out_about_half_of_the_packages():
+    picked = [evaluation_package(f"pkg{i}") for i in range(2000)]
+    assert 0.45 < np.mean(picked) < 0.55
+    assert evaluation_package("libc6") == evaluation_package("libc6")
+
+
+def test_filtered_scores_stay_exponential_on_held_out_human_text(tok, held_out):
+    table = tok.ngram_table
+    for genre, test_chunks in held_out.items():
+        scores = []
+        for i, ids in enumerate(test_chunks[:150]):
+            contexts = build_contexts(ids, 4)
+            mask = dedup_mask(contexts) & ~table.common_mask(ids)
+            scores.append(token_scores(1000 + i, contexts[mask], ids[mask]))
+        assert stats.kstest(np.concatenate(scores), "expon").pvalue > 1e-3, genre
+
+
+def test_the_filtered_decision_keeps_its_false_positive_rate_on_human_text(tok, held_out):
+    keys = np.random.default_rng(11).integers(1, 2**63, 8)
+    test_chunks = [c for g in held_out.values() for c in g[:150]]
+    counts, scored = flag_counts(test_chunks, keys, tok.ngram_table)
+    tests = len(keys) * len(test_chunks)
+    # 1% of ~3,600 tests is 36; 60 is about 4 sd above it
+    assert counts.sum() <= 0.01 * tests + 4 * np.sqrt(0.01 * tests)
+    assert scored > 80
 
 
 @pytest.mark.slow
-def test_the_filter_removes_the_per_key_dispersion_of_templated_text(templated):
-    table, test_chunks = templated
-    keys = np.random.default_rng(7).integers(1, 2**63, 80)
-    counts, scored = flag_counts(test_chunks, keys, table)
+def test_the_shipped_table_removes_the_per_key_dispersion_of_templated_text(tok, held_out):
+    keys = np.random.default_rng(7).integers(1, 2**63, 60)
+    test_chunks = held_out["dpkg"]
+    counts, scored = flag_counts(test_chunks, keys, tok.ngram_table)
     assert scored > 60  # the filter leaves enough of each chunk to test
     assert dispersion(counts) <= 2.0
+    assert counts.max() <= 0.03 * len(test_chunks)

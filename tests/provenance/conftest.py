@@ -30,6 +30,11 @@ REPO = Path(__file__).resolve().parents[2]
 # One KEK for the whole session, shared with the worker process (never the developer's file).
 TEST_KEK = Fernet.generate_key().decode()
 settings.PROVENANCE_KEK = TEST_KEK
+# Model-assisted detection off, here and in every process the tests start (workers, the
+# embedded runner): a SmolLM2 forward pass per check would slow every worker test down. Its
+# own tests (test_model_assist.py) turn it on for their worker.
+os.environ.setdefault("PROVENANCE_MODEL_ASSIST", "0")
+settings.PROVENANCE_MODEL_ASSIST = os.environ["PROVENANCE_MODEL_ASSIST"] != "0"
 # The cast is created for every test: a deliberately slow password hash would dominate.
 settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # The UI's catalogs (make setup compiles them too; a .po edited since is compiled again).
@@ -185,9 +190,10 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     }
 
 
-def spawn_worker(redis_url: str, log: Path, name: str = "session") -> subprocess.Popen:
+def spawn_worker(redis_url: str, log: Path, name: str = "session", **env: str) -> subprocess.Popen:
     """A real worker process (solo pool) named ``name@host``, ready to take tasks; its log
-    joins the scan. A worker started under the name of a running one replaces it."""
+    joins the scan. A worker started under the name of a running one replaces it. ``env``:
+    extra environment variables."""
     args = [
         sys.executable,
         "-m",
@@ -207,7 +213,7 @@ def spawn_worker(redis_url: str, log: Path, name: str = "session") -> subprocess
     with log.open("ab") as out:
         start = log.stat().st_size
         worker = subprocess.Popen(
-            args, cwd=REPO, env=worker_env(redis_url), stdout=out, stderr=subprocess.STDOUT
+            args, cwd=REPO, env=worker_env(redis_url, **env), stdout=out, stderr=subprocess.STDOUT
         )
     _wait_for(lambda: b"ready." in log.read_bytes()[start:], 60, worker, log)
     worker.log_path = log  # type: ignore[attr-defined]

@@ -50,7 +50,7 @@ def test_a_calibration_stores_each_genres_rate_with_its_exact_interval(alice_key
     for rate in rates.values():
         assert rate.texts == 12 and 0 <= rate.flagged <= 1
         assert rate.ci_low <= rate.rate <= rate.ci_high and rate.ci_high > 0.2  # n=12 is wide
-        assert "held-out half: 12 chunks of 250" in rate.corpus and not rate.above_threshold
+        assert ": 12 chunks of 250" in rate.corpus and not rate.above_threshold
     assert run.power == {} and "no prompts" in run.power_note
 
 

@@ -128,3 +128,14 @@ def test_a_database_failure_while_storing_inline_answers_503_and_stores_nothing(
     response = _post(alice, wm_text)
     assert response.status_code == 503
     assert not Check.objects.exists() and not DetectionLog.objects.exists()
+
+
+def test_a_check_a_model_would_assist_is_left_to_the_worker(
+    alice, alice_key, wm_text, settings, published, django_capture_on_commit_callbacks
+):
+    settings.PROVENANCE_MODEL_ASSIST, settings.PROVENANCE_ASSIST_MAX_TOKENS = True, 2048
+    assert alice_key.tokenizer.model_path  # the embedded tokenizer comes with its model
+    with django_capture_on_commit_callbacks(execute=True):
+        response = _post(alice, wm_text, wait="0.1")
+    assert response.status_code == 202 and response.json()["status"] == "pending"
+    assert published == [(queue.SCORE_CHECK, (response.json()["id"],))]

@@ -268,3 +268,21 @@ def test_a_broker_outage_keeps_the_new_check_pending_and_says_so(
     check.refresh_from_db()
     assert check.status == "pending" and check.queued_at is None
     assert "waits as pending" in queue_notice(check)
+
+
+MIT_PARAGRAPH = (
+    "Permission is hereby granted, free of charge, to any person obtaining a copy of this "
+    'software and associated documentation files (the "Software"), to deal in the Software '
+    "without restriction, including without limitation the rights to use, copy, modify, merge, "
+    "publish, distribute, sublicense, and/or sell copies of the Software."
+)
+
+
+def test_scoring_leaves_the_pairs_common_in_human_text_unscored(cast, alice_key):
+    check = _scored(cast["alice"], MIT_PARAGRAPH)
+    tok = load_tokenizer("default")
+    ours = detect_text(MIT_PARAGRAPH, tok, [KEY_VALUE]).hypotheses[0].detection
+    plain = detect_text(MIT_PARAGRAPH, tok, [KEY_VALUE], common_ngrams=False)
+    assert tok.ngram_table is not None and ours.num_common_tokens > 20
+    assert check.num_scored_tokens == ours.num_scored_tokens
+    assert ours.num_scored_tokens < plain.hypotheses[0].detection.num_scored_tokens

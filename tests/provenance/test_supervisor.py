@@ -4,6 +4,7 @@ and its log; an optional child in a crash loop is left stopped."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -110,3 +111,16 @@ def test_a_child_that_fails_to_start_is_retried(tmp_path):
     finally:
         supervisor.stop_all()
     assert "Redis failed to start (OSError: port in use); restarting in" in lines[0]
+
+
+def test_the_web_gets_one_process_per_core_unless_told(monkeypatch):
+    from provenance.embedded import web_workers
+
+    monkeypatch.delenv("PROVENANCE_WEB_WORKERS", raising=False)
+    assert web_workers() == min(max(len(os.sched_getaffinity(0)), 2), 8)
+    monkeypatch.setenv("PROVENANCE_WEB_WORKERS", "3")
+    assert web_workers() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("PROVENANCE_WEB_WORKERS", bad)
+        with pytest.raises(ValueError, match="PROVENANCE_WEB_WORKERS"):
+            web_workers()

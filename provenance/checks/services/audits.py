@@ -186,7 +186,7 @@ def audit_score_chunk(audit_id: Any, check_ids: list[Any], claim: str = "") -> N
 def _score_many(checks: list[Check], groups: list[KeyGroup]) -> list[tuple[Check, TextResult]]:
     try:
         results = score_texts(
-            [check.text for check in checks], groups, threshold=_threshold(checks)
+            [check.text for check in checks], groups, threshold=_threshold(checks), assist=True
         )
         return list(zip(checks, results, strict=True))
     except (ScoringError, ValueError):
@@ -206,7 +206,9 @@ def _score_one_by_one(
     pairs = []
     for check in checks:
         try:
-            result = score_text(check.text, groups, threshold=check.threshold, with_tokens=False)
+            result = score_text(
+                check.text, groups, threshold=check.threshold, with_tokens=False, assist=True
+            )
         except (ScoringError, ValueError) as exc:
             check_fail(check.id, str(exc))
             continue

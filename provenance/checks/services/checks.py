@@ -15,7 +15,13 @@ from django.utils import timezone
 
 from provenance.checks import queue
 from provenance.checks.models import Check, DetectionLog, Status
-from provenance.checks.scoring import ScoringError, TextResult, prepare_keys, score_text
+from provenance.checks.scoring import (
+    ScoringError,
+    TextResult,
+    assist_budget,
+    prepare_keys,
+    score_text,
+)
 from provenance.checks.services.detection_log import detection_log_create, text_sha256
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import (
@@ -43,8 +49,9 @@ def check_create(
     nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
     for the sweeper.
 
-    ``inline``: a text of at most PROVENANCE_INLINE_MAX_BYTES is scored here, with the same
-    scoring as the worker's, before anything is stored, then stored done (or failed) with its
+    ``inline``: a text of at most PROVENANCE_INLINE_MAX_BYTES whose keys' tokenizers have no
+    assisting model (or assistance is off) is scored here, with the same scoring as the
+    worker's, before anything is stored, then stored done (or failed) with its
     results in the one transaction that takes the quota and logs the request: nothing is
     queued, no claim is needed (no one else sees the row before it is done), and a process
     that dies meanwhile leaves nothing behind."""
@@ -52,7 +59,8 @@ def check_create(
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
     scored, started = None, timezone.now()
-    if inline and len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES:
+    small = len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES
+    if inline and small and not _model_assisted(keys):
         scored = _score_inline(text, keys)
     with transaction.atomic():
         quota_consume(user, 1)
@@ -83,6 +91,13 @@ def check_create(
         else:
             _store_inline(check, scored)
     return check
+
+
+def _model_assisted(keys: list[WatermarkKey]) -> bool:
+    """Whether a worker would also run a model-assisted test on this check (a tokenizer with
+    a registered model, assistance on): a forward pass is worker work, so such a check is
+    never scored inline (its stored result would differ from the worker's)."""
+    return any(key.tokenizer.model_path for key in keys) and assist_budget() > 0
 
 
 def _score_inline(text: str, keys: list[WatermarkKey]) -> TextResult | ScoringError:
@@ -130,7 +145,7 @@ def check_score(check_id: Any, claim: str = "") -> None:
     check = mine[0]
     try:
         groups = prepare_keys(keys_for_scoring(check.key_ids))
-        result = score_text(check.text, groups, threshold=check.threshold)
+        result = score_text(check.text, groups, threshold=check.threshold, assist=True)
     except ScoringError as exc:
         check_fail(check_id, str(exc))
         return

@@ -89,6 +89,7 @@ RESULT_FIELDS = [
     "num_tokens",
     "num_scored_tokens",
     "best_key",
+    "decided_by",
     "token_data",
     "heatmap_compact",
     "spans",
@@ -109,6 +110,8 @@ HYPOTHESIS_FIELDS = [
     "p_value",
     "log10_p",
     "adjusted_log10_p",
+    "weighted_log10_p",
+    "decided_by",
 ]
 
 
@@ -128,6 +131,7 @@ def _result_row(check: Check, result: TextResult, now: datetime) -> tuple[Any, .
         best.detection.num_tokens if best else 0,
         best.detection.num_scored_tokens if best else 0,
         best.key.id if best else None,
+        result.decided_by,
         result.token_data,
         heatmap.compact(result.token_data),
         list(result.spans),
@@ -152,4 +156,6 @@ def _hypothesis_row(check: Check, h: HypothesisResult) -> tuple[Any, ...]:
         d.p_value,
         d.log10_p,
         h.adjusted_log10_p,
+        None if d.weighted is None else d.weighted.log10_p,
+        h.decided_by,
     )

@@ -1,10 +1,11 @@
-"""Worker warm-up: tokenizers loaded before the first task needs them."""
+"""Worker warm-up: tokenizers (and the models that assist detection) loaded before the first
+task needs them."""
 
 from __future__ import annotations
 
 import logging
 
-from provenance.checks.scoring import ScoringError, tokenizer_load
+from provenance.checks.scoring import ScoringError, assist_budget, assist_for, tokenizer_load
 from provenance.keys.models import Tokenizer
 
 logger = logging.getLogger(__name__)
@@ -20,4 +21,8 @@ def tokenizers_warm() -> int:
         except ScoringError as exc:
             logger.warning("%s", exc)
     logger.info("warmed %d tokenizer(s)", count)
+    if assist_budget() > 0:
+        models = {t.model_path: t for t in Tokenizer.objects.exclude(model_path="")}
+        loaded = sum(assist_for(t) is not None for t in models.values())
+        logger.info("loaded %d assisting model(s)", loaded)
     return count

@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("keys", "0002_tokenizer_builtin_upload"),
+        ("keys", "0003_tokenizer_model_path"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
