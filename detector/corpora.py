@@ -106,11 +106,9 @@ def human_chunks(
     out: list[str] = []
     for k in range(limit):
         start = text.find("\n", k * room) + 1 if k else 0
-        ids = (
-            None
-            if k and start == 0
-            else _first_tokens(tokenizer, text, start, size, limit=(k + 1) * room)
-        )
+        if not 0 < start < (k + 1) * room - 1:  # no line start inside this stretch
+            start = k * room
+        ids = _first_tokens(tokenizer, text, start, size, limit=(k + 1) * room)
         if ids is not None:
             out.append(tokenizer.decode(ids))
     return out
