@@ -39,7 +39,6 @@ from detector.weighted import weighted_sf  # noqa: E402
 
 ALPHA = 0.01
 PREFIXES = (50, 100, 200)
-SETTINGS = ((1.0, 1.0), (0.7, 0.9))  # (temperature, top_p)
 
 
 def distributions(
@@ -155,6 +154,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=12, help="answers per cell")
     parser.add_argument("--trials", type=int, default=200, help="keyed draws per chunk")
+    parser.add_argument(
+        "--cells",
+        default="code:1:1,code:0.7:0.9,creative:1:1,creative:0.7:0.9",
+        help="genre:temperature:top_p, comma-separated",
+    )
     args = parser.parse_args()
     from generator.models import embedded_model_dir
 
@@ -162,19 +166,20 @@ def main() -> None:
     print(f"alpha {ALPHA}; {args.chunks} chunks x {args.trials} draws per cell")
     print("genre  T/top-p   tokens | power: gamma weighted default (ratio)", end=" ")
     print("| FPR: gamma weighted default")
-    for genre in ("code", "creative"):
-        for temperature, top_p in SETTINGS:
-            start = time.perf_counter()
-            cells = run(assist, genre, temperature, top_p, args.chunks, args.trials)
-            for p, c in cells.items():
-                g, wt, d = c["gamma"], c["weighted"], c["default"]
-                ratio = d[0] / g[0] if g[0] else float("inf")
-                print(
-                    f"{genre:6s} {temperature}/{top_p}   {p:4d} | "
-                    f"{g[0]:.3f}  {wt[0]:.3f}  {d[0]:.3f} ({ratio:.2f}x) | "
-                    f"{g[1]:.4f}  {wt[1]:.4f}  {d[1]:.4f}"
-                )
-            print(f"  ({time.perf_counter() - start:.0f} s)", flush=True)
+    for cell in args.cells.split(","):
+        genre, temp, top = cell.split(":")
+        temperature, top_p = float(temp), float(top)
+        start = time.perf_counter()
+        cells = run(assist, genre, temperature, top_p, args.chunks, args.trials)
+        for p, c in cells.items():
+            g, wt, d = c["gamma"], c["weighted"], c["default"]
+            ratio = d[0] / g[0] if g[0] else float("inf")
+            print(
+                f"{genre:6s} {temperature}/{top_p}   {p:4d} | "
+                f"{g[0]:.3f}  {wt[0]:.3f}  {d[0]:.3f} ({ratio:.2f}x) | "
+                f"{g[1]:.4f}  {wt[1]:.4f}  {d[1]:.4f}"
+            )
+        print(f"  ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":

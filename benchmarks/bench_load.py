@@ -251,6 +251,16 @@ def cpu_by_component(roots: list[int]) -> dict[str, float]:
     return totals
 
 
+def _assist_state() -> str:
+    """What the runner's workers do with the demo tokenizer's model (PROVENANCE_MODEL_ASSIST):
+    on, checks of its keys are scored by the worker, forward pass included, even with ?wait=."""
+    return (
+        "off"
+        if os.environ.get("PROVENANCE_MODEL_ASSIST", "1") in ("0", "false", "no", "off")
+        else "on"
+    )
+
+
 def _report(
     tally: Tally, seconds: float, clients: int, database: str, cpu: dict[str, float]
 ) -> None:
@@ -262,7 +272,7 @@ def _report(
     print(
         f"load: {clients} concurrent API clients, {seconds:.1f} s, make run's runner on "
         f"{database} (embedded Redis, 1 solo worker, gunicorn {web_workers()}x8 threads), "
-        f"{how}, loopback, "
+        f"{how}, model assistance {_assist_state()}, loopback, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     sent = min(tally.requests, tally.budget)

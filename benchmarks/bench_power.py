@@ -22,6 +22,9 @@ on human text of three genres measured in the same run.
 
 Run: ``.venv/bin/python benchmarks/bench_power.py [--texts 40] [--chunks 500] [--keys 40]``
 (it takes ``/tmp/provenance-vllm.lock`` itself while it generates; do not wrap it in flock).
+On the shared 2-core machine the defaults cost about an hour of generation and as much of
+model reading; docs/benchmarks.md gives the smaller command its figures come from
+(``--assist-cells`` and ``--assist-chunks`` bound the model's reading).
 """
 
 from __future__ import annotations

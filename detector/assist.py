@@ -173,6 +173,7 @@ class ModelAssist:
         context: int = 128,
         batch_tokens: int = 4096,
         head_rows: int = 256,
+        prefix: str = "bos",
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM
@@ -190,13 +191,31 @@ class ModelAssist:
         self.batch_tokens = max(batch_tokens, self.window)
         self.head_rows = head_rows
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
-        bos = getattr(cfg, "bos_token_id", None)
-        # The first token is predicted from BOS when the model has one; without it the first
-        # token has no prediction and gets E[s] = 1 (weight 0): still a function of the text.
-        self.prefix: list[int] = [int(bos)] if isinstance(bos, int) else []
+        self.prefix = self._prefix(prefix)
 
     def __repr__(self) -> str:
         return f"<ModelAssist {self.path.name} on {self.device}>"
+
+    def _prefix(self, kind: str) -> list[int]:
+        """Token ids read before every text. ``bos``: the model's BOS token (none if it has
+        none: the first token then has no prediction and gets E[s] = 1, weight 0). ``chat``:
+        the chat template's assistant turn after an empty user message, the context of a
+        chat answer whose prompt is unknown. Either way a function of the text only."""
+        if kind == "chat":
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+            ids: Any = tok.apply_chat_template(
+                [{"role": "user", "content": ""}],
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+            )
+            return [int(i) for i in ids]
+        if kind != "bos":
+            raise ValueError("prefix must be 'bos' or 'chat'")
+        bos = getattr(self.model.config, "bos_token_id", None)
+        return [int(bos)] if isinstance(bos, int) else []
 
     def weights(
         self, docs: Sequence[ArrayLike], *, temperature: float = 1.0, top_p: float = 1.0

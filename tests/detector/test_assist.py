@@ -213,3 +213,12 @@ def test_the_default_decision_beats_the_gamma_test_on_low_entropy_text(
     assert power["default"] >= power["gamma"] + 0.2
     false = null["default"] <= -2.0
     assert false.mean() <= 0.01 + 3 * math.sqrt(0.01 * 0.99 / false.size)
+
+
+def test_the_chat_prefix_reads_the_text_as_an_answer(ids: np.ndarray) -> None:
+    chat = ModelAssist(embedded_model_dir(), prefix="chat")
+    assert len(chat.prefix) > 1 and chat.prefix[-1] != chat.prefix[0]
+    (got,) = chat.expected_scores([ids[:30]])
+    assert got.shape == (30,) and got.min() >= 1.0
+    with pytest.raises(ValueError, match="prefix"):
+        ModelAssist(embedded_model_dir(), prefix="nothing")
