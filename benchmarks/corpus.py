@@ -4,33 +4,17 @@ licence texts Debian ships, each distinct text once, in a fixed order."""
 
 from __future__ import annotations
 
-import ast
 import sysconfig
 from pathlib import Path
+
+from detector.corpora import docstrings
 
 LICENSES = Path("/usr/share/common-licenses")
 
 
-def _docstrings(root: Path) -> list[str]:
-    out: list[str] = []
-    for path in sorted(root.glob("*.py")) + sorted(root.glob("*/*.py")):
-        if "test" in path.parts[-2] or path.name.startswith("test"):
-            continue
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node)
-                if doc and len(doc) >= 300:
-                    out.append(doc)
-    return out
-
-
 def english_prose(size: int = 1_000_000) -> str:
     """``size`` characters of distinct prose (stdlib docstrings, then licences)."""
-    texts = _docstrings(Path(sysconfig.get_paths()["stdlib"]))
+    texts = docstrings(Path(sysconfig.get_paths()["stdlib"]))
     texts += [p.read_text(errors="replace") for p in sorted(LICENSES.glob("*")) if p.is_file()]
     seen: set[str] = set()
     parts = [t for t in texts if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]

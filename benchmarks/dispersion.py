@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.corpus import _docstrings
 from detector.contexts import build_contexts, dedup_mask
+from detector.corpora import docstrings as _docstrings
 from detector.ngram_sources import _apt_lists, _package_name, dpkg_stanzas, evaluation_package
 from detector.ngram_sources import stanzas as split_stanzas
 from detector.ngrams import NgramTable, build_table

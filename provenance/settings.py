@@ -311,6 +311,15 @@ PROVENANCE_MAX_TOKENIZER_BYTES = env_int(
 )
 PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
 PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
+# A key's calibration (manage.py keys_calibrate, the keys page): human texts per genre, and
+# the power measurement's size where the key's tokenizer has a model (prompts per temperature,
+# tokens per generated text; 0 prompts skips it). About 7 CPU s a key for the rates and 2.5 CPU
+# minutes for the power curve at the defaults.
+PROVENANCE_CALIBRATION_TEXTS = env_int("PROVENANCE_CALIBRATION_TEXTS", 300, minimum=1)
+PROVENANCE_CALIBRATION_POWER_PROMPTS = env_int("PROVENANCE_CALIBRATION_POWER_PROMPTS", 8, minimum=0)
+PROVENANCE_CALIBRATION_POWER_TOKENS = env_int(
+    "PROVENANCE_CALIBRATION_POWER_TOKENS", 300, minimum=10
+)
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.
 PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
 # Model-assisted detection on the workers, for tokenizers with a registered model: "auto"
@@ -367,6 +376,10 @@ PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT = env_int(
     "PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT", 600, minimum=1
 )
 PROVENANCE_AUDIT_CHUNK_TIME_LIMIT = PROVENANCE_AUDIT_CHUNK_SOFT_TIME_LIMIT + 60
+PROVENANCE_CALIBRATION_SOFT_TIME_LIMIT = env_int(
+    "PROVENANCE_CALIBRATION_SOFT_TIME_LIMIT", 1800, minimum=1
+)
+PROVENANCE_CALIBRATION_TIME_LIMIT = PROVENANCE_CALIBRATION_SOFT_TIME_LIMIT + 60
 # Workers beat every WORKER_HEARTBEAT seconds; one silent for five beats is dead and the
 # checks it held are queued again at once (a worker restarted under the same node name
 # replaces the old one when it starts, without waiting for that).

@@ -35,6 +35,7 @@ from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Audit, Check, Hypothesis, Status, Verdict
 from provenance.errors import PayloadTooLarge
+from provenance.keys.selectors import key_measured_fpr
 
 
 class TieredApi(APIView):
@@ -139,6 +140,15 @@ class SpanOutput(serializers.Serializer):
 
 class CheckDetailOutput(CheckSummaryOutput):
     hypotheses = HypothesisOutput(many=True, read_only=True)
+    key_measured_fpr = serializers.SerializerMethodField(
+        help_text="The best key's measured false-positive rate per genre of human text (its "
+        "latest calibration: rate, 95% interval, texts), or null when it was never calibrated."
+    )
+
+    @extend_schema_field(serializers.JSONField(allow_null=True))
+    def get_key_measured_fpr(self, check: Check) -> dict[str, Any] | None:
+        return key_measured_fpr(check.best_key)
+
     spans = serializers.SerializerMethodField(help_text="Where the watermark is (if anywhere).")
 
     @extend_schema_field(SpanOutput(many=True))
@@ -159,6 +169,7 @@ class CheckDetailOutput(CheckSummaryOutput):
             "purged_at",
             "hypotheses",
             "spans",
+            "key_measured_fpr",
         ]
 
 
@@ -578,6 +589,7 @@ class DetectApi(TieredApi):
         tokenizer = serializers.CharField(allow_null=True)
         hypotheses = serializers.ListField(child=serializers.DictField())
         spans = SpanOutput(many=True)
+        key_measured_fpr = serializers.JSONField(allow_null=True)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -616,4 +628,5 @@ def _detect_body(result: Any) -> dict[str, Any]:
             for h in result.hypotheses
         ],
         "spans": list(result.spans),
+        "key_measured_fpr": key_measured_fpr(best.key if best else None),
     }

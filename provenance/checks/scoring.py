@@ -34,7 +34,7 @@ from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
-from provenance.keys.selectors import key_config
+from provenance.keys.selectors import key_config, tokens_needed
 
 CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
@@ -141,8 +141,9 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
 
 def _tokens_needed(key: WatermarkKey) -> int | None:
     """The key's calibrated scored tokens for 80% power, when it has been calibrated (the
-    calibration's measured power curve); None lets the detector use its default."""
-    return None
+    calibration's measured power curve, the larger of T=1 and T=0.7); None lets the detector
+    use its default."""
+    return tokens_needed(key)
 
 
 def _document(ids: Any, group: KeyGroup, expected: Any = None) -> Document:

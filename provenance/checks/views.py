@@ -22,7 +22,7 @@ from provenance.checks import heatmap, selectors, services, tiers
 from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
-from provenance.keys.selectors import keys_visible_to
+from provenance.keys.selectors import calibration_rates, keys_visible_to, latest_calibrations
 
 
 def _detection_allowed(request: HttpRequest) -> bool:
@@ -109,8 +109,18 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
         "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
         "tier": oracle_tier(request.user),
+        "key_calibration": _calibration(check),
     }
     return render(request, "checks/check_detail.html", context)
+
+
+def _calibration(check: Check) -> dict[str, Any] | None:
+    """The best key's latest calibration, for the verdict to name its measured rate."""
+    if check.best_key is None:
+        return None
+    run = latest_calibrations([check.best_key]).get(check.best_key.id)
+    rates = calibration_rates(run)
+    return {"run": run, "rates": rates, "flagged": any(r["rate"].above_threshold for r in rates)}
 
 
 @login_required

@@ -12,13 +12,15 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 
 from provenance.auth import signed_in
 from provenance.errors import ProblemError
-from provenance.keys import services
-from provenance.keys.models import Tokenizer, WatermarkKey
+from provenance.keys import calibration, services
+from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
+from provenance.keys.selectors import latest_calibrations
 
 # Where save_model leaves the new key and its value for response_add, on the request.
 _CREATED = "_provenance_created"
@@ -167,7 +169,15 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "algorithm", "shared", "team", "tokenizer"]
     search_fields = ["name", "team__name", "tokenizer__name"]
-    readonly_fields = ["status", "rotated_from", "created_by", "created_at", "retired_at"]
+    readonly_fields = [
+        "status",
+        "rotated_from",
+        "created_by",
+        "created_at",
+        "retired_at",
+        "measured_fpr",
+        "power_curve",
+    ]
     fields = [
         "name",
         "team",
@@ -179,7 +189,63 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         "deduplicate",
         *readonly_fields,
     ]
-    actions = ["rotate_keys", "retire_keys"]
+    actions = ["rotate_keys", "retire_keys", "calibrate_keys"]
+
+    @admin.display(description=_("measured false-positive rate"))
+    def measured_fpr(self, obj: WatermarkKey) -> str:
+        run = latest_calibrations([obj]).get(obj.id)
+        if run is None:
+            return str(_("not calibrated yet (action “Calibrate”)"))
+        rows = format_html_join(
+            "",
+            "<li>{}: {}/{} = {} (95% CI {}–{}){}</li>",
+            (
+                (
+                    r.genre,
+                    r.flagged,
+                    r.texts,
+                    f"{r.rate:.2%}",
+                    f"{r.ci_low:.2%}",
+                    f"{r.ci_high:.2%}",
+                    " FLAGGED: above the threshold" if r.above_threshold else "",
+                )
+                for r in run.rates.all()
+            ),
+        )
+        when = run.finished_at.strftime("%Y-%m-%d %H:%M UTC") if run.finished_at else ""
+        return format_html("<ul>{}</ul>threshold {}, measured {}", rows, run.threshold, when)
+
+    @admin.display(description=_("power curve"))
+    def power_curve(self, obj: WatermarkKey) -> str:
+        run = latest_calibrations([obj]).get(obj.id)
+        if run is None or not run.power:
+            return run.power_note if run is not None else "-"
+        return format_html_join(
+            "",
+            "<div>T={} top-p {}: 80% power at {} tokens ({} scored); {}</div>",
+            (
+                (
+                    label,
+                    e["top_p"],
+                    e["tokens_needed"] or f"more than {run.power_tokens}",
+                    e["scored_tokens_needed"] or "-",
+                    ", ".join(f"{p['tokens']}: {p['detected']}/{p['texts']}" for p in e["points"]),
+                )
+                for label, e in run.power.items()
+            ),
+        )
+
+    @admin.action(
+        description=_("Calibrate: measure false-positive rates and power"), permissions=["change"]
+    )
+    def calibrate_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]) -> None:
+        for key in queryset:
+            calibration.calibration_request(key=key, requested_by=signed_in(request.user))
+        self.message_user(
+            request,
+            _("Queued %(n)s calibration(s); a worker runs them.") % {"n": queryset.count()},
+            messages.SUCCESS,
+        )
 
     @method_decorator(sensitive_post_parameters("value"))
     def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None):
@@ -265,3 +331,56 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         self.message_user(
             request, _("Retired %(n)s key(s).") % {"n": queryset.count()}, messages.SUCCESS
         )
+
+
+class GenreRateInline(admin.TabularInline):
+    model = GenreRate
+    extra = 0
+    can_delete = False
+    readonly_fields = (
+        "genre",
+        "texts",
+        "flagged",
+        "rate",
+        "ci_low",
+        "ci_high",
+        "above_threshold",
+        "corpus",
+    )
+    fields = readonly_fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(KeyCalibration)
+class KeyCalibrationAdmin(admin.ModelAdmin):
+    """Calibrations are written by the worker: read-only here."""
+
+    list_display = ["key", "status", "threshold", "texts_per_genre", "created_at", "finished_at"]
+    list_filter = ["status"]
+    search_fields = ["key__name"]
+    inlines = [GenreRateInline]
+    readonly_fields = (
+        "key",
+        "status",
+        "failure_reason",
+        "threshold",
+        "texts_per_genre",
+        "chunk_tokens",
+        "power_prompts",
+        "power_tokens",
+        "power",
+        "power_note",
+        "requested_by",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
+    fields = readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -141,3 +141,70 @@ def registry_config(
         deduplicate_contexts_max_history=None,
         name=name,
     )
+
+
+class KeyCalibration(models.Model):
+    """One measurement of a key on human text (and, where its tokenizer has a model, of its
+    power on generated text). A job row: the calibration task owns its status."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    key = models.ForeignKey(WatermarkKey, on_delete=models.CASCADE, related_name="calibrations")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    failure_reason = models.CharField(max_length=300, blank=True)
+    threshold = models.FloatField()
+    texts_per_genre = models.PositiveIntegerField()
+    chunk_tokens = models.PositiveIntegerField()
+    # The power measurement's size: prompts per temperature and tokens per text (0: skipped).
+    power_prompts = models.PositiveIntegerField(default=0)
+    power_tokens = models.PositiveIntegerField(default=0)
+    # Per temperature ("1.0", "0.7"): the settings, the measured points and the tokens needed
+    # for 80% power (null: more than were generated). Empty when not measured.
+    power = models.JSONField(default=dict, blank=True)
+    power_note = models.CharField(max_length=300, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"calibration of {self.key.name} ({self.status})"
+
+    def tokens_needed(self, temperature: float) -> int | None:
+        entry = self.power.get(f"{temperature:.1f}")
+        return None if entry is None else entry.get("tokens_needed")
+
+
+class GenreRate(models.Model):
+    """A key's realized false-positive rate on one genre of human text."""
+
+    calibration = models.ForeignKey(KeyCalibration, on_delete=models.CASCADE, related_name="rates")
+    genre = models.CharField(max_length=20)
+    corpus = models.CharField(max_length=300)
+    texts = models.PositiveIntegerField()
+    flagged = models.PositiveIntegerField()
+    rate = models.FloatField()
+    # The two-sided 95% Clopper-Pearson interval of the rate.
+    ci_low = models.FloatField()
+    ci_high = models.FloatField()
+    # The interval lies wholly above the threshold: more human text flagged than promised.
+    above_threshold = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["calibration", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["calibration", "genre"], name="one_rate_per_genre")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.genre}: {self.flagged}/{self.texts}"

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
 from detector.config import KeyConfig
-from provenance.accounts.models import Team
+from provenance.accounts.models import Membership, Team
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value
-from provenance.keys.models import WatermarkKey, registry_config
+from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
 
 
 class KeySelectionError(ProblemError):
@@ -77,3 +81,95 @@ def key_config(key: WatermarkKey) -> KeyConfig:
         deduplicate=key.deduplicate,
         name=key.name,
     )
+
+
+def latest_calibrations(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, KeyCalibration]:
+    """Each key's most recent finished calibration (keys never calibrated are absent)."""
+    ids = [key.id for key in keys]
+    latest: dict[uuid.UUID, KeyCalibration] = {}
+    done = (
+        KeyCalibration.objects.filter(key_id__in=ids, status=KeyCalibration.Status.DONE)
+        .order_by("key_id", "-finished_at")
+        .prefetch_related("rates")
+    )
+    for run in done:
+        latest.setdefault(run.key_id, run)
+    return latest
+
+
+def open_calibrations() -> QuerySet[KeyCalibration]:
+    """Calibrations queued or running and younger than the task's hard time limit plus the
+    broker's slack: an older one was lost (a worker died, Redis restarted empty)."""
+    open_ = [KeyCalibration.Status.PENDING, KeyCalibration.Status.RUNNING]
+    since = timezone.now() - timedelta(seconds=settings.PROVENANCE_CALIBRATION_TIME_LIMIT + 300)
+    return KeyCalibration.objects.filter(status__in=open_, created_at__gte=since)
+
+
+def pending_calibrations(keys: Iterable[WatermarkKey]) -> set[uuid.UUID]:
+    """Keys with a live calibration queued or running."""
+    ids = [key.id for key in keys]
+    return set(open_calibrations().filter(key_id__in=ids).values_list("key_id", flat=True))
+
+
+def measured_fpr(run: KeyCalibration | None) -> dict[str, Any] | None:
+    """A key's measured false-positive rate as the API and the result page name it: per
+    genre the flagged share with its 95% interval and count, the threshold and the date."""
+    if run is None:
+        return None
+    return {
+        "threshold": run.threshold,
+        "measured_at": run.finished_at.isoformat() if run.finished_at else None,
+        "above_threshold": any(rate.above_threshold for rate in run.rates.all()),
+        "genres": {
+            rate.genre: {
+                "rate": rate.rate,
+                "ci_low": rate.ci_low,
+                "ci_high": rate.ci_high,
+                "texts": rate.texts,
+                "flagged": rate.flagged,
+            }
+            for rate in run.rates.all()
+        },
+    }
+
+
+def tokens_needed(key: WatermarkKey, temperature: float | None = None) -> int | None:
+    """Scored tokens a watermarked text of ``key`` needs for 80% power at the calibration's
+    threshold (one hypothesis), from its latest measured power curve: at ``temperature``
+    (1.0 or 0.7), or the larger of the two when None. None: not measured, or not reached
+    within the generated length."""
+    run = (
+        KeyCalibration.objects.filter(key_id=key.id, status=KeyCalibration.Status.DONE)
+        .order_by("-finished_at")
+        .only("power")
+        .first()
+    )
+    if run is None:
+        return None
+    labels = ["1.0", "0.7"] if temperature is None else [f"{temperature:.1f}"]
+    found = [run.power.get(label, {}).get("scored_tokens_needed") for label in labels]
+    if not found or any(n is None for n in found):
+        return None
+    return max(found)
+
+
+def may_calibrate(user: Any, key: WatermarkKey) -> bool:
+    """An admin of the key's owning team, or a registry administrator (may change keys)."""
+    if user.has_perm("keys.change_watermarkkey"):
+        return True
+    return Membership.objects.filter(user=user, team_id=key.team_id, is_admin=True).exists()
+
+
+def key_measured_fpr(key: WatermarkKey | None) -> dict[str, Any] | None:
+    """``measured_fpr`` of a key's latest calibration; None for no key or none finished."""
+    return None if key is None else measured_fpr(latest_calibrations([key]).get(key.id))
+
+
+GENRE_LABELS = {"prose": _("prose"), "code": _("source code"), "templated": _("templated text")}
+
+
+def calibration_rates(run: KeyCalibration | None) -> list[dict[str, Any]]:
+    """A calibration's per-genre rates for a page: each row with the genre's label."""
+    if run is None:
+        return []
+    return [{"rate": r, "label": GENRE_LABELS.get(r.genre, r.genre)} for r in run.rates.all()]

@@ -1,18 +1,56 @@
-"""Pages of the registry for team members: which keys a check tests (never their values).
-Administration (create, rotate, retire) lives in the Django admin."""
+"""Pages of the registry for team members: which keys a check tests (never their values) and
+what each key's calibration measured. Administration (create, rotate, retire) lives in the
+Django admin; a team admin may queue a key's calibration from here."""
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from provenance.accounts.selectors import team_for_user
-from provenance.keys.selectors import keys_visible_to
+from provenance.keys import calibration
+from provenance.keys.selectors import (
+    calibration_rates,
+    keys_visible_to,
+    latest_calibrations,
+    may_calibrate,
+    pending_calibrations,
+)
 
 
 @login_required
 def key_list(request: HttpRequest) -> HttpResponse:
     team = team_for_user(request.user)
-    keys = keys_visible_to(team).order_by("status", "name")
-    return render(request, "keys/key_list.html", {"keys": keys, "team": team})
+    keys = list(keys_visible_to(team).order_by("status", "name"))
+    latest = latest_calibrations(keys)
+    pending = pending_calibrations(keys)
+    rows = [
+        {
+            "key": key,
+            "calibration": latest.get(key.id),
+            "rates": calibration_rates(latest.get(key.id)),
+            "pending": key.id in pending,
+            "may_calibrate": may_calibrate(request.user, key),
+        }
+        for key in keys
+    ]
+    return render(request, "keys/key_list.html", {"rows": rows, "team": team})
+
+
+@login_required
+@require_POST
+def key_calibrate(request: HttpRequest, key_id: uuid.UUID) -> HttpResponse:
+    """Queue a calibration of a key the caller's team may test, if the caller may."""
+    key = keys_visible_to(team_for_user(request.user)).filter(id=key_id).first()
+    if key is None:
+        raise Http404
+    if not may_calibrate(request.user, key):
+        raise PermissionDenied("only an admin of the key's team may calibrate it")
+    if key.id not in pending_calibrations([key]):  # the page shows "queued" until it is done
+        calibration.calibration_request(key=key, requested_by=request.user)  # type: ignore[arg-type]
+    return redirect("key-list")

@@ -1,0 +1,244 @@
+"""A key's calibration: its measured false-positive rate per genre of human text, stored,
+shown on the keys page, the admin and the verdicts, and run by a real worker."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from celery.signals import before_task_publish
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from detector.corpora import Corpus
+from provenance.accounts.models import Membership
+from provenance.checks import scoring
+from provenance.checks.services import check_score
+from provenance.keys import calibration
+from provenance.keys.models import KeyCalibration
+from provenance.keys.selectors import key_measured_fpr, tokens_needed
+from tests.provenance.conftest import KEY_VALUE
+from tests.provenance.waiting import wait_until
+
+
+def _calibrate(key, texts: int = 12) -> KeyCalibration:
+    run = calibration.calibration_request(
+        key=key, texts_per_genre=texts, power_prompts=0, publish_task=False
+    )
+    calibration.calibration_run(str(run.id))
+    run.refresh_from_db()
+    return run
+
+
+@pytest.fixture
+def watermarked_corpus(monkeypatch, wm_text):
+    """Human text replaced by watermarked text: every chunk is (rightly) flagged, which is
+    what a key that flags human text looks like from the outside."""
+
+    def fake(tokenizer, genre, limit, size=250):
+        return Corpus(genre, (wm_text,) * limit, f"watermarked stand-in for {genre}")
+
+    monkeypatch.setattr(calibration, "corpus", fake)
+
+
+def test_a_calibration_stores_each_genres_rate_with_its_exact_interval(alice_key, settings):
+    run = _calibrate(alice_key)
+    assert run.status == "done" and run.threshold == settings.PROVENANCE_THRESHOLD
+    rates = {r.genre: r for r in run.rates.all()}
+    assert set(rates) == {"prose", "code", "templated"}
+    for rate in rates.values():
+        assert rate.texts == 12 and 0 <= rate.flagged <= 1
+        assert rate.ci_low <= rate.rate <= rate.ci_high and rate.ci_high > 0.2  # n=12 is wide
+        assert ": 12 chunks of 250" in rate.corpus and not rate.above_threshold
+    assert run.power == {} and "no prompts" in run.power_note
+
+
+def test_the_count_is_the_web_decision_on_the_same_texts(alice_key, settings):
+    run = _calibrate(alice_key, texts=20)
+    groups = scoring.prepare_keys([alice_key])
+    human = calibration.corpus(groups[0].loaded, "code", 20)
+    results = scoring.score_texts(list(human.texts), groups, threshold=run.threshold)
+    assert run.rates.get(genre="code").flagged == sum(r.is_watermarked for r in results)
+    assert calibration.score_texts is scoring.score_texts  # one decision, measured as deployed
+
+
+def test_a_key_that_flags_the_corpus_is_flagged(alice_key, watermarked_corpus):
+    run = _calibrate(alice_key, texts=30)
+    assert all(r.flagged == 30 and r.above_threshold for r in run.rates.all())
+    measured = key_measured_fpr(alice_key)
+    assert measured["above_threshold"] is True
+    assert measured["genres"]["prose"] == {
+        "rate": 1.0,
+        "ci_low": pytest.approx(0.8843, abs=1e-4),
+        "ci_high": 1.0,
+        "texts": 30,
+        "flagged": 30,
+    }
+
+
+def test_the_command_calibrates_named_keys_and_prints_the_rates(alice_key, capsys):
+    call_command("keys_calibrate", "acme-main", "--texts", "10", "--power-prompts", "0")
+    out = capsys.readouterr().out
+    assert "acme-main" in out and "prose" in out and "95% CI" in out
+    assert KeyCalibration.objects.get(key=alice_key).status == "done"
+    assert str(KEY_VALUE) not in out
+
+
+def test_the_command_calibrates_every_active_key_by_default(alice_key, capsys):
+    call_command("keys_calibrate", "--texts", "5", "--power-prompts", "0")
+    assert KeyCalibration.objects.filter(key=alice_key, status="done").count() == 1
+
+
+def test_the_command_refuses_an_unknown_key(alice_key):
+    with pytest.raises(CommandError, match="names 0 keys"):
+        call_command("keys_calibrate", "no-such-key")
+
+
+def test_power_is_not_measured_without_a_registered_model(alice_key, monkeypatch):
+    monkeypatch.setattr(calibration, "model_for", lambda tokenizer: None)
+    run = calibration.calibration_request(
+        key=alice_key, texts_per_genre=3, power_prompts=2, power_tokens=25, publish_task=False
+    )
+    calibration.calibration_run(str(run.id))
+    run.refresh_from_db()
+    assert run.power == {} and "no model is registered" in run.power_note
+    assert tokens_needed(alice_key) is None
+
+
+@pytest.mark.slow
+def test_the_power_curve_is_measured_with_the_embedded_model(alice_key):
+    """Generation on the CPU with the transformers backend: 2 prompts x 50 tokens x 2
+    temperatures (about half a minute on a quiet core)."""
+    run = calibration.calibration_request(
+        key=alice_key, texts_per_genre=3, power_prompts=2, power_tokens=50, publish_task=False
+    )
+    calibration.calibration_run(str(run.id))
+    run.refresh_from_db()
+    assert run.status == "done", run.failure_reason
+    assert set(run.power) == {"1.0", "0.7"}
+    points = run.power["1.0"]["points"]
+    assert [p["tokens"] for p in points] == [10, 25, 50] and all(p["texts"] == 2 for p in points)
+    # At T=1 the embedded model's 50-token answers carry a strong watermark.
+    assert points[-1]["detected"] == 2
+    needed = run.power["1.0"]["tokens_needed"]
+    assert needed is not None and needed <= 50
+    assert tokens_needed(alice_key, 1.0) == run.power["1.0"]["scored_tokens_needed"]
+
+
+def test_the_keys_page_shows_rates_intervals_counts_and_the_flag(
+    client, cast, alice_key, watermarked_corpus
+):
+    _calibrate(alice_key, texts=10)
+    client.force_login(cast["bob"])
+    page = client.get("/keys/").content.decode()
+    assert "Flagged" in page and "templated text" in page
+    assert "1.0000" in page and "0.6915 – 1.0000" in page  # 10/10 with its interval
+    assert "Not calibrated yet" not in page
+
+
+def test_a_check_names_the_best_keys_measured_rate(client, cast, alice_key, wm_text, api_for):
+    _calibrate(alice_key, texts=10)
+    check = check_score_new(cast, wm_text)
+    client.force_login(cast["alice"])
+    page = client.get(f"/checks/{check.id}/").content.decode()
+    assert 'id="key-fpr"' in page and "(95% interval" in page
+    body = api_for("alice").get(f"/api/v1/checks/{check.id}").json()
+    assert set(body["key_measured_fpr"]["genres"]) == {"prose", "code", "templated"}
+    detect = api_for("alice").post("/detect", {"text": wm_text}, format="json").json()
+    assert detect["key_measured_fpr"] == body["key_measured_fpr"]
+
+
+def test_a_check_against_an_uncalibrated_key_says_so(client, cast, alice_key, wm_text, api_for):
+    check = check_score_new(cast, wm_text)
+    client.force_login(cast["alice"])
+    assert "not measured yet" in client.get(f"/checks/{check.id}/").content.decode()
+    assert api_for("alice").get(f"/api/v1/checks/{check.id}").json()["key_measured_fpr"] is None
+
+
+def alice_key_id(cast):
+    return cast["acme"].keys.get().id
+
+
+def check_score_new(cast, text):
+    from provenance.checks.models import Check
+
+    check = Check.objects.create(
+        team=cast["acme"],
+        submitted_by=cast["alice"],
+        text=text,
+        key_ids=[str(alice_key_id(cast))],
+        threshold=0.01,
+    )
+    check_score(check.id)
+    check.refresh_from_db()
+    return check
+
+
+def test_only_an_admin_of_the_keys_team_may_calibrate_it(client, cast, alice_key):
+    client.force_login(cast["bob"])  # a member, not an admin
+    assert client.post(f"/keys/{alice_key.id}/calibrate").status_code == 403
+    assert "Calibrate</button>" not in client.get("/keys/").content.decode()
+    client.force_login(cast["charlie"])  # another team: the key does not exist for him
+    assert client.post(f"/keys/{alice_key.id}/calibrate").status_code == 404
+    assert not KeyCalibration.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_team_admin_calibrates_from_the_keys_page_with_a_real_worker(
+    celery_worker, client, cast, alice_key, settings
+):
+    settings.PROVENANCE_CALIBRATION_TEXTS = 8
+    settings.PROVENANCE_CALIBRATION_POWER_PROMPTS = 0  # the slow test measures power
+    Membership.objects.filter(user=cast["alice"]).update(is_admin=True)
+    client.force_login(cast["alice"])
+    sent: list[dict] = []
+
+    def keep(sender=None, body=None, **_):
+        sent.append({"task": sender, "args": body[0] if isinstance(body, tuple) else body})
+
+    before_task_publish.connect(keep, weak=False)
+    try:
+        assert "Calibrate</button>" in client.get("/keys/").content.decode()
+        assert client.post(f"/keys/{alice_key.id}/calibrate").status_code == 302
+        assert "queued or running" in client.get("/keys/").content.decode()
+    finally:
+        before_task_publish.disconnect(keep)
+    run = KeyCalibration.objects.get(key=alice_key)
+    wait_until(lambda: KeyCalibration.objects.get(id=run.id).status in ("done", "failed"), 180)
+    run.refresh_from_db()
+    assert run.status == "done", run.failure_reason
+    assert run.rates.count() == 3 and all(r.texts == 8 for r in run.rates.all())
+    assert sent == [{"task": calibration.CALIBRATE, "args": [str(run.id)]}]  # the id only
+    page = client.get("/keys/").content.decode()
+    assert "Not calibrated yet" not in page and "(8" not in json.dumps(sent)
+    log = celery_worker.log_path.read_text()
+    assert str(KEY_VALUE) not in log and f"{KEY_VALUE:x}" not in log
+
+
+def test_a_calibration_lost_past_its_time_limit_no_longer_blocks_a_new_one(
+    client, cast, alice_key, settings
+):
+    Membership.objects.filter(user=cast["alice"]).update(is_admin=True)
+    lost = calibration.calibration_request(key=alice_key, publish_task=False)
+    old = timezone.now() - timedelta(seconds=settings.PROVENANCE_CALIBRATION_TIME_LIMIT + 400)
+    KeyCalibration.objects.filter(id=lost.id).update(created_at=old)
+    client.force_login(cast["alice"])
+    assert "Calibrate</button>" in client.get("/keys/").content.decode()
+    assert client.post(f"/keys/{alice_key.id}/calibrate").status_code == 302
+    lost.refresh_from_db()
+    assert lost.status == "failed" and "lost" in lost.failure_reason
+    assert KeyCalibration.objects.filter(key=alice_key, status="pending").count() == 1
+
+
+def test_a_calibrated_power_curve_reaches_the_three_way_verdict(alice_key):
+    run = _calibrate(alice_key, texts=3)
+    curve = {"points": [], "tokens_needed": 150, "top_p": 1.0}
+    run.power = {
+        "1.0": {**curve, "scored_tokens_needed": 90},
+        "0.7": {**curve, "scored_tokens_needed": 140},
+    }
+    run.save(update_fields=["power"])
+    assert tokens_needed(alice_key) == 140 and tokens_needed(alice_key, 1.0) == 90
+    (group,) = scoring.prepare_keys([alice_key])
+    assert group.tokens_needed == (140,)
