@@ -221,7 +221,7 @@ def _scored_mask(ids: NDArray[np.int64], config: KeyConfig, ngrams: NgramTable |
         dedup = np.ones(ids.shape[0], np.bool_)
     if ngrams is None or ngrams.width != config.context_width:
         return _Masks(contexts, dedup, dedup)
-    return _Masks(contexts, dedup, dedup & ~ngrams.common_mask(ids))
+    return _Masks(contexts, dedup, dedup & ~ngrams.common_mask(ids, contexts))
 
 
 def _masks(ids: NDArray[np.int64], doc: Document) -> list[_Masks]:

@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 
 from benchmarks.dispersion import chunks, dispersion, flag_counts, genre_documents
+from detector import ngrams
 from detector.contexts import build_contexts, dedup_mask
 from detector.detect import detect_ids, detect_text
 from detector.ngram_sources import evaluation_package
@@ -145,3 +146,23 @@ def test_the_shipped_table_removes_the_per_key_dispersion_of_templated_text(tok,
     assert scored > 60  # the filter leaves enough of each chunk to test
     assert dispersion(counts) <= 2.0
     assert counts.max() <= 0.03 * len(test_chunks)
+
+
+def test_binary_search_and_hash_look_ups_agree(tok):
+    """Short texts take the binary search, long ones the hash index: same answers, and the
+    same with the caller's contexts passed in."""
+    table = tok.ngram_table
+    from benchmarks.corpus import english_prose
+
+    ids = tok.encode(english_prose()[:200_000])
+    assert ids.shape[0] > ngrams.SEARCH_BELOW
+    long_mask = table.common_mask(ids)  # the hash index
+    assert 0 < long_mask.sum() < ids.shape[0]
+    for a, n in [(0, 50), (1_000, 300), (20_000, 4_000)]:
+        part = ids[a : a + n]
+        short = table.common_mask(part)  # binary search
+        assert np.array_equal(
+            short, np.asarray(table._index.get_indexer(ngrams.fingerprints(part, table.width)) >= 0)
+        )
+        assert np.array_equal(short, table.common_mask(part, build_contexts(part, table.width)))
+    assert short.any()  # the 4,000-token part holds common pairs
