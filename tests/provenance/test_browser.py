@@ -91,7 +91,9 @@ def test_a_user_pastes_texts_and_sees_verdicts_and_heatmaps(
     assert _screenshot(page, tmp_path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     _check(page, live_server.url, human_text)
-    assert page.get_attribute("#verdict", "data-verdict") == "not-watermarked"
+    # About 125 scored tokens: too few to clear a text of unknown kind, so not a clean bill.
+    assert page.get_attribute("#verdict", "data-verdict") == "inconclusive"
+    assert "tokens could be scored" in page.text_content("#verdict-reason")
     page.wait_for_selector("#heatmap[data-ready]")
     hot = page.locator("#heatmap .tok.h3, #heatmap .tok.h4").count()
     cool = page.locator("#heatmap .tok.h0, #heatmap .tok.h1").count()

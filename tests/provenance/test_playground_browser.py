@@ -114,4 +114,5 @@ def test_a_user_chats_sees_the_reply_stream_and_checks_it(
     page.wait_for_selector("#chat-form")
     reply = _chat(page, "Now write about mountains.", watermark=False, temperature="0")
     assert len(reply.split()) > 10
-    assert _check_last_reply(page) == "not-watermarked"
+    # At most 80 tokens: no watermark found, but too short to clear (three-way verdict).
+    assert _check_last_reply(page) == "inconclusive"
