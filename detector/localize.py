@@ -128,13 +128,6 @@ def _strongest_part(exp: NDArray, cum: NDArray, window: scan.Window) -> tuple[in
     return lo, hi
 
 
-class _Unset:
-    """Marks an argument not given (``None`` is a meaningful first window: none fits)."""
-
-
-_UNSET = _Unset()
-
-
 def _longest_free_run(blocked: NDArray[np.bool_]) -> int:
     """Length of the longest run of unblocked positions."""
     edges = np.flatnonzero(np.diff(np.concatenate([[True], blocked, [True]]).astype(np.int8)))
@@ -156,12 +149,13 @@ def localize_detection(
     threshold: float = 0.01,
     max_spans: int = MAX_SPANS,
     span_factor: float = 1.0,
-    first_window: scan.Window | None | _Unset = _UNSET,
+    first_window: scan.Window | None = None,
 ) -> Localization:
     """Localize from an existing ``Detection``. ``span_factor`` multiplies the spans' p-values
     (Bonferroni over several keys; 1 for one key); the document p-value is left for the
     caller's family correction. ``first_window``: the scan's first window when the caller
-    computed it already (``scan.best_windows`` over many texts at once)."""
+    computed it already (``scan.best_windows`` over many texts at once); ``None``: scanned here
+    (where a batch found no window, the scan here finds none as quickly)."""
     exp = exp_scores(detection, config)
     n = exp.shape[0]
     blocked = np.zeros(n, np.bool_)
@@ -175,9 +169,8 @@ def localize_detection(
     while len(spans) < max_spans:
         if spans and _longest_free_run(blocked) < scan.MIN_WINDOW:
             break
-        if not spans and not isinstance(first_window, _Unset):
-            window = first_window
-        else:
+        window = first_window if not spans else None
+        if window is None:
             window = scan.best_window(exp, blocked)
         if window is None:
             break
@@ -249,9 +242,7 @@ def localize_family(
     keep their own global detections; ``adjusted_log10_p`` is the corrected document p.
     ``first_windows``: each hypothesis's first scan window, from ``first_windows``."""
     m = float(max(len(detections), 1))
-    firsts: Sequence[scan.Window | None | _Unset] = (
-        [_UNSET] * len(detections) if first_windows is None else first_windows
-    )
+    firsts = [None] * len(detections) if first_windows is None else first_windows
     locs = tuple(
         localize_detection(
             d, c, threshold=threshold, max_spans=max_spans, span_factor=m, first_window=w
