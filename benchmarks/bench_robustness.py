@@ -47,6 +47,7 @@ TOKENS = 200
 SAMPLINGS = {"T=1": (1.0, 1.0), "T=0.7 top-p 0.9": (0.7, 0.9)}
 RATES = (0.1, 0.2, 0.3)
 KINDS = ("substitute", "insert", "delete")
+CELLS = tuple(f"{kind} {label}" for kind in ("creative", "code") for label in SAMPLINGS)
 PLANT = 120
 HUMAN_AROUND = 1200
 
@@ -77,11 +78,14 @@ def _paraphrase_requests(texts: list[str]) -> list[Any]:
     ]
 
 
-def generate(prompts: int, max_cells: int | None = None) -> dict[str, Any]:
+def generate(
+    prompts: int, max_cells: int | None = None, only: list[str] | None = None
+) -> dict[str, Any]:
     """Every cell's watermarked and plain generations and the paraphrases (cached per cell).
 
     ``max_cells`` generates at most that many missing cells and returns, so that a long run can
-    hold the vLLM lock in chunks; the cache keeps what is done.
+    hold the vLLM lock in chunks; the cache keeps what is done. ``only`` restricts the run (and
+    the cells returned) to the cells so named.
     """
     path = cache_path()
     cells: dict[str, Any] = {}
@@ -96,7 +100,7 @@ def generate(prompts: int, max_cells: int | None = None) -> dict[str, Any]:
             ("code", coding_prompts(prompts)),
         )
         for label, sampling in SAMPLINGS.items()
-        if f"{kind} {label}" not in cells
+        if f"{kind} {label}" not in cells and (only is None or f"{kind} {label}" in only)
     ][:max_cells]
     if plan:
         backend = _backend("vllm", _key_file())
@@ -116,7 +120,8 @@ def generate(prompts: int, max_cells: int | None = None) -> dict[str, Any]:
                 print(f"generated {kind} {label}: {time.perf_counter() - t0:.0f}s", flush=True)
         finally:
             backend.close()
-    return {"prompts": prompts, "tokens": TOKENS, "cells": cells}
+    chosen = {k: v for k, v in cells.items() if only is None or k in only}
+    return {"prompts": prompts, "tokens": TOKENS, "cells": chosen}
 
 
 def edit(ids: np.ndarray, kind: str, rate: float, pool: np.ndarray, rng: Any) -> np.ndarray:
@@ -257,14 +262,20 @@ def main() -> None:
     parser.add_argument(
         "--human-keys", type=int, default=5, help="keys for the human-only FPR (200 pieces each)"
     )
+    parser.add_argument(
+        "--cells",
+        action="append",
+        choices=CELLS,
+        help="only this cell (repeatable; default: all four)",
+    )
     args = parser.parse_args()
     if args.generate_only is not None:
-        generate(args.prompts, args.generate_only)
+        generate(args.prompts, args.generate_only, args.cells)
         return
     from benchmarks.corpus import english_prose
     from detector.tokenizers import load_tokenizer
 
-    data = generate(args.prompts)
+    data = generate(args.prompts, only=args.cells)
     tok = load_tokenizer("default")
     human = tok.encode(english_prose())
     print(f"\n{args.prompts} prompts per cell, {TOKENS} tokens, key fixed, threshold {THRESHOLD}")
