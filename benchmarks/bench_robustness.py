@@ -140,34 +140,72 @@ def edit(ids: np.ndarray, kind: str, rate: float, pool: np.ndarray, rng: Any) ->
     return np.asarray(out, np.int64)
 
 
-COLUMNS = ("global", "localized", "robust", "combined")
+BASE_COLUMNS = ("global", "localized", "robust", "combined")
+# With --assist: SmolLM2's E[s] per token (detector.assist, as the product reads it: T=1, BOS).
+ASSISTED_COLUMNS = ("weighted", "assisted", "w-robust", "assisted+w-robust")
+COLUMNS: tuple[str, ...] = BASE_COLUMNS
+_assist: dict[str, Any] = {}  # "model": the ModelAssist, "cache": E[s] per text
 
 
-def decisions(ids: np.ndarray, key: int = KEY) -> tuple[bool, bool, bool, bool]:
+def expected_of(docs: list[np.ndarray]) -> list[np.ndarray]:
+    """The model's ``E[s]`` of every token of every text (cached: the keys share them)."""
+    cache = _assist["cache"]
+    missing = [d for d in docs if d.tobytes() not in cache]
+    for d, e in zip(missing, _assist["model"].expected_scores(missing), strict=True):
+        cache[d.tobytes()] = e
+    return [cache[d.tobytes()] for d in docs]
+
+
+def decisions(ids: np.ndarray, key: int = KEY, expected: np.ndarray | None = None) -> tuple:
     """At THRESHOLD under the benchmark key: the global test, the localized decision, the
-    edit-robust statistic alone (``detector.robust``) and the three combined (Bonferroni)."""
+    edit-robust statistic alone (``detector.robust``) and the three combined (Bonferroni).
+    With the model's ``expected`` scores, also: the weighted test alone, the product's
+    assisted decision (Gamma and weighted, Bonferroni x2), the weighted edit-robust test
+    (``detector.robust_weighted``) alone, and Gamma, weighted and weighted edit-robust
+    combined (Bonferroni x3)."""
+    from detector.detect import detect_config
     from detector.localize import exp_scores, localize_ids
     from detector.robust import robust_scores_log10_p
+    from detector.robust_weighted import weighted_robust_test
 
+    config = as_key_config(key)
     loc = localize_ids(ids, key, threshold=THRESHOLD)
-    _, robust_lp = robust_scores_log10_p(exp_scores(loc.detection, as_key_config(key)))
+    scores = exp_scores(loc.detection, config)
+    _, robust_lp = robust_scores_log10_p(scores)
     level = np.log10(THRESHOLD)
     combined = min(loc.global_log10_p, loc.scan_log10_p, robust_lp) + np.log10(3.0)
-    return (
+    out = (
         loc.detection.log10_p <= level,
         loc.is_watermarked,
         robust_lp <= level,
         combined <= level,
     )
+    if expected is None:
+        return out
+    det = detect_config(ids, config, THRESHOLD, expected_scores=expected)
+    assert det.weighted is not None
+    wr = weighted_robust_test(scores, det.weighted.expected_scores)
+    three = min(det.log10_p, det.weighted.log10_p, wr.log10_p) + np.log10(3.0)
+    return out + (
+        det.weighted.log10_p <= level,
+        det.decision_log10_p <= level,
+        wr.log10_p <= level,
+        three <= level,
+    )
 
 
 def rates(docs: list[np.ndarray], key: int = KEY) -> tuple[float, ...]:
-    got = np.array([decisions(d, key) for d in docs], bool).reshape(-1, len(COLUMNS))
-    return tuple(float(v) for v in got.mean(0))
+    expected = expected_of(docs) if _assist else [None] * len(docs)
+    got = [decisions(d, key, e) for d, e in zip(docs, expected, strict=True)]
+    return tuple(float(v) for v in np.array(got, bool).reshape(-1, len(COLUMNS)).mean(0))
 
 
 def edit_table(
-    cells: dict[str, Any], pool: np.ndarray, tok: Any, draws: int = 1
+    cells: dict[str, Any],
+    pool: np.ndarray,
+    tok: Any,
+    draws: int = 1,
+    kinds: tuple[str, ...] = KINDS,
 ) -> list[dict[str, Any]]:
     """Every cell's rates after each edit; ``draws`` independent edits of every text."""
     rows = []
@@ -176,13 +214,16 @@ def edit_table(
         marked = [np.asarray(x, np.int64) for x in cell["marked"]]
         plain = [np.asarray(x, np.int64) for x in cell["plain"]]
         variants: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {"clean": (marked, plain)}
-        for kind in KINDS:
+        for kind in kinds:
             for rate in RATES:
                 variants[f"{kind} {int(rate * 100)}%"] = (
                     [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in marked],
                     [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in plain],
                 )
-        variants["paraphrase"] = ([tok.encode(t) for t in cell["paraphrase"]], [])
+        variants["paraphrase"] = (
+            [np.asarray(tok.encode(t), np.int64) for t in cell["paraphrase"]],
+            [],
+        )
         for variant, (pos, neg) in variants.items():
             hit = rates(pos)
             fpr = rates(neg) if neg else (float("nan"),) * len(COLUMNS)
@@ -217,8 +258,12 @@ def planted_table(cells: dict[str, Any], human: np.ndarray) -> list[dict[str, An
             cut = int(rng.integers(100, HUMAN_AROUND - 100))
             doc = np.concatenate([body[:cut], span, body[cut:]])
             alone.append(detect_ids(span, KEY).p_value <= THRESHOLD)
-            doc_hits.append(decisions(doc))
-            human_hits.append(decisions(body))
+            if _assist:
+                doc_hits.append(decisions(doc, KEY, expected_of([doc])[0]))
+                human_hits.append(decisions(body, KEY, expected_of([body])[0]))
+            else:
+                doc_hits.append(decisions(doc))
+                human_hits.append(decisions(body))
         hit = np.asarray(doc_hits, bool).mean(0)
         fpr = np.asarray(human_hits, bool).mean(0)
         alone_rate = float(np.mean(alone))
@@ -248,6 +293,7 @@ def human_fpr(human: np.ndarray, docs: int, keys: int) -> tuple[int, tuple[float
 
 
 def main() -> None:
+    global COLUMNS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=12, help="prompts per cell")
     parser.add_argument(
@@ -268,6 +314,17 @@ def main() -> None:
         choices=CELLS,
         help="only this cell (repeatable; default: all four)",
     )
+    parser.add_argument(
+        "--kinds",
+        action="append",
+        choices=KINDS,
+        help="only this edit kind (repeatable; default: all three)",
+    )
+    parser.add_argument(
+        "--assist",
+        action="store_true",
+        help="add the model-assisted columns (SmolLM2 reads every text once)",
+    )
     args = parser.parse_args()
     if args.generate_only is not None:
         generate(args.prompts, args.generate_only, args.cells)
@@ -277,13 +334,19 @@ def main() -> None:
 
     data = generate(args.prompts, only=args.cells)
     tok = load_tokenizer("default")
+    if args.assist:
+        from detector.assist import ModelAssist
+        from generator.models import embedded_model_dir
+
+        COLUMNS = BASE_COLUMNS + ASSISTED_COLUMNS
+        _assist.update(model=ModelAssist(embedded_model_dir()), cache={})
     human = tok.encode(english_prose())
     print(f"\n{args.prompts} prompts per cell, {TOKENS} tokens, key fixed, threshold {THRESHOLD}")
     head = " | ".join(f"{c} %" for c in COLUMNS)
     fpr_head = " | ".join(f"FPR {c} %" for c in COLUMNS)
     rule = "| --- " * (3 + 2 * len(COLUMNS)) + "|"
     print(f"\n| cell | edit | n | {head} | {fpr_head} |\n{rule}")
-    edits = edit_table(data["cells"], human, tok, args.edit_draws)
+    edits = edit_table(data["cells"], human, tok, args.edit_draws, tuple(args.kinds or KINDS))
     print(f"\n| cell | n | {PLANT} alone % | {head} (in document) | {fpr_head} |\n| --- {rule}")
     planted = planted_table(data["cells"], human)
     n, fpr = human_fpr(human, 200, args.human_keys)
