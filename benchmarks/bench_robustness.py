@@ -206,6 +206,7 @@ def edit_table(
     tok: Any,
     draws: int = 1,
     kinds: tuple[str, ...] = KINDS,
+    plain_draws: int | None = None,
 ) -> list[dict[str, Any]]:
     """Every cell's rates after each edit; ``draws`` independent edits of every text."""
     rows = []
@@ -218,7 +219,11 @@ def edit_table(
             for rate in RATES:
                 variants[f"{kind} {int(rate * 100)}%"] = (
                     [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in marked],
-                    [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in plain],
+                    [
+                        edit(x, kind, rate, pool, rng)
+                        for _ in range(draws if plain_draws is None else plain_draws)
+                        for x in plain
+                    ],
                 )
         variants["paraphrase"] = (
             [np.asarray(tok.encode(t), np.int64) for t in cell["paraphrase"]],
@@ -283,11 +288,13 @@ def planted_table(cells: dict[str, Any], human: np.ndarray) -> list[dict[str, An
     return rows
 
 
-def human_fpr(human: np.ndarray, docs: int, keys: int) -> tuple[int, tuple[float, ...]]:
-    """False-positive rates of every column on human-only prose of 1,200 tokens: ``docs``
+def human_fpr(
+    human: np.ndarray, docs: int, keys: int, length: int = HUMAN_AROUND
+) -> tuple[int, tuple[float, ...]]:
+    """False-positive rates of every column on human-only prose of ``length`` tokens: ``docs``
     disjoint pieces, each tested under ``keys`` keys."""
-    step = max(HUMAN_AROUND, (human.shape[0] - HUMAN_AROUND) // docs)
-    pieces = [human[i : i + HUMAN_AROUND] for i in range(0, human.shape[0] - HUMAN_AROUND, step)]
+    step = max(length, (human.shape[0] - length) // docs)
+    pieces = [human[i : i + length] for i in range(0, human.shape[0] - length, step)]
     per_key = [rates(pieces[:docs], KEY + k) for k in range(keys)]
     return len(pieces[:docs]) * keys, tuple(float(v) for v in np.mean(per_key, axis=0))
 
@@ -306,7 +313,21 @@ def main() -> None:
         "--edit-draws", type=int, default=1, help="independent edits of every text per rate"
     )
     parser.add_argument(
-        "--human-keys", type=int, default=5, help="keys for the human-only FPR (200 pieces each)"
+        "--human-keys", type=int, default=5, help="keys for the human-only FPR (each piece)"
+    )
+    parser.add_argument(
+        "--human-docs", type=int, default=200, help="disjoint human-only pieces for the FPR"
+    )
+    parser.add_argument(
+        "--human-tokens", type=int, default=HUMAN_AROUND, help="tokens per human-only piece"
+    )
+    parser.add_argument(
+        "--plain-draws",
+        type=int,
+        help="independent edits of every unwatermarked text per rate (default: --edit-draws)",
+    )
+    parser.add_argument(
+        "--no-planted", action="store_true", help="skip the mixed documents (edits only)"
     )
     parser.add_argument(
         "--cells",
@@ -345,15 +366,17 @@ def main() -> None:
     head = " | ".join(f"{c} %" for c in COLUMNS)
     fpr_head = " | ".join(f"FPR {c} %" for c in COLUMNS)
     rule = "| --- " * (3 + 2 * len(COLUMNS)) + "|"
+    # Human prose first: the false-positive rates are the figures the others are read against.
+    n, fpr = human_fpr(human, args.human_docs, args.human_keys, args.human_tokens)
+    print(f"\nhuman prose, {n} tests ({args.human_keys} keys) of {args.human_tokens} tokens, FPR: ")
+    print(", ".join(f"{c} {100 * v:.1f}%" for c, v in zip(COLUMNS, fpr, strict=True)), flush=True)
     print(f"\n| cell | edit | n | {head} | {fpr_head} |\n{rule}")
-    edits = edit_table(data["cells"], human, tok, args.edit_draws, tuple(args.kinds or KINDS))
-    print(f"\n| cell | n | {PLANT} alone % | {head} (in document) | {fpr_head} |\n| --- {rule}")
-    planted = planted_table(data["cells"], human)
-    n, fpr = human_fpr(human, 200, args.human_keys)
-    print(
-        f"\nhuman prose, {n} tests ({args.human_keys} keys) of {HUMAN_AROUND} tokens, FPR: ", end=""
-    )
-    print(", ".join(f"{c} {100 * v:.1f}%" for c, v in zip(COLUMNS, fpr, strict=True)))
+    kinds = tuple(args.kinds or KINDS)
+    edits = edit_table(data["cells"], human, tok, args.edit_draws, kinds, args.plain_draws)
+    planted: list[dict[str, Any]] = []
+    if not args.no_planted:
+        print(f"\n| cell | n | {PLANT} alone % | {head} (in document) | {fpr_head} |\n| --- {rule}")
+        planted = planted_table(data["cells"], human)
     out = cache_path().with_name("results.json")
     out.write_text(json.dumps({"edits": edits, "planted": planted, "human": [n, *fpr]}))
 
