@@ -84,9 +84,7 @@ def test_the_audit_page_shows_each_verdicts_count(api_for, client, cast, alice_k
     assert '<span id="count-inconclusive">3 inconclusive</span>' in page
 
 
-def test_the_audit_page_shows_the_counts_in_the_readers_language(
-    api_for, client, cast, alice_key
-):
+def test_the_audit_page_shows_the_counts_in_the_readers_language(api_for, client, cast, alice_key):
     audit_id = _audit_with_verdicts(api_for("alice"), MIXED)
     client.force_login(cast["alice"])
     page = client.get(f"/audits/{audit_id}/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
