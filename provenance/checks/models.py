@@ -228,6 +228,7 @@ class DetectionLog(models.Model):
         CHECK = "check", "check"
         AUDIT = "audit", "audit"
         DETECT = "detect", "detect (synchronous)"
+        STREAM = "stream", "stream append"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -240,6 +241,9 @@ class DetectionLog(models.Model):
     )
     audit = models.ForeignKey(
         Audit, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    stream = models.ForeignKey(
+        "streams.Stream", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     num_texts = models.PositiveIntegerField()
     text_sha256 = models.CharField(max_length=64, blank=True)
