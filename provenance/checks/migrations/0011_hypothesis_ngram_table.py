@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("checks", "0009_decided_by"),
+        ("checks", "0010_detectionlog_stream"),
     ]
 
     operations = [
