@@ -413,6 +413,19 @@ class CheckExportApi(TieredApi):
         return response
 
 
+class AuditCountsOutput(serializers.Serializer):
+    """An audit's texts by status, and the finished ones by three-way verdict."""
+
+    done = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    open = serializers.IntegerField(help_text="pending or running")
+    watermarked = serializers.IntegerField()
+    not_watermarked = serializers.IntegerField(
+        help_text="a watermarked text of this length and kind would have been detected"
+    )
+    inconclusive = serializers.IntegerField(help_text="too little could be scored to tell")
+
+
 class AuditOutput(serializers.ModelSerializer):
     counts = serializers.SerializerMethodField()
     notice = serializers.SerializerMethodField(
@@ -438,6 +451,7 @@ class AuditOutput(serializers.ModelSerializer):
             "notice",
         ]
 
+    @extend_schema_field(AuditCountsOutput)
     def get_counts(self, audit: Audit) -> dict[str, int]:
         return selectors.audit_counts(audit)
 
