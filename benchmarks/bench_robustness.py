@@ -207,6 +207,8 @@ def edit_table(
     draws: int = 1,
     kinds: tuple[str, ...] = KINDS,
     plain_draws: int | None = None,
+    edit_rates: tuple[float, ...] = RATES,
+    clean: bool = True,
 ) -> list[dict[str, Any]]:
     """Every cell's rates after each edit; ``draws`` independent edits of every text."""
     rows = []
@@ -214,9 +216,11 @@ def edit_table(
         rng = np.random.default_rng(7)
         marked = [np.asarray(x, np.int64) for x in cell["marked"]]
         plain = [np.asarray(x, np.int64) for x in cell["plain"]]
-        variants: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {"clean": (marked, plain)}
+        variants: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+        if clean:
+            variants["clean"] = (marked, plain)
         for kind in kinds:
-            for rate in RATES:
+            for rate in edit_rates:
                 variants[f"{kind} {int(rate * 100)}%"] = (
                     [edit(x, kind, rate, pool, rng) for _ in range(draws) for x in marked],
                     [
@@ -330,6 +334,10 @@ def main() -> None:
         "--no-planted", action="store_true", help="skip the mixed documents (edits only)"
     )
     parser.add_argument(
+        "--rates", type=float, action="append", help="only this edit rate (repeatable)"
+    )
+    parser.add_argument("--no-clean", action="store_true", help="skip the unedited texts")
+    parser.add_argument(
         "--cells",
         action="append",
         choices=CELLS,
@@ -367,12 +375,23 @@ def main() -> None:
     fpr_head = " | ".join(f"FPR {c} %" for c in COLUMNS)
     rule = "| --- " * (3 + 2 * len(COLUMNS)) + "|"
     # Human prose first: the false-positive rates are the figures the others are read against.
-    n, fpr = human_fpr(human, args.human_docs, args.human_keys, args.human_tokens)
-    print(f"\nhuman prose, {n} tests ({args.human_keys} keys) of {args.human_tokens} tokens, FPR: ")
-    print(", ".join(f"{c} {100 * v:.1f}%" for c, v in zip(COLUMNS, fpr, strict=True)), flush=True)
+    n, fpr = 0, (float("nan"),) * len(COLUMNS)
+    if args.human_docs:
+        n, fpr = human_fpr(human, args.human_docs, args.human_keys, args.human_tokens)
+        print(f"\nhuman prose, {n} tests ({args.human_keys} keys) of {args.human_tokens} tokens:")
+        print(", ".join(f"FPR {c} {100 * v:.1f}%" for c, v in zip(COLUMNS, fpr, strict=True)))
     print(f"\n| cell | edit | n | {head} | {fpr_head} |\n{rule}")
     kinds = tuple(args.kinds or KINDS)
-    edits = edit_table(data["cells"], human, tok, args.edit_draws, kinds, args.plain_draws)
+    edits = edit_table(
+        data["cells"],
+        human,
+        tok,
+        args.edit_draws,
+        kinds,
+        args.plain_draws,
+        tuple(args.rates or RATES),
+        not args.no_clean,
+    )
     planted: list[dict[str, Any]] = []
     if not args.no_planted:
         print(f"\n| cell | n | {PLANT} alone % | {head} (in document) | {fpr_head} |\n| --- {rule}")
