@@ -204,6 +204,11 @@ class Hypothesis(models.Model):
     # The model-assisted test, when the tokenizer's model read the text (else null).
     weighted_log10_p = models.FloatField(null=True, blank=True)
     decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
+    # Content hash of the n-gram table that left the pairs common in human text unscored
+    # (detector.ngrams), "" when none applied, null when scored before it was recorded: the
+    # signed report names it, so a re-verification after a table rebuild cannot silently
+    # recompute other numbers.
+    ngram_table = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         ordering = ["check_run", "index"]
@@ -223,6 +228,7 @@ class DetectionLog(models.Model):
         CHECK = "check", "check"
         AUDIT = "audit", "audit"
         DETECT = "detect", "detect (synchronous)"
+        STREAM = "stream", "stream append"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -235,6 +241,9 @@ class DetectionLog(models.Model):
     )
     audit = models.ForeignKey(
         Audit, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    stream = models.ForeignKey(
+        "streams.Stream", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     num_texts = models.PositiveIntegerField()
     text_sha256 = models.CharField(max_length=64, blank=True)

@@ -29,6 +29,7 @@ from detector.detect import (
     detect_batch,
 )
 from detector.localize import Localization, first_windows, localize_family, with_chars
+from detector.ngrams import applied_hash
 from detector.scan import Window
 from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer, offsets_of
@@ -75,6 +76,8 @@ class HypothesisResult:
     # The test its decision rests on: "gamma" (the Gamma test and the span scan, as
     # localized) or "weighted" (the model-assisted test, when a model read the text).
     decided_by: str = "gamma"
+    # Content hash of the n-gram table that filtered its scored tokens; "" when none applied.
+    ngram_table: str = ""
 
     @property
     def index(self) -> int:
@@ -316,9 +319,12 @@ def _result(
         correction="holm",
         first_windows=windows,
     )
+    tables = [_table_hash(group, c) for group in groups for c in group.configs]
     hypotheses = tuple(
-        HypothesisResult(key, tokenizer, h, _decided_by(h.detection, loc))
-        for (key, tokenizer), h, loc in zip(rows, verdict.hypotheses, localizations, strict=True)
+        HypothesisResult(key, tokenizer, h, _decided_by(h.detection, loc), table)
+        for (key, tokenizer), h, loc, table in zip(
+            rows, verdict.hypotheses, localizations, tables, strict=True
+        )
     )
     return TextResult(
         family=verdict,
@@ -327,6 +333,11 @@ def _result(
         elapsed_ms=0.0,
         localizations=localizations,
     )
+
+
+def _table_hash(group: KeyGroup, config: KeyConfig) -> str:
+    """The n-gram table ``_document`` gave this key's hypothesis, by content hash ("" none)."""
+    return applied_hash(group.loaded.ngram_table, config.context_width) or ""
 
 
 def _decided_by(detection: Detection, loc: Localization) -> str:

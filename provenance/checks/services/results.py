@@ -112,6 +112,7 @@ HYPOTHESIS_FIELDS = [
     "adjusted_log10_p",
     "weighted_log10_p",
     "decided_by",
+    "ngram_table",
 ]
 
 
@@ -158,4 +159,5 @@ def _hypothesis_row(check: Check, h: HypothesisResult) -> tuple[Any, ...]:
         h.adjusted_log10_p,
         None if d.weighted is None else d.weighted.log10_p,
         h.decided_by,
+        h.ngram_table,
     )
