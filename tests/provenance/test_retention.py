@@ -291,7 +291,12 @@ def test_the_purge_deletes_streams_opened_before_the_period(api_for, cast, alice
         )
         assert response.status_code == 200
     _aged(Stream, Stream.objects.get(id=old), 31)
+    logged = list(DetectionLog.objects.filter(kind="stream").values_list("id", "text_sha256"))
+    assert len(logged) == 2 and all(digest for _, digest in logged)
     call_command("checks_purge")
+    # The detection log keeps every append (by hash); only the stream's row goes.
+    after = DetectionLog.objects.filter(kind="stream").values_list("id", "text_sha256")
+    assert sorted(after) == sorted(logged)
     assert list(Stream.objects.values_list("id", flat=True)) == [Stream.objects.get(id=fresh).id]
     more = {"text": "more"}
     assert alice.post(f"/api/v1/streams/{old}/append", more, format="json").status_code == 404
