@@ -35,7 +35,6 @@ from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Audit, Check, Hypothesis, Status, Verdict
 from provenance.errors import PayloadTooLarge
-from provenance.keys.selectors import key_measured_fpr
 
 
 class TieredApi(APIView):
@@ -140,14 +139,13 @@ class SpanOutput(serializers.Serializer):
 
 class CheckDetailOutput(CheckSummaryOutput):
     hypotheses = HypothesisOutput(many=True, read_only=True)
-    key_measured_fpr = serializers.SerializerMethodField(
+    key_measured_fpr = serializers.JSONField(
+        read_only=True,
+        allow_null=True,
         help_text="The best key's measured false-positive rate per genre of human text (its "
-        "latest calibration: rate, 95% interval, texts), or null when it was never calibrated."
+        "latest calibration when the check was scored: rate, 95% interval, texts), or null "
+        "when it was not calibrated then.",
     )
-
-    @extend_schema_field(serializers.JSONField(allow_null=True))
-    def get_key_measured_fpr(self, check: Check) -> dict[str, Any] | None:
-        return key_measured_fpr(check.best_key)
 
     spans = serializers.SerializerMethodField(help_text="Where the watermark is (if anywhere).")
 
@@ -642,5 +640,5 @@ def _detect_body(result: Any) -> dict[str, Any]:
             for h in result.hypotheses
         ],
         "spans": list(result.spans),
-        "key_measured_fpr": key_measured_fpr(best.key if best else None),
+        "key_measured_fpr": result.key_measured_fpr,
     }

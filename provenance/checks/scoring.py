@@ -35,7 +35,7 @@ from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
-from provenance.keys.selectors import key_config, tokens_needed
+from provenance.keys.selectors import key_config, key_measured_fpr, tokens_needed
 
 CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
@@ -61,6 +61,10 @@ class KeyGroup:
     # Each key's measured scored tokens for 80% power (None: the detector's default), which
     # the three-way verdict weighs the scored token count against.
     tokens_needed: tuple[int | None, ...] = ()
+    # Each key's measured false-positive rate when the group was prepared
+    # (``provenance.keys.selectors.measured_fpr``; None: never calibrated). Stored with the
+    # check, so a later calibration does not change what an old answer says.
+    measured_fpr: tuple[dict[str, Any] | None, ...] = ()
 
     def __repr__(self) -> str:  # configs hold key values: never let them reach a log line
         return f"<KeyGroup tokenizer={self.tokenizer.name!r} keys={len(self.keys)}>"
@@ -78,6 +82,8 @@ class HypothesisResult:
     decided_by: str = "gamma"
     # Content hash of the n-gram table that filtered its scored tokens; "" when none applied.
     ngram_table: str = ""
+    # The key's measured false-positive rate when scored (None: not calibrated then).
+    measured_fpr: dict[str, Any] | None = None
 
     @property
     def index(self) -> int:
@@ -108,6 +114,11 @@ class TextResult(VerdictResult):
         """The test the family verdict rests on (its strongest hypothesis's); "" if none."""
         return "" if self.best is None else self.hypotheses[self.best].decided_by
 
+    @property
+    def key_measured_fpr(self) -> dict[str, Any] | None:
+        """The best key's measured false-positive rate when the text was scored."""
+        return None if self.best is None else self.hypotheses[self.best].measured_fpr
+
     spans: tuple[dict[str, Any], ...] = ()  # every hypothesis's accepted spans, in text order
 
 
@@ -137,6 +148,7 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
                 keys=tuple(members),
                 configs=tuple(_config(key) for key in members),
                 tokens_needed=tuple(_tokens_needed(key) for key in members),
+                measured_fpr=tuple(map(key_measured_fpr, members)),
             )
         )
     return groups
@@ -320,10 +332,15 @@ def _result(
         first_windows=windows,
     )
     tables = [_table_hash(group, c) for group in groups for c in group.configs]
+    fprs = [
+        group.measured_fpr[i] if group.measured_fpr else None
+        for group in groups
+        for i in range(len(group.keys))
+    ]
     hypotheses = tuple(
-        HypothesisResult(key, tokenizer, h, _decided_by(h.detection, loc), table)
-        for (key, tokenizer), h, loc, table in zip(
-            rows, verdict.hypotheses, localizations, tables, strict=True
+        HypothesisResult(key, tokenizer, h, _decided_by(h.detection, loc), table, fpr)
+        for (key, tokenizer), h, loc, table, fpr in zip(
+            rows, verdict.hypotheses, localizations, tables, fprs, strict=True
         )
     )
     return TextResult(

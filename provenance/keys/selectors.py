@@ -127,6 +127,7 @@ def measured_fpr(run: KeyCalibration | None) -> dict[str, Any] | None:
                 "ci_high": rate.ci_high,
                 "texts": rate.texts,
                 "flagged": rate.flagged,
+                "above_threshold": rate.above_threshold,
             }
             for rate in run.rates.all()
         },
