@@ -171,5 +171,23 @@ def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> Http
     audit = selectors.audit_get(request.user, audit_id)
     page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
     _tiered(request, page)
-    context = {"audit": audit, "counts": selectors.audit_counts(audit), "page": page}
+    context = {
+        "audit": audit,
+        "counts": selectors.audit_counts(audit),
+        "page": page,
+        "may_delete": selectors.may_delete(request.user, audit),
+    }
     return render(request, "checks/audit_detail.html", context)
+
+
+@login_required
+def audit_delete(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> HttpResponse:
+    """GET asks for confirmation (works without JavaScript); POST deletes the audit and
+    purges all its texts."""
+    audit = selectors.audit_get(request.user, audit_id)
+    if not selectors.may_delete(request.user, audit):
+        raise PermissionDenied("only the submitter or a team admin may delete this audit")
+    if request.method == "POST":
+        services.audit_delete(user=request.user, audit_id=audit.id)
+        return redirect("audit-list")
+    return render(request, "checks/audit_delete.html", {"audit": audit})
