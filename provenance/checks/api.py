@@ -286,10 +286,13 @@ class CheckListCreateApi(TieredApi):
             filename=filename,
             inline=wait > 0,
         )
-        if wait > 0 and check.status not in FINISHED:
-            selectors.check_finished(check.id, within=wait)
+        if check.status not in FINISHED:  # queued: read what the worker wrote meanwhile
+            if wait > 0:
+                selectors.check_finished(check.id, within=wait)
+            check = selectors.check_get(request.user, check.id)
+        # else scored in this request: answered from what was written, not read back.
         location = reverse("api-check-detail", args=[check.id])
-        body = CheckDetailOutput(selectors.check_get(request.user, check.id)).data
+        body = CheckDetailOutput(check).data
         code = status.HTTP_201_CREATED if body["status"] in FINISHED else status.HTTP_202_ACCEPTED
         return Response(body, status=code, headers={"Location": location})
 
