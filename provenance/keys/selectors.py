@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any
 
@@ -83,9 +85,28 @@ def key_config(key: WatermarkKey) -> KeyConfig:
     )
 
 
+_calibrations: ContextVar[dict[uuid.UUID, KeyCalibration | None] | None] = ContextVar(
+    "provenance_calibrations", default=None
+)
+
+
+@contextmanager
+def calibrations_memoized() -> Iterator[None]:
+    """Within the block (one API request: the scoring reads each key's calibration, and the
+    answer the best key's measured rates), ``latest_calibrations`` reads each key's once."""
+    token = _calibrations.set({})
+    try:
+        yield
+    finally:
+        _calibrations.reset(token)
+
+
 def latest_calibrations(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, KeyCalibration]:
     """Each key's most recent finished calibration (keys never calibrated are absent)."""
     ids = [key.id for key in keys]
+    memo = _calibrations.get()
+    if memo is not None and all(key_id in memo for key_id in ids):
+        return {key_id: run for key_id in ids if (run := memo[key_id]) is not None}
     latest: dict[uuid.UUID, KeyCalibration] = {}
     done = (
         KeyCalibration.objects.filter(key_id__in=ids, status=KeyCalibration.Status.DONE)
@@ -94,6 +115,8 @@ def latest_calibrations(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, KeyCali
     )
     for run in done:
         latest.setdefault(run.key_id, run)
+    if memo is not None:
+        memo.update({key_id: latest.get(key_id) for key_id in ids})
     return latest
 
 
@@ -138,12 +161,13 @@ def tokens_needed(key: WatermarkKey, temperature: float | None = None) -> int | 
     threshold (one hypothesis), from its latest measured power curve: at ``temperature``
     (1.0 or 0.7), or the larger of the two when None. None: not measured, or not reached
     within the generated length."""
-    run = (
-        KeyCalibration.objects.filter(key_id=key.id, status=KeyCalibration.Status.DONE)
-        .order_by("-finished_at")
-        .only("power")
-        .first()
-    )
+    return calibrated_tokens_needed(latest_calibrations([key]).get(key.id), temperature)
+
+
+def calibrated_tokens_needed(
+    run: KeyCalibration | None, temperature: float | None = None
+) -> int | None:
+    """``tokens_needed`` from a key's latest calibration ``run`` (None: never calibrated)."""
     if run is None:
         return None
     labels = ["1.0", "0.7"] if temperature is None else [f"{temperature:.1f}"]
