@@ -36,16 +36,15 @@ from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Audit, Check, Hypothesis, Status, Verdict
 from provenance.errors import PayloadTooLarge
-from provenance.keys.selectors import calibrations_memoized, key_measured_fpr
 
 
 class TieredApi(APIView):
     """Answers of a basic-tier team go through ``tiers.redact`` (see provenance.checks.tiers).
-    The caller's team, and each key's latest calibration, are read once per request (each
-    query costs about as much CPU as scoring a short text)."""
+    The caller's team is read once per request (each query costs about as much CPU as
+    scoring a short text)."""
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        with teams_memoized(), calibrations_memoized():
+        with teams_memoized():
             return super().dispatch(request, *args, **kwargs)
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
@@ -162,14 +161,13 @@ class SpanOutput(serializers.Serializer):
 
 class CheckDetailOutput(CheckSummaryOutput):
     hypotheses = HypothesisOutput(many=True, read_only=True)
-    key_measured_fpr = serializers.SerializerMethodField(
+    key_measured_fpr = serializers.JSONField(
+        read_only=True,
+        allow_null=True,
         help_text="The best key's measured false-positive rate per genre of human text (its "
-        "latest calibration: rate, 95% interval, texts), or null when it was never calibrated."
+        "latest calibration when the check was scored: rate, 95% interval, texts), or null "
+        "when it was not calibrated then.",
     )
-
-    @extend_schema_field(serializers.JSONField(allow_null=True))
-    def get_key_measured_fpr(self, check: Check) -> dict[str, Any] | None:
-        return key_measured_fpr(check.best_key)
 
     spans = serializers.SerializerMethodField(help_text="Where the watermark is (if anywhere).")
 
@@ -438,6 +436,19 @@ class CheckExportApi(TieredApi):
         return response
 
 
+class AuditCountsOutput(serializers.Serializer):
+    """An audit's texts by status, and the finished ones by three-way verdict."""
+
+    done = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    open = serializers.IntegerField(help_text="pending or running")
+    watermarked = serializers.IntegerField()
+    not_watermarked = serializers.IntegerField(
+        help_text="a watermarked text of this length and kind would have been detected"
+    )
+    inconclusive = serializers.IntegerField(help_text="too little could be scored to tell")
+
+
 class AuditOutput(serializers.ModelSerializer):
     counts = serializers.SerializerMethodField()
     notice = serializers.SerializerMethodField(
@@ -463,6 +474,7 @@ class AuditOutput(serializers.ModelSerializer):
             "notice",
         ]
 
+    @extend_schema_field(AuditCountsOutput)
     def get_counts(self, audit: Audit) -> dict[str, int]:
         return selectors.audit_counts(audit)
 
@@ -653,5 +665,5 @@ def _detect_body(result: Any) -> dict[str, Any]:
             for h in result.hypotheses
         ],
         "spans": list(result.spans),
-        "key_measured_fpr": key_measured_fpr(best.key if best else None),
+        "key_measured_fpr": result.key_measured_fpr,
     }

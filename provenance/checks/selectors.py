@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
-from provenance.checks.models import Audit, Check, DetectionLog, Status
+from provenance.checks.models import Audit, Check, DetectionLog, Status, Verdict
 
 
 def checks_for_user(user: User) -> QuerySet[Check]:
@@ -72,11 +72,18 @@ def audit_get(user: User, audit_id: Any) -> Audit:
 
 
 def audit_counts(audit: Audit) -> dict[str, int]:
+    """Texts by status, and the finished ones by three-way verdict. ``watermarked`` counts
+    ``is_watermarked`` (the same texts as the watermarked verdict; texts scored before the
+    verdict was stored have only that), so not every done text of an old audit is in one of
+    the three."""
+    done = Q(status=Status.DONE)
     counts = _live_items(audit).aggregate(
-        done=Count("id", filter=Q(status=Status.DONE)),
+        done=Count("id", filter=done),
         failed=Count("id", filter=Q(status=Status.FAILED)),
         open=Count("id", filter=Q(status__in=[Status.PENDING, Status.RUNNING])),
         watermarked=Count("id", filter=Q(is_watermarked=True)),
+        not_watermarked=Count("id", filter=done & Q(verdict=Verdict.NOT_WATERMARKED)),
+        inconclusive=Count("id", filter=done & Q(verdict=Verdict.INCONCLUSIVE)),
     )
     return {name: int(value or 0) for name, value in counts.items()}
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -85,28 +83,9 @@ def key_config(key: WatermarkKey) -> KeyConfig:
     )
 
 
-_calibrations: ContextVar[dict[uuid.UUID, KeyCalibration | None] | None] = ContextVar(
-    "provenance_calibrations", default=None
-)
-
-
-@contextmanager
-def calibrations_memoized() -> Iterator[None]:
-    """Within the block (one API request: the scoring reads each key's calibration, and the
-    answer the best key's measured rates), ``latest_calibrations`` reads each key's once."""
-    token = _calibrations.set({})
-    try:
-        yield
-    finally:
-        _calibrations.reset(token)
-
-
 def latest_calibrations(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, KeyCalibration]:
     """Each key's most recent finished calibration (keys never calibrated are absent)."""
     ids = [key.id for key in keys]
-    memo = _calibrations.get()
-    if memo is not None and all(key_id in memo for key_id in ids):
-        return {key_id: run for key_id in ids if (run := memo[key_id]) is not None}
     latest: dict[uuid.UUID, KeyCalibration] = {}
     done = (
         KeyCalibration.objects.filter(key_id__in=ids, status=KeyCalibration.Status.DONE)
@@ -115,8 +94,6 @@ def latest_calibrations(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, KeyCali
     )
     for run in done:
         latest.setdefault(run.key_id, run)
-    if memo is not None:
-        memo.update({key_id: latest.get(key_id) for key_id in ids})
     return latest
 
 
@@ -150,6 +127,7 @@ def measured_fpr(run: KeyCalibration | None) -> dict[str, Any] | None:
                 "ci_high": rate.ci_high,
                 "texts": rate.texts,
                 "flagged": rate.flagged,
+                "above_threshold": rate.above_threshold,
             }
             for rate in run.rates.all()
         },

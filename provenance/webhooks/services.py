@@ -7,7 +7,8 @@ A callback is a POST of JSON with three headers: ``X-Provenance-Event``,
 HMAC-SHA256(secret, f"{t}.{body}"). Receivers recompute it over the raw body and refuse
 stale timestamps. Failed attempts (network errors, non-2xx answers) are retried by the task
 with exponential backoff; private, loopback and link-local targets are refused unless
-``PROVENANCE_WEBHOOK_ALLOW_PRIVATE`` is set.
+``PROVENANCE_WEBHOOK_ALLOW_PRIVATE`` is set. The host is resolved once per attempt and the
+connection made to the vetted address (no second lookup to rebind), with no redirects.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import secrets
 import socket
 import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -73,34 +75,57 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
 
 # --- SSRF -------------------------------------------------------------------------------
 
+_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A callback URL after its one DNS resolution: the connection goes to ``addresses``
+    (every one vetted), never to a second answer for ``url``'s host (DNS rebinding)."""
+
+    url: httpx.URL
+    addresses: tuple[_Address, ...]
+
 
 def callback_url_validate(url: str) -> str:
     """An http(s) URL whose host resolves only to public addresses (unless settings allow
     private ones); raises ``CallbackRefused`` naming the reason."""
+    _target(url)
+    return url
+
+
+def _target(url: str) -> _Target:
+    if len(url) > 500:
+        raise CallbackRefused("callback_url is longer than 500 characters")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise CallbackRefused("callback_url must be an http:// or https:// URL with a host")
     if parts.username or parts.password:
         raise CallbackRefused("callback_url must not carry credentials")
-    if len(url) > 500:
-        raise CallbackRefused("callback_url is longer than 500 characters")
-    for address in _addresses(
-        parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
-    ):
+    try:
+        parsed = httpx.URL(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)  # ValueError past 65535
+    except (httpx.InvalidURL, ValueError):
+        raise CallbackRefused("callback_url is not a valid URL") from None
+    addresses = _addresses(parsed.raw_host.decode("ascii"), port)
+    for address in addresses:
         _address_allowed(address)
-    return url
+    return _Target(url=parsed, addresses=addresses)
 
 
-def _addresses(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+def _addresses(host: str, port: int) -> tuple[_Address, ...]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
+    except (socket.gaierror, UnicodeError, OSError):
         raise CallbackRefused(f"callback_url host {host!r} does not resolve") from None
     # sockaddr[0] is the address as text (an int only for AF_CAN/AF_PACKET, never here)
-    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    found = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    if not found:
+        raise CallbackRefused(f"callback_url host {host!r} does not resolve")
+    return tuple(dict.fromkeys(found))  # in the resolver's order, each once
 
 
-def _address_allowed(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
+def _address_allowed(address: _Address) -> None:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
         address = address.ipv4_mapped
     private = (
@@ -180,20 +205,41 @@ def _headers(delivery: WebhookDelivery, signed: str) -> dict[str, str]:
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str]:
-    """(status code, "" on success or the reason it failed)."""
+    """(status code, "" on success or the reason it failed). The host is resolved once, here,
+    and vetted (DNS may point elsewhere since the audit was accepted); the request goes to a
+    vetted address with the URL's own Host header and TLS server name, so a second DNS answer
+    (a rebinding attack) is never used. Redirects are not followed."""
     try:
-        callback_url_validate(url)  # again: DNS may point elsewhere now
+        target = _target(url)
     except CallbackRefused as exc:
         return None, exc.message
+    pinned = {**headers, "Host": target.url.netloc.decode("ascii")}
+    # The TLS handshake names the host and the certificate is checked against it.
+    tls = (
+        {"sni_hostname": target.url.raw_host.decode("ascii")}
+        if target.url.scheme == "https"
+        else {}
+    )
     timeout = httpx.Timeout(settings.PROVENANCE_WEBHOOK_TIMEOUT)
-    try:
-        with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
-            response = client.post(url, content=body, headers=headers)
-    except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__} while connecting"
-    if 200 <= response.status_code < 300:
-        return response.status_code, ""
-    return response.status_code, f"the receiver answered {response.status_code}"
+    error = ""
+    with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
+        for address in target.addresses:  # the next one only when this one takes no connection
+            try:
+                response = client.post(
+                    target.url.copy_with(host=str(address)),
+                    content=body,
+                    headers=pinned,
+                    extensions=tls,
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                error = f"{type(exc).__name__} while connecting"
+                continue
+            except httpx.HTTPError as exc:
+                return None, f"{type(exc).__name__} while connecting"
+            if 200 <= response.status_code < 300:
+                return response.status_code, ""
+            return response.status_code, f"the receiver answered {response.status_code}"
+    return None, error
 
 
 def _record(delivery: WebhookDelivery, code: int | None, error: str) -> None:

@@ -187,7 +187,9 @@ def test_an_audit_runs_and_exports_as_csv_and_json(alice, alice_key, wm_text, hu
     audit_id = response.json()["id"]
     _run(audit_id)
     detail = alice.get(f"/api/v1/audits/{audit_id}").json()
-    assert detail["status"] == "done" and detail["counts"]["watermarked"] == 1
+    assert detail["status"] == "done"
+    assert (detail["counts"]["watermarked"], detail["counts"]["inconclusive"]) == (1, 1)
+    assert detail["counts"]["not_watermarked"] == 0
     items = alice.get(f"/api/v1/audits/{audit_id}/items?limit=1").json()
     assert items["count"] == 2 and items["results"][0]["client_id"] == "doc-0"
     exported = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.csv").streaming_content)

@@ -74,6 +74,7 @@ def test_a_key_that_flags_the_corpus_is_flagged(alice_key, watermarked_corpus):
         "ci_high": 1.0,
         "texts": 30,
         "flagged": 30,
+        "above_threshold": True,
     }
 
 
@@ -242,3 +243,66 @@ def test_a_calibrated_power_curve_reaches_the_three_way_verdict(alice_key):
     assert tokens_needed(alice_key) == 140 and tokens_needed(alice_key, 1.0) == 90
     (group,) = scoring.prepare_keys([alice_key])
     assert group.tokens_needed == (140,)
+
+
+def test_a_later_calibration_does_not_change_an_old_answer(
+    client, cast, alice_key, wm_text, api_for, monkeypatch
+):
+    first = _calibrate(alice_key, texts=10)
+    old = check_score_new(cast, wm_text)
+    before = api_for("alice").get(f"/api/v1/checks/{old.id}").json()["key_measured_fpr"]
+    assert before["measured_at"] == first.finished_at.isoformat()
+    assert before["above_threshold"] is False
+    # Recalibrated on a corpus the key flags entirely: new answers name it, old ones do not.
+    monkeypatch.setattr(
+        calibration,
+        "corpus",
+        lambda tokenizer, genre, limit, size=250: Corpus(genre, (wm_text,) * limit, "stand-in"),
+    )
+    second = _calibrate(alice_key, texts=10)
+    assert second.finished_at > first.finished_at
+    after = api_for("alice").get(f"/api/v1/checks/{old.id}").json()["key_measured_fpr"]
+    assert after == before
+    client.force_login(cast["alice"])
+    assert "Flagged" not in client.get(f"/checks/{old.id}/").content.decode()
+    new = check_score_new(cast, wm_text)
+    fresh = api_for("alice").get(f"/api/v1/checks/{new.id}").json()["key_measured_fpr"]
+    assert fresh["above_threshold"] is True and fresh["genres"]["code"]["rate"] == 1.0
+    assert fresh["genres"]["code"]["above_threshold"] is True
+    assert "Flagged" in client.get(f"/checks/{new.id}/").content.decode()
+
+
+def test_a_check_scored_before_any_calibration_stays_unmeasured(
+    client, cast, alice_key, wm_text, api_for
+):
+    check = check_score_new(cast, wm_text)
+    _calibrate(alice_key, texts=10)
+    assert api_for("alice").get(f"/api/v1/checks/{check.id}").json()["key_measured_fpr"] is None
+    client.force_login(cast["alice"])
+    assert "not measured yet" in client.get(f"/checks/{check.id}/").content.decode()
+
+
+def test_the_migration_gives_old_checks_the_calibration_latest_when_they_finished(
+    cast, alice_key, wm_text
+):
+    import importlib
+
+    from django.apps import apps
+
+    from provenance.checks.models import Check
+
+    migration = importlib.import_module("provenance.checks.migrations.0012_check_key_measured_fpr")
+    first = _calibrate(alice_key, texts=10)
+    between = check_score_new(cast, wm_text)
+    second = _calibrate(alice_key, texts=11)
+    after = check_score_new(cast, wm_text)
+    earlier = check_score_new(cast, wm_text)
+    Check.objects.filter(id=earlier.id).update(finished_at=first.finished_at - timedelta(seconds=1))
+    Check.objects.update(key_measured_fpr=None)  # as scored before the field existed
+    migration.backfill(apps, None)
+    stored = dict(Check.objects.values_list("id", "key_measured_fpr"))
+    assert stored[earlier.id] is None
+    assert stored[between.id]["measured_at"] == first.finished_at.isoformat()
+    assert stored[after.id]["measured_at"] == second.finished_at.isoformat()
+    assert stored[after.id] == key_measured_fpr(alice_key)  # the same shape as the API's
+    assert stored[after.id]["genres"]["prose"]["texts"] == 11

@@ -34,3 +34,59 @@ def test_a_pending_check_has_no_verdict_yet(api_for, alice_key):
     alice = api_for("alice")
     body = alice.post("/api/v1/checks", {"text": "a text"}, format="json").json()
     assert body["verdict"] == "" and body["is_watermarked"] is None
+
+
+def _audit_with_verdicts(alice, verdicts):
+    """An audit whose texts carry the given stored (status, is_watermarked, verdict): the
+    counts read what the detector stored, so the rows are set as a scored audit leaves them."""
+    items = [{"client_id": f"doc-{i}", "text": f"text {i}"} for i in range(len(verdicts))]
+    audit_id = alice.post("/api/v1/audits", {"texts": items}, format="json").json()["id"]
+    for i, (status, flagged, verdict) in enumerate(verdicts):
+        Check.objects.filter(audit_id=audit_id, client_id=f"doc-{i}").update(
+            status=status, is_watermarked=flagged, verdict=verdict
+        )
+    return audit_id
+
+
+MIXED = [
+    ("done", True, "watermarked"),
+    ("done", False, "not_watermarked"),
+    ("done", False, "not_watermarked"),
+    ("done", False, "inconclusive"),
+    ("done", False, "inconclusive"),
+    ("done", False, "inconclusive"),
+    ("done", False, ""),  # scored before verdicts were stored: in none of the three
+    ("failed", None, ""),
+    ("pending", None, ""),
+]
+
+
+def test_audit_counts_split_the_finished_texts_by_verdict(api_for, alice_key):
+    alice = api_for("alice")
+    audit_id = _audit_with_verdicts(alice, MIXED)
+    counts = alice.get(f"/api/v1/audits/{audit_id}").json()["counts"]
+    assert counts == {
+        "done": 7,
+        "failed": 1,
+        "open": 1,
+        "watermarked": 1,
+        "not_watermarked": 2,
+        "inconclusive": 3,
+    }
+
+
+def test_the_audit_page_shows_each_verdicts_count(api_for, client, cast, alice_key):
+    audit_id = _audit_with_verdicts(api_for("alice"), MIXED)
+    client.force_login(cast["alice"])
+    page = client.get(f"/audits/{audit_id}/").content.decode()
+    assert '<span id="count-watermarked">1 watermarked</span>' in page
+    assert '<span id="count-not-watermarked">2 not watermarked</span>' in page
+    assert '<span id="count-inconclusive">3 inconclusive</span>' in page
+
+
+def test_the_audit_page_shows_the_counts_in_the_readers_language(api_for, client, cast, alice_key):
+    audit_id = _audit_with_verdicts(api_for("alice"), MIXED)
+    client.force_login(cast["alice"])
+    page = client.get(f"/audits/{audit_id}/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    assert '<span id="count-not-watermarked">透かしなし 2</span>' in page
+    assert '<span id="count-inconclusive">判定不能 3</span>' in page

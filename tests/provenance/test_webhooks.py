@@ -6,10 +6,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
+import httpx
 import pytest
 
 from provenance.checks.models import Audit, Check
@@ -32,7 +35,10 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.requests.append((time.monotonic(), dict(self.headers), body))
-                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
+                status = receiver.statuses.pop(0) if receiver.statuses else 200
+                self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", f"{receiver.url}/moved")
                 self.end_headers()
 
             def log_message(self, *args: object) -> None:
@@ -63,6 +69,32 @@ def allow_local(settings):
 def secret(cast):
     _, value = services.webhook_secret_rotate(team=cast["acme"])
     return value
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    """A resolver for hooks.example that answers each lookup with the next queued address (the
+    last one repeats) and counts the lookups; other names resolve as usual."""
+    real = socket.getaddrinfo
+    fake = SimpleNamespace(answers=[], lookups=0)
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host != "hooks.example":
+            return real(host, port, *args, **kwargs)
+        fake.lookups += 1
+        address = fake.answers.pop(0) if len(fake.answers) > 1 else fake.answers[0]
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        return [(family, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return fake
+
+
+def _delivery(cast, url: str) -> WebhookDelivery:
+    payload = {"event": "audit.finished", "audit": {"id": "x"}}
+    return WebhookDelivery.objects.create(
+        team=cast["acme"], event="audit.finished", url=url, payload=payload
+    )
 
 
 def _verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
@@ -181,6 +213,62 @@ def test_a_receiver_that_keeps_failing_is_given_up_after_the_last_retry(
     delivery.refresh_from_db()
     assert delivery.status == "failed" and delivery.attempts == 3
     assert "500" in delivery.last_error
+
+
+def test_the_connection_goes_to_the_address_vetted_not_to_a_second_dns_answer(
+    receiver, allow_local, dns, cast, secret
+):
+    # A rebinding resolver: the first answer is the receiver, later ones point elsewhere
+    # (127.0.0.3, where nothing listens). Resolving again at connect time would miss it.
+    dns.answers[:] = ["127.0.0.1", "127.0.0.3"]
+    port = receiver.server.server_port
+    delivery = _delivery(cast, f"http://hooks.example:{port}/hook")
+    services.delivery_attempt(delivery.id)
+    assert dns.lookups == 1 and len(receiver.requests) == 1
+    _, headers, body = receiver.requests[0]
+    assert headers["Host"] == f"hooks.example:{port}" and _verify(secret, headers, body)
+
+
+def test_a_host_rebound_to_a_private_address_after_the_audit_is_refused_at_delivery(
+    api_for, alice_key, human_text, receiver, dns, cast, secret
+):
+    dns.answers[:] = ["93.184.216.34", "127.0.0.1"]  # public when the audit is accepted
+    url = f"http://hooks.example:{receiver.server.server_port}/hook"
+    audit = _finished_audit(api_for, [human_text], callback_url=url)
+    delivery = WebhookDelivery.objects.get(audit=audit)
+    with pytest.raises(services.DeliveryFailed, match="127.0.0.1, a private, loopback"):
+        services.delivery_attempt(delivery.id)
+    assert not receiver.requests
+
+
+def test_https_keeps_the_host_name_for_tls_while_connecting_to_the_vetted_address(
+    dns, cast, secret, monkeypatch
+):
+    dns.answers[:] = ["93.184.216.34", "127.0.0.1"]
+    sent: list[httpx.Request] = []
+
+    def send(client, request, **kwargs):
+        sent.append(request)
+        return httpx.Response(204, request=request)
+
+    monkeypatch.setattr(httpx.Client, "send", send)
+    services.delivery_attempt(_delivery(cast, "https://hooks.example/hook?x=1").id)
+    (request,) = sent
+    assert str(request.url) == "https://93.184.216.34/hook?x=1"
+    assert request.headers["Host"] == "hooks.example"
+    assert request.extensions["sni_hostname"] == "hooks.example" and dns.lookups == 1
+
+
+def test_a_redirect_is_not_followed(receiver, allow_local, cast, secret):
+    receiver.statuses = [302]
+    with pytest.raises(services.DeliveryFailed, match="answered 302"):
+        services.delivery_attempt(_delivery(cast, receiver.url).id)
+    assert len(receiver.requests) == 1
+
+
+def test_a_callback_url_with_a_bad_port_is_refused():
+    with pytest.raises(services.CallbackRefused, match="not a valid URL"):
+        services.callback_url_validate("http://hooks.example:99999/hook")
 
 
 def test_the_backoff_doubles_from_the_configured_base():

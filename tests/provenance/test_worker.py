@@ -51,7 +51,16 @@ def test_an_audit_is_scored_by_the_worker_in_chunks(
     audit_id = alice.post("/api/v1/audits", {"texts": items}, format="json").json()["id"]
     wait_until(lambda: Audit.objects.get(id=audit_id).status == "done", 60)
     detail = alice.get(f"/api/v1/audits/{audit_id}").json()
-    assert detail["counts"] == {"done": 5, "failed": 0, "open": 0, "watermarked": 2}
+    verdicts = list(Check.objects.filter(audit_id=audit_id).values_list("verdict", flat=True))
+    assert detail["counts"] == {
+        "done": 5,
+        "failed": 0,
+        "open": 0,
+        "watermarked": 2,
+        "not_watermarked": verdicts.count("not_watermarked"),
+        "inconclusive": verdicts.count("inconclusive"),
+    }
+    assert verdicts.count("watermarked") == 2 and verdicts.count("inconclusive") >= 2
     assert Check.objects.get(audit_id=audit_id, client_id="doc-0").is_watermarked
 
 

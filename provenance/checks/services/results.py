@@ -95,6 +95,7 @@ def result_values(result: TextResult, now: datetime) -> dict[str, Any]:
         "num_scored_tokens": best.detection.num_scored_tokens if best else 0,
         "best_key": best.key if best else None,
         "decided_by": result.decided_by,
+        "key_measured_fpr": result.key_measured_fpr,
         "token_data": result.token_data,
         "heatmap_compact": heatmap.compact(result.token_data),
         "spans": list(result.spans),
@@ -118,6 +119,7 @@ RESULT_FIELDS = [
     "num_scored_tokens",
     "best_key",
     "decided_by",
+    "key_measured_fpr",
     "token_data",
     "heatmap_compact",
     "spans",
@@ -140,6 +142,7 @@ HYPOTHESIS_FIELDS = [
     "adjusted_log10_p",
     "weighted_log10_p",
     "decided_by",
+    "ngram_table",
 ]
 
 
@@ -166,4 +169,5 @@ def _hypothesis_row(check: Check, h: HypothesisResult) -> tuple[Any, ...]:
         h.adjusted_log10_p,
         None if d.weighted is None else d.weighted.log10_p,
         h.decided_by,
+        h.ngram_table,
     )
