@@ -1,6 +1,7 @@
 """``python -m detector detect --key K [--tokenizer PATH|default] [--spans] [FILE|-]``: JSON.
 
-``python -m detector verify REPORT --jwks JWKS [--text FILE] [--key-file K --tokenizer T]``
+``python -m detector verify REPORT --jwks JWKS [--text FILE] [--key-file K --tokenizer T]
+[--ngram-table FILE]``
 checks a signed report (``detector.report``): exit 0 when it holds, 1 with the reason if not.
 
 Bad input (no text, undecodable bytes, unknown tokenizer, key out of range) prints one line on
@@ -76,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--key-file", help="the watermark key (with --tokenizer): recompute")
     ver.add_argument("--tokenizer", help="HF directory, .gguf, or default (with --key-file)")
     ver.add_argument("--hypothesis", type=int, default=None, help="index (default: the best)")
+    ver.add_argument(
+        "--ngram-table",
+        help="the n-gram table .npz the report names, when this detector ships another one",
+    )
     return parser
 
 

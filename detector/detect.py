@@ -219,7 +219,7 @@ def _scored_mask(ids: NDArray[np.int64], config: KeyConfig, ngrams: NgramTable |
         dedup = dedup_mask(contexts, config.max_history)
     else:
         dedup = np.ones(ids.shape[0], np.bool_)
-    if ngrams is None or ngrams.width != config.context_width:
+    if ngrams is None or not ngrams.applies_to(config.context_width):
         return _Masks(contexts, dedup, dedup)
     return _Masks(contexts, dedup, dedup & ~ngrams.common_mask(ids, contexts))
 

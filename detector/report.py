@@ -16,11 +16,14 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, OKPKey
+
+if TYPE_CHECKING:
+    from detector.ngrams import NgramTable
 
 SCHEMA = "provenance.report/v1"
 PRF_VERSION = "philox4x32-10-v1"
@@ -28,6 +31,9 @@ MEDIA_TYPE = "application/jose"
 TYP = "provenance-report+jws"
 ALGORITHM = "Ed25519"  # RFC 9864's fully specified name (EdDSA over Ed25519)
 DEDUP_RULE = "first-occurrence-of-context"  # over the whole text (no history bound)
+# A hypothesis's n-gram table: the content hash of the table that left the pairs common in
+# human text unscored, or null (none applied). Absent from reports signed before it existed.
+NGRAM_TABLE = "ngram_table"
 
 
 class ReportError(Exception):
@@ -109,11 +115,21 @@ def hypothesis_to_check(payload: dict[str, Any], index: int | None) -> dict[str,
 
 
 def recompute(
-    payload: dict[str, Any], text: str, key: int, tokenizer: Any, index: int | None = None
+    payload: dict[str, Any],
+    text: str,
+    key: int,
+    tokenizer: Any,
+    index: int | None = None,
+    ngram_table: NgramTable | None = None,
 ) -> dict[str, Any]:
-    """Run the detector again on one hypothesis and compare with the report (ReportError)."""
+    """Run the detector again on one hypothesis and compare with the report (ReportError).
+
+    The scored tokens are filtered by the n-gram table the report names (``ngram_table``: a
+    table file given by the verifier, else the tokenizer's shipped one, whichever has the
+    named content hash); a report naming a table neither has fails rather than being
+    recomputed with another table's pairs."""
     from detector.config import KeyConfig
-    from detector.detect import detect_text
+    from detector.detect import detect_config
     from detector.tokenizers import as_tokenizer
 
     h = hypothesis_to_check(payload, index)
@@ -131,15 +147,42 @@ def recompute(
         deduplicate_contexts="single_turn" if h["deduplication"] == DEDUP_RULE else "none",
         deduplicate_contexts_max_history=None,  # the rule searches the whole text
     )
-    d = detect_text(text, tok, [config], threshold=payload["threshold"]).hypotheses[0].detection
+    version = payload.get("detector_version", "?")
+    table = _table_of(h, config.context_width, [ngram_table, tok.ngram_table], version)
+    d = detect_config(tok.encode(text), config, payload["threshold"], ngrams=table)
     got: dict[str, Any] = {
         "num_tokens": d.num_tokens,
         "num_scored_tokens": d.num_scored_tokens,
         "score": d.score,
         "log10_p": d.log10_p,
+        "ngram_table": None if table is None else table.content_hash,
+        "ngram_table_named": NGRAM_TABLE in h,
     }
     _compare(h, got)
     return got
+
+
+def _table_of(
+    h: dict[str, Any], width: int, candidates: list[NgramTable | None], version: str
+) -> NgramTable | None:
+    """The table to recompute hypothesis ``h`` with: the one it names, found among
+    ``candidates`` by content hash. A report signed before tables were named gets the first
+    candidate that applies (as the detector did then)."""
+    tables = [t for t in candidates if t is not None and t.applies_to(width)]
+    if NGRAM_TABLE not in h:
+        return tables[0] if tables else None
+    wanted = h[NGRAM_TABLE]
+    if wanted is None:
+        return None
+    for table in tables:
+        if table.content_hash == wanted:
+            return table
+    have = ", ".join(f"{t.content_hash[:12]}..." for t in tables) or "none"
+    raise ReportError(
+        f"the report's scored tokens were filtered by n-gram table {str(wanted)[:12]}..., "
+        f"and the tables here are not it ({have}): pass that table with --ngram-table FILE "
+        f"(detector/ngram_tables/ of detector version {version})"
+    )
 
 
 def _compare(reported: dict[str, Any], got: dict[str, Any]) -> None:

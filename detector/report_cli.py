@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from lzma import LZMAError
+from typing import Any
 
+from detector.ngrams import NgramTable
 from detector.report import ReportError, check_text, recompute, verify
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -30,6 +33,8 @@ def _text(path: str) -> str:
 def _verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], int]) -> list[str]:
     if bool(args.key_file) != bool(args.tokenizer):
         raise ReportError("--key-file and --tokenizer go together")
+    if args.ngram_table and not args.key_file:
+        raise ReportError("--ngram-table is for recomputing: add --key-file and --tokenizer")
     if args.key_file and not args.text:
         raise ReportError("recomputing needs the text: add --text FILE")
     try:
@@ -54,12 +59,28 @@ def _verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], i
             tokenizer = load_tokenizer(args.tokenizer)
         except (CliError, TokenizerError) as exc:
             raise ReportError(str(exc)) from None
-        got = recompute(verified.payload, text, key, tokenizer, args.hypothesis)
+        table = _table(args.ngram_table) if args.ngram_table else None
+        got = recompute(verified.payload, text, key, tokenizer, args.hypothesis, table)
         lines.append(
             f"recomputed: {got['num_scored_tokens']} scored tokens, "
-            f"log10 p {got['log10_p']:.3f}, as reported"
+            f"log10 p {got['log10_p']:.3f}, as reported ({_table_words(got)})"
         )
     return lines
+
+
+def _table(path: str) -> NgramTable:
+    try:
+        return NgramTable.load(path)
+    except (OSError, ValueError, KeyError, LZMAError) as exc:
+        raise ReportError(f"cannot read the n-gram table {path}: {exc}") from None
+
+
+def _table_words(got: dict[str, Any]) -> str:
+    """Which n-gram table filtered the recomputed tokens, in words."""
+    if got["ngram_table"] is None:
+        return "no n-gram table"
+    named = "the report's" if got["ngram_table_named"] else "the local (the report names none)"
+    return f"{named} n-gram table {got['ngram_table'][:12]}..."
 
 
 def run_verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], int]) -> int:

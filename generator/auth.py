@@ -42,6 +42,8 @@ GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
 OPEN_PATHS = ("/health", "/ping")  # liveness probes carry no data
 TOKEN_PATHS = ("/v1/models", "/version")
 ANY_KEY = "*"
+# generator.core.SAMPLING_EPS (pinned by a test; the gate does not import torch for it)
+SAMPLING_EPS = 1e-5
 log = logging.getLogger("generator.access")
 
 
@@ -175,6 +177,14 @@ def authorize(
     opting_out = body.get("watermarking") is False or xargs.get("watermarking") in (False, "false")
     rest = {k: v for k, v in xargs.items() if k not in ("watermark_key", "watermarking")}
     clean = {k: v for k, v in body.items() if k != "watermarking"}
+    unmarked = _unwatermarked_decoding(body)
+    if unmarked and not opting_out:  # an opt-out by other means: the same permissions
+        if enforce:
+            raise AccessDenied(403, f"watermarking is enforced on this server: no {unmarked}")
+        if not client.opt_out:
+            raise AccessDenied(
+                403, f"this token may not opt out of watermarking ({unmarked} is not watermarked)"
+            )
     if opting_out:
         if enforce:
             raise AccessDenied(403, "watermarking is enforced on this server: no opt-out")
@@ -190,6 +200,22 @@ def authorize(
         # One answer whether the key exists or not: the gate never looks at the key store.
         raise AccessDenied(403, "this token may not use the requested watermark key")
     return name, clean | {"vllm_xargs": rest | {"watermark_key": name}}
+
+
+def _unwatermarked_decoding(body: dict[str, Any]) -> str | None:
+    """The decoding a request asks for that the engine serves unwatermarked, if any: greedy
+    (temperature below vLLM's epsilon, as the engine parses it: a numeric string or a boolean
+    counts) and beam search."""
+    temperature = body.get("temperature")
+    try:
+        greedy = temperature is not None and float(temperature) < SAMPLING_EPS
+    except (TypeError, ValueError):
+        greedy = False  # the engine refuses a temperature it cannot read
+    if greedy:
+        return "greedy decoding (temperature 0)"
+    if body.get("use_beam_search") not in (None, False):
+        return "beam search"
+    return None
 
 
 def _error(status: int, message: str) -> tuple[dict[str, Any], bytes]:

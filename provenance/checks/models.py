@@ -128,6 +128,10 @@ class Check(models.Model):
     num_scored_tokens = models.PositiveIntegerField(null=True, blank=True)
     # "gamma" or "weighted" (model-assisted): the test the verdict rests on; "" until scored.
     decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
+    # The best key's measured false-positive rate when the check was scored
+    # (provenance.keys.selectors.measured_fpr; null: not calibrated then): a later
+    # calibration does not change what this answer says.
+    key_measured_fpr = models.JSONField(null=True, blank=True)
     best_key = models.ForeignKey(
         WatermarkKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -204,6 +208,11 @@ class Hypothesis(models.Model):
     # The model-assisted test, when the tokenizer's model read the text (else null).
     weighted_log10_p = models.FloatField(null=True, blank=True)
     decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
+    # Content hash of the n-gram table that left the pairs common in human text unscored
+    # (detector.ngrams), "" when none applied, null when scored before it was recorded: the
+    # signed report names it, so a re-verification after a table rebuild cannot silently
+    # recompute other numbers.
+    ngram_table = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         ordering = ["check_run", "index"]
@@ -223,6 +232,7 @@ class DetectionLog(models.Model):
         CHECK = "check", "check"
         AUDIT = "audit", "audit"
         DETECT = "detect", "detect (synchronous)"
+        STREAM = "stream", "stream append"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -235,6 +245,9 @@ class DetectionLog(models.Model):
     )
     audit = models.ForeignKey(
         Audit, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    stream = models.ForeignKey(
+        "streams.Stream", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     num_texts = models.PositiveIntegerField()
     text_sha256 = models.CharField(max_length=64, blank=True)

@@ -54,6 +54,7 @@ def basic_view(check: Any, hypotheses: list[Any]) -> None:
     """Round a check and its hypotheses for a basic-tier page (unsaved model instances)."""
     check.token_data = None  # no heatmap, no chart
     check.log10_p, check.p_value = round_log10(check.log10_p), round_p(check.p_value)
+    check.spans = redact(check.spans)  # each span's sentence on the page states its p
     for h in hypotheses:
         h.score = None
         h.log10_p, h.p_value = round_log10(h.log10_p), round_p(h.p_value)

@@ -88,6 +88,8 @@ def _hypothesis(h: Hypothesis, basic: bool) -> dict[str, Any]:
         "log10_p": _rounded(h.log10_p) if basic else h.log10_p,
         "adjusted_log10_p": _rounded(h.adjusted_log10_p) if basic else h.adjusted_log10_p,
     }
+    if h.ngram_table is not None:  # null: scored before the table was recorded
+        entry[report.NGRAM_TABLE] = h.ngram_table or None
     if basic:
         entry["p_rounded"] = True
     return entry

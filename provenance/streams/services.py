@@ -17,7 +17,9 @@ from django.http import Http404
 from detector.stream import EvidenceStream, StreamState, split_stable
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
+from provenance.checks.models import DetectionLog
 from provenance.checks.scoring import ScoringError, tokenizer_load
+from provenance.checks.services import detection_log_create, quota_consume
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import key_config, keys_for_check
@@ -93,7 +95,12 @@ def stream_append(
     final: bool = False,
 ) -> tuple[Stream, StreamState]:
     """Append a text delta or token ids; returns the state after them (nothing is stored on
-    bad input). ``final`` scores the pending last word of a text stream and closes it."""
+    bad input). ``final`` scores the pending last word of a text stream and closes it.
+
+    Each append that adds tokens is one answer of the detector: it takes one text from the
+    daily quota and writes a detection-log row (kind ``stream``; the delta's SHA-256 for
+    text). An append whose text stays pending (the last word may still grow) answers the
+    unchanged state and is neither counted nor logged."""
     if (text is None) == (token_ids is None):
         raise ProblemError("send either text or token_ids")
     with transaction.atomic():
@@ -105,7 +112,19 @@ def stream_append(
         limit = settings.PROVENANCE_STREAM_MAX_TOKENS
         if stream.num_tokens + len(ids) > limit:
             raise PayloadTooLarge(f"a stream holds at most {limit} tokens")
-        evidence = _evidence(_keys(stream), stream.threshold, bytes(stream.state))
+        keys = _keys(stream)
+        if ids:  # an append that scores tokens is one answer of the detector
+            quota_consume(user, 1)
+            detection_log_create(
+                user=user,
+                team=stream.team,
+                kind=DetectionLog.Kind.STREAM,
+                keys=keys,
+                num_texts=1,
+                stream=stream,
+                text=text,
+            )
+        evidence = _evidence(keys, stream.threshold, bytes(stream.state))
         state = evidence.extend(ids)
         stream.state, stream.pending_text = evidence.to_bytes(), pending
         stream.num_tokens, stream.is_watermarked = state.num_tokens, state.is_watermarked

@@ -166,3 +166,25 @@ def test_binary_search_and_hash_look_ups_agree(tok):
         )
         assert np.array_equal(short, table.common_mask(part, build_contexts(part, table.width)))
     assert short.any()  # the 4,000-token part holds common pairs
+
+
+def test_the_content_hash_names_the_skipped_pairs_not_the_build_notes(tmp_path):
+    table = NgramTable(np.array([3, 9, 40], np.uint32), width=4, tokenizer_hash="t", meta={})
+    table.save(tmp_path / "t.npz")
+    again = NgramTable.load(tmp_path / "t.npz")
+    noted = NgramTable(table.hashes, 4, "t", meta={"built": "another day"})
+    assert again.content_hash == table.content_hash == noted.content_hash
+    for other in (
+        NgramTable(np.array([3, 9], np.uint32), 4, "t"),
+        NgramTable(np.array([3, 9, 41], np.uint32), 4, "t"),
+        NgramTable(table.hashes, 3, "t"),
+        NgramTable(table.hashes, 4, "u"),
+    ):
+        assert other.content_hash != table.content_hash
+
+
+def test_no_table_applies_to_a_key_of_another_width(tok):
+    table = tok.ngram_table
+    assert ngrams.applied_hash(table, table.width) == table.content_hash
+    assert ngrams.applied_hash(table, table.width + 1) is None
+    assert ngrams.applied_hash(None, 4) is None

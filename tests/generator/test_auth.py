@@ -178,6 +178,9 @@ def test_forged_bodies_are_refused_on_our_server(setup):
             headers={**_auth(setup, "a"), "Content-Type": "application/json"},
         )
         assert r.status_code == 400
+        greedy = _body(vllm_xargs={"watermark_key": "team-a"}, temperature=0)
+        r = c.post("/v1/chat/completions", json=greedy, headers=_auth(setup, "a"))
+        assert r.status_code == 403 and "greedy" in r.json()["error"]["message"]
         assert c.get("/v1/models", headers=_auth(setup, "a")).status_code == 200
         assert c.post("/tokenize", json={}, headers=_auth(setup, "a")).status_code == 404
 
@@ -220,3 +223,36 @@ def test_as_vllms_middleware_the_gate_is_outermost_and_the_headers_see_its_rewri
         )
     assert ok.status_code == 200 and ok.headers["x-provenance-key"] == "team-a"
     assert seen[-1]["vllm_xargs"] == {"watermark_key": "team-a"} and "watermarking" not in seen[-1]
+
+
+@pytest.mark.parametrize(
+    ("extra", "what"),
+    [
+        ({"temperature": 0}, "greedy"),
+        ({"temperature": "0.0"}, "greedy"),  # vLLM's request model parses numeric strings
+        ({"temperature": False}, "greedy"),
+        ({"temperature": 1e-6}, "greedy"),
+        ({"use_beam_search": True}, "beam search"),
+    ],
+)
+def test_greedy_and_beam_search_requests_are_opt_outs_by_other_means(extra, what):
+    """The engine serves them unwatermarked, so they need the opt-out permission and are
+    refused under enforce, with a key named or not."""
+    body = _body(vllm_xargs={"watermark_key": "team-a"}, **extra)
+    with pytest.raises(AccessDenied, match=f"may not opt out.*{what}") as denied:
+        authorize(A, body, enforce=False, default_key=None)
+    assert denied.value.status == 403
+    free = Client("p", token_digest("tp"), frozenset({"*"}), opt_out=True)
+    assert authorize(free, body, enforce=False, default_key=None)[0] == "team-a"
+    with pytest.raises(AccessDenied, match=f"enforced.*{what}"):
+        authorize(free, body, enforce=True, default_key=None)
+
+
+def test_sampled_requests_pass_and_the_gate_uses_the_engines_greedy_epsilon():
+    from generator import auth
+    from generator.core import SAMPLING_EPS
+
+    assert auth.SAMPLING_EPS == SAMPLING_EPS
+    for extra in ({"temperature": 0.7}, {"temperature": None}, {"use_beam_search": False}):
+        body = _body(vllm_xargs={"watermark_key": "team-a"}, **extra)
+        assert authorize(A, body, enforce=True, default_key=None)[0] == "team-a"

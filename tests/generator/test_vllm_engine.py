@@ -233,7 +233,11 @@ def test_forged_xargs_cannot_bypass_the_gate(server):
     for body in forged:
         assert _raw(server, _auth("a-only"), body).status_code == 400
     opt_out = {"model": "smollm2-135m-instruct", "messages": STORY, "max_tokens": 4}
-    for variant in ({"watermarking": False}, {"vllm_xargs": {"watermarking": "false"}}):
+    for variant in (
+        {"watermarking": False},
+        {"vllm_xargs": {"watermarking": "false"}},
+        {"vllm_xargs": {"watermark_key": "team-a"}, "temperature": 0},  # served unwatermarked
+    ):
         assert _raw(server, _auth("a-only"), json.dumps(opt_out | variant)).status_code == 403
 
 

@@ -4,8 +4,11 @@ team do not exist for the caller (404, never 403), and their ids are random UUID
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+import re
 import uuid
 
 import pytest
@@ -294,3 +297,64 @@ def test_an_auditor_team_gets_exact_values_and_the_heatmap(world, client):
     assert "heatmap" in answers["/api/v1/checks/{check}?tokens=1"]
     page = _page(world, "alice", client).get(_fill("/checks/{check}/", world["ids"])).content
     assert b'id="heatmap"' in page
+
+
+def _csv_rows(response) -> list[dict[str, str]]:
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    return list(csv.DictReader(io.StringIO(body.decode())))
+
+
+def test_a_basic_team_gets_rounded_values_in_the_csv_exports(world):
+    answers = _tiered_answers(world, "basic")  # scores the audit, sets the tier
+    assert answers
+    client = _api(world, "alice")
+    for url in ("/api/v1/checks/{check}/export.csv", "/api/v1/audits/{audit}/export.csv"):
+        rows = _csv_rows(client.get(_fill(url, world["ids"])))
+        assert rows, url
+        for row in rows:
+            for column, value in row.items():
+                if column.endswith("log10_p") and value:
+                    assert float(value) == int(float(value)), (url, column, value)
+                elif column.endswith("p_value") and value and float(value) > 0:
+                    log10 = math.log10(float(value))
+                    assert log10 == pytest.approx(round(log10)), (url, column, value)
+                elif column == "score":
+                    assert value == "", (url, column, value)
+
+
+def _span_p_values(page: bytes) -> list[str]:
+    lines = re.findall(r'<li class="span-line">(.*?)</li>', page.decode())
+    assert lines  # the watermarked text has a localized span
+    return [re.search(r"p = ([^ ]+)", line).group(1) for line in lines]
+
+
+def test_the_page_states_a_spans_p_rounded_down_for_a_basic_team(world, wm_text, client):
+    from provenance.checks.models import Check
+    from provenance.checks.templatetags.provenance_tags import pvalue
+
+    check = check_create(user=world["alice"], text=wm_text)
+    check_score(check.id)
+    spans = Check.objects.get(id=check.id).spans
+    url = f"/checks/{check.id}/"
+    _page(world, "alice", client)
+    exact = [pvalue(s["log10_p"]) for s in spans]
+    assert _span_p_values(client.get(url).content) == exact
+    world["acme"].oracle_tier = "basic"
+    world["acme"].save()
+    rounded = [pvalue(math.floor(s["log10_p"])) for s in spans]
+    assert rounded != exact
+    assert _span_p_values(client.get(url).content) == rounded
+
+
+def test_a_reply_stored_under_the_auditor_tier_is_rounded_for_a_basic_team(world, client):
+    Message.objects.filter(id=world["ids"]["message"]).update(log10_p=-12.345)
+    api, url = _api(world, "alice"), _fill("/api/v1/playground/replies/{message}", world["ids"])
+    page_url = _fill("/playground/c/{conversation}/", world["ids"])
+    _page(world, "alice", client)
+    assert api.get(url).json()["log10_p"] == -12.345
+    assert b"log10 p = -12.3" in client.get(page_url).content
+    world["acme"].oracle_tier = "basic"
+    world["acme"].save()
+    assert api.get(url).json()["log10_p"] == -13.0
+    page = client.get(page_url).content
+    assert b"log10 p = -13.0" in page and b"-12.3" not in page

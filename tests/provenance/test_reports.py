@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 
@@ -168,3 +169,88 @@ def test_the_printable_page_shows_the_signed_report(cast, scored, client):
     assert 'id="report-jws"' in page and "python -m detector verify" in page
     detail = client.get(f"/checks/{scored}/").content.decode()
     assert f"/checks/{scored}/report/" in detail
+
+
+# --- the n-gram table behind the scored tokens ------------------------------------------
+
+
+@pytest.fixture
+def shipped_table():
+    from detector.tokenizers import load_tokenizer
+
+    return load_tokenizer().ngram_table
+
+
+def _rebuilt(monkeypatch, table, text):
+    """The shipped table replaced by a rebuild whose corpus held the first 40 tokens of
+    ``text`` (so its pairs there are now common)."""
+    from detector import ngrams
+    from detector.tokenizers import load_tokenizer
+
+    added = ngrams.fingerprints(load_tokenizer().encode(text)[:40], table.width)
+    hashes = np.union1d(table.hashes, added).astype(np.uint32)
+    rebuilt = ngrams.NgramTable(hashes, table.width, table.tokenizer_hash)
+    monkeypatch.setattr(ngrams, "table_for", lambda tokenizer_hash: rebuilt)
+    return rebuilt
+
+
+def test_a_report_names_the_ngram_table_that_filtered_its_tokens(alice, scored, shipped_table):
+    payload = verify(_report(alice, scored), _jwks(alice)).payload
+    (h,) = payload["hypotheses"]
+    assert h["ngram_table"] == shipped_table.content_hash
+
+
+def test_verify_after_a_table_rebuild_fails_clearly_and_holds_with_the_reports_table(
+    alice, scored, wm_text, tmp_path, capsys, monkeypatch, shipped_table
+):
+    token, jwks = _report(alice, scored), _jwks(alice)
+    reported = verify(token, jwks).payload["hypotheses"][0]
+    rebuilt = _rebuilt(monkeypatch, shipped_table, wm_text)
+    from detector.detect import detect_text
+    from detector.tokenizers import load_tokenizer
+
+    # Recomputed with the rebuild's pairs, the numbers would differ from the report's.
+    other = detect_text(wm_text, load_tokenizer(), [KEY_VALUE]).hypotheses[0].detection
+    assert other.num_scored_tokens != reported["num_scored_tokens"]
+    args = _files(tmp_path, token, jwks, wm_text, KEY_VALUE)
+    assert detector_main(args) == 1
+    err = capsys.readouterr().err
+    assert f"filtered by n-gram table {shipped_table.content_hash[:12]}" in err
+    assert rebuilt.content_hash[:12] in err and "--ngram-table" in err
+    shipped_table.save(tmp_path / "old.npz")
+    assert detector_main([*args, "--ngram-table", str(tmp_path / "old.npz")]) == 0
+    assert f"the report's n-gram table {shipped_table.content_hash[:12]}" in capsys.readouterr().out
+
+
+def test_a_report_scored_without_a_table_is_recomputed_without_one(
+    alice, alice_key, wm_text, tmp_path, capsys, monkeypatch
+):
+    from detector import ngrams
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ngrams, "table_for", lambda tokenizer_hash: None)
+        check_id = alice.post("/api/v1/checks", {"text": wm_text}, format="json").json()["id"]
+        check_score(check_id)
+    token, jwks = _report(alice, check_id), _jwks(alice)
+    assert verify(token, jwks).payload["hypotheses"][0]["ngram_table"] is None
+    assert detector_main(_files(tmp_path, token, jwks, wm_text, KEY_VALUE)) == 0  # table shipped
+    assert "no n-gram table" in capsys.readouterr().out
+
+
+def test_a_report_from_before_tables_were_named_uses_the_local_table(
+    alice, scored, wm_text, tmp_path, capsys
+):
+    from provenance.checks.models import Hypothesis
+
+    Hypothesis.objects.filter(check_run_id=scored).update(ngram_table=None)
+    token, jwks = _report(alice, scored), _jwks(alice)
+    assert "ngram_table" not in verify(token, jwks).payload["hypotheses"][0]
+    assert detector_main(_files(tmp_path, token, jwks, wm_text, KEY_VALUE)) == 0
+    assert "the report names none" in capsys.readouterr().out
+
+
+def test_an_unreadable_table_file_fails_with_its_name(alice, scored, wm_text, tmp_path, capsys):
+    args = _files(tmp_path, _report(alice, scored), _jwks(alice), wm_text, KEY_VALUE)
+    (tmp_path / "bad.npz").write_bytes(b"not a table")
+    assert detector_main([*args, "--ngram-table", str(tmp_path / "bad.npz")]) == 1
+    assert "cannot read the n-gram table" in capsys.readouterr().err

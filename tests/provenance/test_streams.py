@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from detector.tokenizers import load_tokenizer
+from provenance.checks.models import DetectionLog
+from provenance.checks.services import text_sha256
 from provenance.playground import services as playground
 from provenance.streams.models import Stream
 from tests.provenance.conftest import KEY_VALUE
@@ -83,6 +85,35 @@ def test_a_stream_past_its_token_limit_is_refused(alice, alice_key, settings):
     assert _append(alice, stream["id"], token_ids=list(range(40))).status_code == 200
     assert _append(alice, stream["id"], token_ids=list(range(20))).status_code == 413
     assert Stream.objects.get(id=stream["id"]).num_tokens == 40
+
+
+def test_each_append_that_scores_tokens_takes_one_text_of_the_daily_quota(
+    alice, alice_key, settings
+):
+    settings.PROVENANCE_DAILY_QUOTA = 3
+    stream = _open(alice)
+    assert DetectionLog.objects.count() == 0  # opening answers nothing yet
+    assert _append(alice, stream["id"], token_ids=[5, 6, 7]).status_code == 200
+    assert _append(alice, stream["id"], token_ids=[]).status_code == 200  # no tokens: free
+    assert _append(alice, stream["id"], token_ids=[8]).status_code == 200
+    assert alice.post("/api/v1/checks", {"text": "one more"}, format="json").status_code == 202
+    refused = _append(alice, stream["id"], token_ids=[9, 10])
+    assert refused.status_code == 429 and "daily quota" in refused.json()["detail"]
+    assert Stream.objects.get(id=stream["id"]).num_tokens == 4  # the refusal stored nothing
+    assert _append(alice, stream["id"], token_ids=[]).status_code == 200  # reading stays free
+
+
+def test_every_counted_append_is_in_the_detection_log_by_hash(alice, alice_key):
+    stream = _open(alice)
+    _append(alice, stream["id"], text="Hello there, gen")  # "gen" stays pending
+    _append(alice, stream["id"], text="er")  # still one growing word: nothing scored
+    _append(alice, stream["id"], text="al", final=True)
+    _append(stream_id=_open(alice)["id"], client=alice, token_ids=[1, 2])
+    rows = list(DetectionLog.objects.order_by("created_at", "id"))
+    assert [(r.kind, r.num_texts, r.username) for r in rows] == [("stream", 1, "alice")] * 3
+    assert [r.text_sha256 for r in rows] == [text_sha256("Hello there, gen"), text_sha256("al"), ""]
+    assert rows[0].stream_id == rows[1].stream_id != rows[2].stream_id
+    assert rows[0].key_names == ["acme-main"] and rows[0].key_ids == [str(alice_key.id)]
 
 
 def test_the_basic_tier_sees_the_verdict_and_a_rounded_p_only(alice, alice_key, cast):

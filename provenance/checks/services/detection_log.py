@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import User
 
 from provenance.accounts.models import Team
 from provenance.checks.models import Audit, Check, DetectionLog
 from provenance.keys.models import WatermarkKey
+
+if TYPE_CHECKING:
+    from provenance.streams.models import Stream
 
 
 def text_sha256(text: str) -> str:
@@ -26,6 +30,7 @@ def detection_log_create(
     num_texts: int,
     check: Check | None = None,
     audit: Audit | None = None,
+    stream: Stream | None = None,
     text: str | None = None,
 ) -> DetectionLog:
     """Who checked what against which keys (ids and names only; never a key value). The
@@ -37,6 +42,7 @@ def detection_log_create(
         kind=kind,
         check_run=check,
         audit=audit,
+        stream=stream,
         num_texts=num_texts,
         text_sha256=text_sha256(text) if text else "",
         key_ids=[str(key.id) for key in keys],
