@@ -70,6 +70,8 @@ class DocumentError(ValueError):
 
 
 _TOO_LARGE = frozenset(("too_large", "too_many_pages", "too_many_files", "too_complex", "too_slow"))
+# Every ``DocumentError.code`` (the API answers ``document_<code>``).
+CODES = ("unsupported", "encrypted", "corrupt", "image_only", "empty", *sorted(_TOO_LARGE))
 
 
 def extract(

@@ -286,3 +286,20 @@ def test_the_form_shows_a_refusal(client, cast, alice_key):
     assert response.status_code == 400
     assert "locked.pdf: the file is password-protected" in response.content.decode()
     assert _nothing_stored()
+
+
+def test_every_refusal_code_has_a_message_on_the_form():
+    from provenance.checks.views import DOCUMENT_MESSAGES
+
+    single = set(documents.CODES) - {"too_many_files"}  # the form takes no archive
+    assert set(DOCUMENT_MESSAGES) == {f"document_{code}" for code in single}
+
+
+def test_the_form_names_a_slow_document_in_the_page_language(client, cast, alice_key, settings):
+    settings.PROVENANCE_DOCUMENT_SECONDS = 0.0
+    client.force_login(cast["alice"])
+    file = _upload(make.pdf(PARAGRAPHS), "slow.pdf")
+    response = client.post("/", {"text": "", "file": file}, HTTP_ACCEPT_LANGUAGE="ja")
+    assert response.status_code == 413
+    assert "slow.pdf: ファイルの読み取りが時間の上限を超えました" in response.content.decode()
+    assert _nothing_stored()
