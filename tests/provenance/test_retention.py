@@ -319,3 +319,17 @@ def test_deleting_one_audit_item_leaves_it_out_of_the_audits_pages_and_exports(
     page = client.get(f"/audits/{scored_audit}/").content.decode()
     assert "essay-2" in page and "essay-1" not in page
     _assert_purged(item, wm_text)
+
+
+@pytest.mark.django_db(transaction=True)  # the sweepers close the connection between passes
+def test_both_sweepers_purge_on_every_pass(cast, alice_key, wm_text):
+    from provenance.embedded import _Sweeper
+
+    by_compose = _scored(cast["alice"], wm_text, days_old=31)
+    call_command("checks_sweep")  # compose's sweeper service, one pass
+    _assert_purged(by_compose, wm_text)
+    by_make_run = _scored(cast["alice"], wm_text, days_old=31)
+    sweeper = _Sweeper()
+    sweeper.last -= sweeper.every  # due now
+    sweeper.tick()
+    _assert_purged(by_make_run, wm_text)
