@@ -317,6 +317,9 @@ PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
 # minutes for the power curve at the defaults.
 PROVENANCE_CALIBRATION_TEXTS = env_int("PROVENANCE_CALIBRATION_TEXTS", 300, minimum=1)
 PROVENANCE_CALIBRATION_POWER_PROMPTS = env_int("PROVENANCE_CALIBRATION_POWER_PROMPTS", 8, minimum=0)
+# Chunks per genre the model-assisted decision is measured on (when model assistance is on):
+# the model reads each one, so the sample is smaller than the model-free one. 0: skipped.
+PROVENANCE_CALIBRATION_ASSIST_TEXTS = env_int("PROVENANCE_CALIBRATION_ASSIST_TEXTS", 40, minimum=0)
 PROVENANCE_CALIBRATION_POWER_TOKENS = env_int(
     "PROVENANCE_CALIBRATION_POWER_TOKENS", 300, minimum=10
 )

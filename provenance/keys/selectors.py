@@ -169,6 +169,12 @@ def key_measured_fpr(key: WatermarkKey | None) -> dict[str, Any] | None:
 GENRE_LABELS = {"prose": _("prose"), "code": _("source code"), "templated": _("templated text")}
 
 
+def calibration_assisted_rates(run: KeyCalibration | None) -> list[dict[str, Any]]:
+    """The model-assisted decision's per-genre rates for a page (none when not measured)."""
+    genres = {} if run is None else run.assisted.get("genres", {})
+    return [{"rate": r, "label": GENRE_LABELS.get(g, g)} for g, r in genres.items()]
+
+
 def calibration_rates(run: KeyCalibration | None) -> list[dict[str, Any]]:
     """A calibration's per-genre rates for a page: each row with the genre's label."""
     if run is None:

@@ -306,3 +306,32 @@ def test_the_migration_gives_old_checks_the_calibration_latest_when_they_finishe
     assert stored[after.id]["measured_at"] == second.finished_at.isoformat()
     assert stored[after.id] == key_measured_fpr(alice_key)  # the same shape as the API's
     assert stored[after.id]["genres"]["prose"]["texts"] == 11
+
+
+def test_without_model_assistance_the_assisted_rate_says_why_it_is_missing(alice_key, settings):
+    settings.PROVENANCE_MODEL_ASSIST = False
+    run = _calibrate(alice_key, texts=4)
+    assert run.assisted == {"note": "model assistance is off (PROVENANCE_MODEL_ASSIST)"}
+
+
+def test_with_model_assistance_the_assisted_decision_is_measured_as_the_workers_decide(
+    alice_key, settings, client, cast, capsys
+):
+    settings.PROVENANCE_MODEL_ASSIST = True
+    settings.PROVENANCE_CALIBRATION_ASSIST_TEXTS = 2
+    settings.PROVENANCE_ASSIST_MAX_TOKENS = 300  # one 250-token chunk per model read
+    run = _calibrate(alice_key, texts=5)
+    genres = run.assisted["genres"]
+    assert set(genres) == {"prose", "code", "templated"}
+    groups = scoring.prepare_keys([alice_key])
+    for genre, measured in genres.items():
+        assert measured["texts"] == 2 and measured["ci_low"] <= measured["rate"]
+        texts = list(calibration.corpus(groups[0].loaded, genre, 2).texts)
+        again = [
+            scoring.score_texts([t], groups, threshold=run.threshold, assist=True)[0] for t in texts
+        ]
+        assert all(r.hypotheses[0].detection.weighted is not None for r in again)
+        assert measured["flagged"] == sum(r.is_watermarked for r in again)
+    client.force_login(cast["bob"])
+    page = client.get("/keys/").content.decode()
+    assert 'class="grid assisted"' in page and "model-assisted test" in page
