@@ -35,7 +35,12 @@ from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
-from provenance.keys.selectors import key_config, key_measured_fpr, tokens_needed
+from provenance.keys.selectors import (
+    calibrated_tokens_needed,
+    key_config,
+    latest_calibrations,
+    measured_fpr,
+)
 
 CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
@@ -138,6 +143,7 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
     by_tokenizer: dict[int, list[WatermarkKey]] = {}
     for key in keys:
         by_tokenizer.setdefault(key.tokenizer_id, []).append(key)
+    calibrations = latest_calibrations(keys)  # one query for every key's
     groups = []
     for members in by_tokenizer.values():
         tokenizer = members[0].tokenizer
@@ -147,18 +153,13 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
                 loaded=tokenizer_load(tokenizer),
                 keys=tuple(members),
                 configs=tuple(_config(key) for key in members),
-                tokens_needed=tuple(_tokens_needed(key) for key in members),
-                measured_fpr=tuple(map(key_measured_fpr, members)),
+                tokens_needed=tuple(
+                    calibrated_tokens_needed(calibrations.get(key.id)) for key in members
+                ),
+                measured_fpr=tuple(measured_fpr(calibrations.get(key.id)) for key in members),
             )
         )
     return groups
-
-
-def _tokens_needed(key: WatermarkKey) -> int | None:
-    """The key's calibrated scored tokens for 80% power, when it has been calibrated (the
-    calibration's measured power curve, the larger of T=1 and T=0.7); None lets the detector
-    use its default."""
-    return tokens_needed(key)
 
 
 def _document(ids: Any, group: KeyGroup, expected: Any = None) -> Document:

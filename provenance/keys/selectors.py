@@ -139,12 +139,13 @@ def tokens_needed(key: WatermarkKey, temperature: float | None = None) -> int | 
     threshold (one hypothesis), from its latest measured power curve: at ``temperature``
     (1.0 or 0.7), or the larger of the two when None. None: not measured, or not reached
     within the generated length."""
-    run = (
-        KeyCalibration.objects.filter(key_id=key.id, status=KeyCalibration.Status.DONE)
-        .order_by("-finished_at")
-        .only("power")
-        .first()
-    )
+    return calibrated_tokens_needed(latest_calibrations([key]).get(key.id), temperature)
+
+
+def calibrated_tokens_needed(
+    run: KeyCalibration | None, temperature: float | None = None
+) -> int | None:
+    """``tokens_needed`` from a key's latest calibration ``run`` (None: never calibrated)."""
     if run is None:
         return None
     labels = ["1.0", "0.7"] if temperature is None else [f"{temperature:.1f}"]

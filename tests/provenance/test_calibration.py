@@ -149,6 +149,8 @@ def test_a_check_names_the_best_keys_measured_rate(client, cast, alice_key, wm_t
     assert set(body["key_measured_fpr"]["genres"]) == {"prose", "code", "templated"}
     detect = api_for("alice").post("/detect", {"text": wm_text}, format="json").json()
     assert detect["key_measured_fpr"] == body["key_measured_fpr"]
+    inline = api_for("alice").post("/api/v1/checks?wait=5", {"text": wm_text}, format="json")
+    assert inline.json()["key_measured_fpr"] == body["key_measured_fpr"]  # as read back
 
 
 def test_a_check_against_an_uncalibrated_key_says_so(client, cast, alice_key, wm_text, api_for):
