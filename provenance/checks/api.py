@@ -130,6 +130,7 @@ class CheckSummaryOutput(FieldsOnce):
             "is_watermarked",
             "verdict",
             "verdict_reason",
+            "verdict_tokens_needed",
             "p_value",
             "log10_p",
             "decided_by",
@@ -357,6 +358,7 @@ CHECK_EXPORT_FIELDS = [
     "is_watermarked",
     "verdict",
     "verdict_reason",
+    "verdict_tokens_needed",
     "p_value",
     "log10_p",
     "decided_by",
@@ -619,6 +621,10 @@ class DetectApi(TieredApi):
         is_watermarked = serializers.BooleanField()
         verdict = serializers.ChoiceField(choices=Verdict.choices)
         verdict_reason = serializers.CharField()
+        verdict_tokens_needed = serializers.IntegerField(
+            allow_null=True,
+            help_text="scored tokens a watermarked text of this kind needs for 80% power",
+        )
         log10_p = serializers.FloatField()
         num_tokens = serializers.IntegerField()
         num_hypotheses = serializers.IntegerField()
@@ -646,6 +652,7 @@ def _detect_body(result: Any) -> dict[str, Any]:
         "is_watermarked": result.is_watermarked,
         "verdict": result.verdict,
         "verdict_reason": result.verdict_reason,
+        "verdict_tokens_needed": result.tokens_needed,
         "log10_p": result.log10_p,
         "num_tokens": best.detection.num_tokens if best else 0,
         "num_hypotheses": len(result.hypotheses),

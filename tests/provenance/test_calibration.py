@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from detector.corpora import Corpus
+from detector.report import verify
 from provenance.accounts.models import Membership
 from provenance.checks import scoring
 from provenance.checks.services import check_score
@@ -265,6 +266,9 @@ def test_a_later_calibration_does_not_change_an_old_answer(
     assert second.finished_at > first.finished_at
     after = api_for("alice").get(f"/api/v1/checks/{old.id}").json()["key_measured_fpr"]
     assert after == before
+    token = api_for("alice").get(f"/api/v1/checks/{old.id}/report").content.decode()
+    jwks = api_for("alice").get("/.well-known/jwks.json").json()
+    assert verify(token, jwks).payload["verdict"]["key_measured_fpr"] == before
     client.force_login(cast["alice"])
     assert "Flagged" not in client.get(f"/checks/{old.id}/").content.decode()
     new = check_score_new(cast, wm_text)

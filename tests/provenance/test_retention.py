@@ -194,6 +194,8 @@ def test_alice_deletes_an_audit_and_its_items_exports_and_texts_go(
     assert all(item.is_watermarked is not None and item.text_sha256 for item in items)
     assert not items.filter(heatmap_compact__isnull=False).exists()
     assert not items.filter(token_data__isnull=False).exists()
+    # The detection log's row for the audit stays; each item keeps its text's digest.
+    assert DetectionLog.objects.get(audit_id=scored_audit).num_texts == 2
 
 
 def test_the_audit_page_deletes_after_confirmation(client, cast, scored_audit, wm_text):
