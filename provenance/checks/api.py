@@ -367,6 +367,7 @@ CHECK_EXPORT_FIELDS = [
     "num_scored_tokens",
     "best_key",
     "threshold",
+    "key_fpr_above_threshold",
     "created_at",
     "finished_at",
     "num_spans",
@@ -396,6 +397,7 @@ def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, An
         summary = tiers.redact(summary)
     base = {field: summary.get(field) for field in CHECK_EXPORT_FIELDS if field != "check_id"}
     base["check_id"] = summary["id"]
+    base["key_fpr_above_threshold"] = selectors.key_fpr_above_threshold(check)
     base.update(selectors.longest_span(check.spans or []))
     for h in summary["hypotheses"] or [{}]:
         yield {

@@ -3,6 +3,8 @@ shown on the keys page, the admin and the verdicts, and run by a real worker."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from datetime import timedelta
 
@@ -276,6 +278,12 @@ def test_a_later_calibration_does_not_change_an_old_answer(
     assert fresh["above_threshold"] is True and fresh["genres"]["code"]["rate"] == 1.0
     assert fresh["genres"]["code"]["above_threshold"] is True
     assert "Flagged" in client.get(f"/checks/{new.id}/").content.decode()
+    flags = [
+        api_for("alice").get(f"/api/v1/checks/{c.id}/export.csv").content.decode()
+        for c in (old, new)
+    ]
+    rows = [next(csv.DictReader(io.StringIO(f))) for f in flags]
+    assert [r["key_fpr_above_threshold"] for r in rows] == ["False", "True"]
 
 
 def test_a_check_scored_before_any_calibration_stays_unmeasured(

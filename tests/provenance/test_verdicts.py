@@ -112,6 +112,7 @@ def test_the_tokens_needed_figure_is_in_detect_exports_and_reports(api_for, alic
     exported = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.json").streaming_content)
     (row,) = json.loads(exported)["results"]
     assert row["verdict_tokens_needed"] == check.verdict_tokens_needed
+    assert "key_fpr_above_threshold" in row and row["key_fpr_above_threshold"] is None
     single = alice.get(f"/api/v1/checks/{check.id}/export.csv").content.decode()
     assert next(csv.DictReader(io.StringIO(single)))["verdict_tokens_needed"] == str(
         check.verdict_tokens_needed
