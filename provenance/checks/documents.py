@@ -12,8 +12,9 @@ too_large, too_many_pages, too_many_files, too_complex, too_slow). What the libr
   would except inside ``pre``;
 * .docx with python-docx: paragraphs and table cells in document order, one per line, a
   blank line between paragraphs;
-* .pdf with pypdf: each page's text layer in order, pages separated by a blank line. A PDF
-  without a text layer (scanned pages) is refused as image-only: there is no OCR here.
+* .pdf with pypdf: each page's text layer in order, pages separated by a blank line; the
+  lines of a paragraph are joined (layout mode finds the paragraph gaps). A PDF without a
+  text layer (scanned pages) is refused as image-only: there is no OCR here.
 
 Extraction runs in the request, so every input bounds its cost: file and archive sizes (the
 zip reader stops each member at its declared size), the inflated size of a .docx and of its
@@ -338,8 +339,50 @@ def _pdf(name: str, content: bytes, limits: Limits, deadline: float) -> str:
     if not any(text.strip() for text in texts):
         reason = "the PDF has no text layer (scanned images?); run OCR on it first"
         raise DocumentError(name, reason, "image_only")
-    cleaned = ("\n".join(line.rstrip() for line in text.splitlines()) for text in texts)
-    return "\n\n".join(text.strip("\n") for text in cleaned if text.strip())
+    return "\n\n".join(text for text in texts if text.strip())
+
+
+def _pdf_page_text(page: Any) -> str:
+    """A page's text as paragraphs. pypdf's layout mode leaves a blank line where lines lie
+    further apart than the line spacing; the lines of a paragraph are joined, since a PDF
+    breaks them where the page is full, not where the writer did (with a space, or nothing
+    after a hyphen or beside Chinese and Japanese characters)."""
+    from pypdf.errors import LimitReachedError
+
+    try:
+        laid_out = page.extract_text(extraction_mode="layout") or ""
+    except LimitReachedError:
+        raise
+    except Exception:  # layout mode fails on some fonts where the plain reading does not
+        plain = page.extract_text() or ""
+        return "\n".join(line.strip() for line in plain.splitlines() if line.strip())
+    paragraphs = (_pdf_lines(block) for block in re.split(r"\n[ \t]*\n", laid_out))
+    return "\n\n".join(_pdf_unwrap(lines) for lines in paragraphs if lines)
+
+
+def _pdf_lines(block: str) -> list[str]:
+    # Layout mode pads with spaces to place words where they stand on the page.
+    lines = (re.sub(r"[ \t]{2,}", " ", line).strip() for line in block.splitlines())
+    return [line for line in lines if line]
+
+
+def _pdf_unwrap(lines: list[str]) -> str:
+    text = lines[0]
+    for line in lines[1:]:
+        glued = text.endswith("-") or _unspaced(text[-1]) or _unspaced(line[0])
+        text += line if glued else " " + line
+    return text
+
+
+def _unspaced(char: str) -> bool:
+    """Chinese and Japanese characters and punctuation: no space where their lines wrap."""
+    return (
+        "\u3000" <= char <= "\u30ff"
+        or "\u3400" <= char <= "\u4dbf"
+        or "\u4e00" <= char <= "\u9fff"
+        or "\uf900" <= char <= "\ufaff"
+        or "\uff00" <= char <= "\uffef"
+    )
 
 
 def _pdf_pages(name: str, reader: Any, limits: Limits, deadline: float) -> list[str]:
@@ -357,7 +400,7 @@ def _pdf_pages(name: str, reader: Any, limits: Limits, deadline: float) -> list[
     with apply_configuration(stream_parsing_work_maximum_count=_PDF_PAGE_BUDGET):
         for page in reader.pages:
             _in_time(name, deadline, limits.max_seconds)
-            texts.append(page.extract_text() or "")
+            texts.append(_pdf_page_text(page))
             size += len(texts[-1].encode("utf-8", "replace"))
             _text_within(name, size, limits)
     return texts

@@ -28,10 +28,23 @@ def test_extraction_keeps_every_paragraph_in_order(kind):
     assert positions == sorted(positions)
 
 
-@pytest.mark.parametrize("kind", ["txt", "md", "html", "docx"])
+@pytest.mark.parametrize("kind", ["txt", "md", "html", "docx", "pdf"])
 def test_paragraphs_are_separated_by_a_blank_line(kind):
     text = documents.extract(f"doc.{kind}", make.MAKERS[kind](PARAGRAPHS), LIMITS).text
     assert "\n\n".join(PARAGRAPHS) in text
+
+
+def test_a_pdf_paragraph_wrapped_over_lines_comes_back_as_one():
+    long = [p * 4 for p in PARAGRAPHS]  # each wraps over two or three lines of the page
+    text = documents.extract("wrapped.pdf", make.pdf(long), LIMITS).text
+    assert text == "\n\n".join(long)
+
+
+def test_pdf_lines_join_with_a_space_except_after_a_hyphen_or_beside_cjk():
+    assert documents._pdf_unwrap(["one", "two"]) == "one two"
+    assert documents._pdf_unwrap(["well-", "known"]) == "well-known"
+    assert documents._pdf_unwrap(["東京の", "天気は"]) == "東京の天気は"
+    assert documents._pdf_unwrap(["서울의", "날씨"]) == "서울의 날씨"  # Korean spaces words
 
 
 def test_html_keeps_visible_text_only():
