@@ -8,7 +8,7 @@ files, which then loads in ~3 s and is a directory vLLM can serve as it is.
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +35,26 @@ def _convert(gguf: Path, target: Path) -> None:
     model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    tmp = _directory_beside(target)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    tmp.chmod(0o755)  # mkdtemp makes it private; the web worker may run as another user
     try:
         tmp.rename(target)
     except OSError:  # another process finished first: keep theirs
         if not (target / "config.json").is_file():
             raise
+
+
+def _directory_beside(target: Path) -> Path:
+    """A fresh directory next to ``target``, to rename into place once written. Its mode
+    comes from the process umask, like every other file in the data directory: 0700 under
+    ``make run`` (umask 0077), 0755 under the usual 0022, where a generator running as
+    another user reads the model (mkdtemp's fixed 0700, widened afterwards, would be neither
+    private from the start nor the umask's choice)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f"{target.name}.{secrets.token_hex(6)}"
+    tmp.mkdir()  # 0o777 & ~umask; a name taken already raises instead of sharing it
+    return tmp
 
 
 def embedded_model_dir() -> Path:

@@ -13,7 +13,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
-    list_display = ["name", "created_at"]
+    list_display = ["name", "oracle_tier", "retention_days", "created_at"]
     search_fields = ["name"]
     inlines = [MembershipInline]
 

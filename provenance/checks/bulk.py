@@ -86,3 +86,14 @@ def update_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
     pk = connection.ops.quote_name(model._meta.pk.column)
     with connection.cursor() as cursor:
         cursor.executemany(f"UPDATE {table} SET {sets} WHERE {pk} = %s", params)
+
+
+def prefetched(obj: models.Model, related_name: str, rows: list[models.Model]) -> None:
+    """Give ``obj`` the rows of its reverse relation ``related_name`` that were just written,
+    as ``prefetch_related`` would have read them (``obj.<related_name>.all()`` then runs no
+    query). The rows must be all of them, in the relation's order."""
+    queryset = getattr(obj, related_name).all()
+    queryset._result_cache = rows
+    queryset._prefetch_done = True
+    cache = obj.__dict__.setdefault("_prefetched_objects_cache", {})
+    cache[related_name] = queryset

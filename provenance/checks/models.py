@@ -128,6 +128,10 @@ class Check(models.Model):
     num_scored_tokens = models.PositiveIntegerField(null=True, blank=True)
     # "gamma" or "weighted" (model-assisted): the test the verdict rests on; "" until scored.
     decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
+    # The best key's measured false-positive rate when the check was scored
+    # (provenance.keys.selectors.measured_fpr; null: not calibrated then): a later
+    # calibration does not change what this answer says.
+    key_measured_fpr = models.JSONField(null=True, blank=True)
     best_key = models.ForeignKey(
         WatermarkKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

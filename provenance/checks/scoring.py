@@ -35,7 +35,12 @@ from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
-from provenance.keys.selectors import key_config, tokens_needed
+from provenance.keys.selectors import (
+    calibrated_tokens_needed,
+    key_config,
+    latest_calibrations,
+    measured_fpr,
+)
 
 CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
@@ -61,6 +66,10 @@ class KeyGroup:
     # Each key's measured scored tokens for 80% power (None: the detector's default), which
     # the three-way verdict weighs the scored token count against.
     tokens_needed: tuple[int | None, ...] = ()
+    # Each key's measured false-positive rate when the group was prepared
+    # (``provenance.keys.selectors.measured_fpr``; None: never calibrated). Stored with the
+    # check, so a later calibration does not change what an old answer says.
+    measured_fpr: tuple[dict[str, Any] | None, ...] = ()
 
     def __repr__(self) -> str:  # configs hold key values: never let them reach a log line
         return f"<KeyGroup tokenizer={self.tokenizer.name!r} keys={len(self.keys)}>"
@@ -78,6 +87,8 @@ class HypothesisResult:
     decided_by: str = "gamma"
     # Content hash of the n-gram table that filtered its scored tokens; "" when none applied.
     ngram_table: str = ""
+    # The key's measured false-positive rate when scored (None: not calibrated then).
+    measured_fpr: dict[str, Any] | None = None
 
     @property
     def index(self) -> int:
@@ -108,6 +119,11 @@ class TextResult(VerdictResult):
         """The test the family verdict rests on (its strongest hypothesis's); "" if none."""
         return "" if self.best is None else self.hypotheses[self.best].decided_by
 
+    @property
+    def key_measured_fpr(self) -> dict[str, Any] | None:
+        """The best key's measured false-positive rate when the text was scored."""
+        return None if self.best is None else self.hypotheses[self.best].measured_fpr
+
     spans: tuple[dict[str, Any], ...] = ()  # every hypothesis's accepted spans, in text order
 
 
@@ -127,6 +143,7 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
     by_tokenizer: dict[int, list[WatermarkKey]] = {}
     for key in keys:
         by_tokenizer.setdefault(key.tokenizer_id, []).append(key)
+    calibrations = latest_calibrations(keys)  # one query for every key's
     groups = []
     for members in by_tokenizer.values():
         tokenizer = members[0].tokenizer
@@ -136,17 +153,13 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
                 loaded=tokenizer_load(tokenizer),
                 keys=tuple(members),
                 configs=tuple(_config(key) for key in members),
-                tokens_needed=tuple(_tokens_needed(key) for key in members),
+                tokens_needed=tuple(
+                    calibrated_tokens_needed(calibrations.get(key.id)) for key in members
+                ),
+                measured_fpr=tuple(measured_fpr(calibrations.get(key.id)) for key in members),
             )
         )
     return groups
-
-
-def _tokens_needed(key: WatermarkKey) -> int | None:
-    """The key's calibrated scored tokens for 80% power, when it has been calibrated (the
-    calibration's measured power curve, the larger of T=1 and T=0.7); None lets the detector
-    use its default."""
-    return tokens_needed(key)
 
 
 def _document(ids: Any, group: KeyGroup, expected: Any = None) -> Document:
@@ -320,10 +333,15 @@ def _result(
         first_windows=windows,
     )
     tables = [_table_hash(group, c) for group in groups for c in group.configs]
+    fprs = [
+        group.measured_fpr[i] if group.measured_fpr else None
+        for group in groups
+        for i in range(len(group.keys))
+    ]
     hypotheses = tuple(
-        HypothesisResult(key, tokenizer, h, _decided_by(h.detection, loc), table)
-        for (key, tokenizer), h, loc, table in zip(
-            rows, verdict.hypotheses, localizations, tables, strict=True
+        HypothesisResult(key, tokenizer, h, _decided_by(h.detection, loc), table, fpr)
+        for (key, tokenizer), h, loc, table, fpr in zip(
+            rows, verdict.hypotheses, localizations, tables, fprs, strict=True
         )
     )
     return TextResult(

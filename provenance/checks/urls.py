@@ -11,6 +11,7 @@ urlpatterns = [
     path("checks/<uuid:check_id>/delete/", views.check_delete, name="check-delete"),
     path("audits/", views.audit_list, name="audit-list"),
     path("audits/<uuid:audit_id>/", views.audit_detail, name="audit-detail"),
+    path("audits/<uuid:audit_id>/delete/", views.audit_delete, name="audit-delete"),
     path("detect", api.DetectApi.as_view(), name="api-detect"),
     path("api/v1/checks", api.CheckListCreateApi.as_view(), name="api-checks"),
     path("api/v1/checks/<uuid:check_id>", api.CheckDetailApi.as_view(), name="api-check-detail"),

@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework.request import Request
@@ -22,7 +23,7 @@ from provenance.checks import heatmap, selectors, services, tiers
 from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
-from provenance.keys.selectors import calibration_rates, keys_visible_to, latest_calibrations
+from provenance.keys.selectors import GENRE_LABELS, keys_visible_to
 
 
 def _detection_allowed(request: HttpRequest) -> bool:
@@ -62,6 +63,8 @@ DOCUMENT_MESSAGES = {
     "document_empty": _("%(file)s: the document contains no text"),
     "document_too_large": _("%(file)s: the file is larger than the limit"),
     "document_too_many_pages": _("%(file)s: the PDF has more pages than the limit"),
+    "document_too_complex": _("%(file)s: the PDF is too complex to read"),
+    "document_too_slow": _("%(file)s: reading the file took longer than the time limit"),
 }
 
 
@@ -115,12 +118,22 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
 
 
 def _calibration(check: Check) -> dict[str, Any] | None:
-    """The best key's latest calibration, for the verdict to name its measured rate."""
-    if check.best_key is None:
+    """The best key's measured rate as stored when the check was scored, for the verdict to
+    name it (``measured``: None when the key was not calibrated then)."""
+    if check.best_key_id is None:
         return None
-    run = latest_calibrations([check.best_key]).get(check.best_key.id)
-    rates = calibration_rates(run)
-    return {"run": run, "rates": rates, "flagged": any(r["rate"].above_threshold for r in rates)}
+    measured = check.key_measured_fpr
+    if measured is None:
+        return {"measured": None}
+    return {
+        "measured": measured,
+        "measured_at": parse_datetime(measured["measured_at"] or ""),
+        "rates": [
+            {"label": GENRE_LABELS.get(genre, genre), "rate": rate}
+            for genre, rate in measured["genres"].items()
+        ],
+        "flagged": measured["above_threshold"],
+    }
 
 
 @login_required
@@ -160,5 +173,23 @@ def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> Http
     audit = selectors.audit_get(request.user, audit_id)
     page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
     _tiered(request, page)
-    context = {"audit": audit, "counts": selectors.audit_counts(audit), "page": page}
+    context = {
+        "audit": audit,
+        "counts": selectors.audit_counts(audit),
+        "page": page,
+        "may_delete": selectors.may_delete(request.user, audit),
+    }
     return render(request, "checks/audit_detail.html", context)
+
+
+@login_required
+def audit_delete(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> HttpResponse:
+    """GET asks for confirmation (works without JavaScript); POST deletes the audit and
+    purges all its texts."""
+    audit = selectors.audit_get(request.user, audit_id)
+    if not selectors.may_delete(request.user, audit):
+        raise PermissionDenied("only the submitter or a team admin may delete this audit")
+    if request.method == "POST":
+        services.audit_delete(user=request.user, audit_id=audit.id)
+        return redirect("audit-list")
+    return render(request, "checks/audit_delete.html", {"audit": audit})

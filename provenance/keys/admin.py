@@ -176,6 +176,7 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         "created_at",
         "retired_at",
         "measured_fpr",
+        "assisted_fpr",
         "power_curve",
     ]
     fields = [
@@ -214,6 +215,32 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         )
         when = run.finished_at.strftime("%Y-%m-%d %H:%M UTC") if run.finished_at else ""
         return format_html("<ul>{}</ul>threshold {}, measured {}", rows, run.threshold, when)
+
+    @admin.display(description=_("model-assisted false-positive rate"))
+    def assisted_fpr(self, obj: WatermarkKey) -> str:
+        run = latest_calibrations([obj]).get(obj.id)
+        if run is None:
+            return "-"
+        genres = run.assisted.get("genres")
+        if not genres:
+            return str(run.assisted.get("note", "-"))
+        rows = format_html_join(
+            "",
+            "<li>{}: {}/{} = {} (95% CI {}–{}){}</li>",
+            (
+                (
+                    genre,
+                    r["flagged"],
+                    r["texts"],
+                    f"{r['rate']:.2%}",
+                    f"{r['ci_low']:.2%}",
+                    f"{r['ci_high']:.2%}",
+                    " FLAGGED: above the threshold" if r["above_threshold"] else "",
+                )
+                for genre, r in genres.items()
+            ),
+        )
+        return format_html("<ul>{}</ul>{}", rows, run.assisted.get("note", ""))
 
     @admin.display(description=_("power curve"))
     def power_curve(self, obj: WatermarkKey) -> str:

@@ -27,7 +27,14 @@ from django.utils import timezone
 from detector.calibration import PowerPoint, Rate, clopper_pearson, tokens_needed
 from detector.corpora import CHUNK_TOKENS, GENRES, corpus
 from provenance.checks.queue import publish
-from provenance.checks.scoring import KeyGroup, ScoringError, prepare_keys, score_texts
+from provenance.checks.scoring import (
+    KeyGroup,
+    ScoringError,
+    assist_budget,
+    assist_for,
+    prepare_keys,
+    score_texts,
+)
 from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
 from provenance.keys.selectors import open_calibrations
 from provenance.keys.services import model_dir_of
@@ -116,11 +123,12 @@ def calibration_run(calibration_id: str) -> KeyCalibration | None:
     try:
         groups = prepare_keys([run.key])  # decrypts: the value stays in this worker
         rates = measure_rates(groups, run.threshold, run.texts_per_genre, run.chunk_tokens)
+        assisted = measure_assisted(groups, run)
         power, note = measure_power(groups, run)
     except ScoringError as exc:
         calibration_fail(calibration_id, str(exc))
         return None
-    return _store(run, rates, power, note)
+    return _store(run, rates, power, note, assisted)
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,42 @@ def measure_rates(
             GenreMeasurement(genre, human.description, clopper_pearson(flagged, len(results)))
         )
     return out
+
+
+def measure_assisted(groups: list[KeyGroup], run: KeyCalibration) -> dict[str, Any]:
+    """The model-assisted decision's false-positive rate, when the workers use it: each
+    genre's ``PROVENANCE_CALIBRATION_ASSIST_TEXTS`` chunks (at most the run's texts; spread
+    over the genre like the model-free sample) checked with ``score_texts(assist=True)``, in
+    batches within the task's model budget so that the model reads every one. The sample is
+    bounded because the model reads each token (about 30 tokens/s on a loaded CPU core):
+    its interval is wider than the model-free one."""
+    budget = assist_budget()
+    wanted = min(settings.PROVENANCE_CALIBRATION_ASSIST_TEXTS, run.texts_per_genre)
+    if budget == 0:
+        return {"note": "model assistance is off (PROVENANCE_MODEL_ASSIST)"}
+    if assist_for(groups[0].tokenizer) is None:
+        return {"note": "no model is registered for the key's tokenizer"}
+    if wanted == 0:
+        return {"note": "not requested (PROVENANCE_CALIBRATION_ASSIST_TEXTS=0)"}
+    per_batch = max(1, budget // run.chunk_tokens)
+    genres = {}
+    for genre in GENRES:
+        texts = list(corpus(groups[0].loaded, genre, wanted, run.chunk_tokens).texts)
+        results = []
+        for start in range(0, len(texts), per_batch):
+            batch = texts[start : start + per_batch]
+            results += score_texts(batch, groups, threshold=run.threshold, assist=True)
+        read = [r for r in results if r.hypotheses[0].detection.weighted is not None]
+        rate = clopper_pearson(sum(bool(r.is_watermarked) for r in read), len(read))
+        genres[genre] = {
+            "texts": rate.texts,
+            "flagged": rate.flagged,
+            "rate": rate.rate,
+            "ci_low": rate.low,
+            "ci_high": rate.high,
+            "above_threshold": rate.above(run.threshold),
+        }
+    return {"genres": genres, "note": f"{wanted} chunks per genre read by the model"}
 
 
 def model_for(tokenizer: Tokenizer) -> str | None:
@@ -227,7 +271,11 @@ def _curve(
 
 @transaction.atomic
 def _store(
-    run: KeyCalibration, rates: list[GenreMeasurement], power: dict[str, Any], note: str
+    run: KeyCalibration,
+    rates: list[GenreMeasurement],
+    power: dict[str, Any],
+    note: str,
+    assisted: dict[str, Any],
 ) -> KeyCalibration | None:
     locked = KeyCalibration.objects.select_for_update().filter(
         id=run.id, status=KeyCalibration.Status.RUNNING
@@ -248,9 +296,9 @@ def _store(
         )
         for m in rates
     )
-    run.power, run.power_note = power, note[:300]
+    run.power, run.power_note, run.assisted = power, note[:300], assisted
     run.status, run.finished_at = KeyCalibration.Status.DONE, timezone.now()
-    run.save(update_fields=["power", "power_note", "status", "finished_at"])
+    run.save(update_fields=["power", "power_note", "assisted", "status", "finished_at"])
     logger.info("calibration %s of key %s done", run.id, run.key_id)
     return run
 

@@ -167,6 +167,10 @@ class KeyCalibration(models.Model):
     # for 80% power (null: more than were generated). Empty when not measured.
     power = models.JSONField(default=dict, blank=True)
     power_note = models.CharField(max_length=300, blank=True)
+    # The model-assisted decision's rate on a bounded sample per genre, when model
+    # assistance is on and the tokenizer has a model ({"genres": {genre: {texts, flagged,
+    # rate, ci_low, ci_high, above_threshold}}, "note"}); {"note": why not} otherwise.
+    assisted = models.JSONField(default=dict, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

@@ -127,6 +127,7 @@ def measured_fpr(run: KeyCalibration | None) -> dict[str, Any] | None:
                 "ci_high": rate.ci_high,
                 "texts": rate.texts,
                 "flagged": rate.flagged,
+                "above_threshold": rate.above_threshold,
             }
             for rate in run.rates.all()
         },
@@ -138,12 +139,13 @@ def tokens_needed(key: WatermarkKey, temperature: float | None = None) -> int | 
     threshold (one hypothesis), from its latest measured power curve: at ``temperature``
     (1.0 or 0.7), or the larger of the two when None. None: not measured, or not reached
     within the generated length."""
-    run = (
-        KeyCalibration.objects.filter(key_id=key.id, status=KeyCalibration.Status.DONE)
-        .order_by("-finished_at")
-        .only("power")
-        .first()
-    )
+    return calibrated_tokens_needed(latest_calibrations([key]).get(key.id), temperature)
+
+
+def calibrated_tokens_needed(
+    run: KeyCalibration | None, temperature: float | None = None
+) -> int | None:
+    """``tokens_needed`` from a key's latest calibration ``run`` (None: never calibrated)."""
     if run is None:
         return None
     labels = ["1.0", "0.7"] if temperature is None else [f"{temperature:.1f}"]
@@ -166,6 +168,12 @@ def key_measured_fpr(key: WatermarkKey | None) -> dict[str, Any] | None:
 
 
 GENRE_LABELS = {"prose": _("prose"), "code": _("source code"), "templated": _("templated text")}
+
+
+def calibration_assisted_rates(run: KeyCalibration | None) -> list[dict[str, Any]]:
+    """The model-assisted decision's per-genre rates for a page (none when not measured)."""
+    genres = {} if run is None else run.assisted.get("genres", {})
+    return [{"rate": r, "label": GENRE_LABELS.get(g, g)} for g, r in genres.items()]
 
 
 def calibration_rates(run: KeyCalibration | None) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from provenance.accounts.selectors import team_for_user
 from provenance.keys import calibration
 from provenance.keys.selectors import (
+    calibration_assisted_rates,
     calibration_rates,
     keys_visible_to,
     latest_calibrations,
@@ -34,6 +35,7 @@ def key_list(request: HttpRequest) -> HttpResponse:
             "key": key,
             "calibration": latest.get(key.id),
             "rates": calibration_rates(latest.get(key.id)),
+            "assisted": calibration_assisted_rates(latest.get(key.id)),
             "pending": key.id in pending,
             "may_calibrate": may_calibrate(request.user, key),
         }

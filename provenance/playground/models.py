@@ -74,6 +74,8 @@ class Message(models.Model):
     class Meta:
         # Ids are random: creation time orders the turns (one insert each, never equal).
         ordering = ["conversation", "created_at"]
+        # The retention purge looks for messages by age on every sweeper pass.
+        indexes = [models.Index(fields=["created_at"], name="message_by_age")]
 
     def __str__(self) -> str:
         return f"{self.role} message {self.pk}"

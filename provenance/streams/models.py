@@ -30,6 +30,8 @@ class Stream(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The retention purge looks for streams by age on every sweeper pass.
+        indexes = [models.Index(fields=["created_at"], name="stream_by_age")]
 
     def __str__(self) -> str:
         return f"stream {self.pk} ({self.num_tokens} tokens)"

@@ -152,3 +152,35 @@ def test_the_heatmap_cuts_tokens_where_the_server_did_with_emoji_and_line_breaks
             shown = end
     spans = page.eval_on_selector_all("#heatmap .tok", "els => els.map(e => e.textContent)")
     assert spans == expected
+
+
+def test_the_result_page_of_a_long_text_reads_whole_with_javascript_off(
+    live_server, cast, alice_key, wm_text, human_text
+):
+    from playwright.sync_api import sync_playwright
+
+    from provenance.checks.services import check_create, check_score
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed")
+    text = "\n\n".join([wm_text, *(f"{i}. {human_text}" for i in range(30))])  # ~9k tokens
+    check = check_create(user=cast["alice"], text=text)
+    check_score(check.id)
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_context(java_script_enabled=False).new_page()
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-pass-123")
+        page.click("button[type=submit]")
+        page.goto(f"{live_server.url}/checks/{check.id}/")
+        assert page.get_attribute("#verdict", "data-verdict") == "watermarked"
+        heatmap = page.locator("#heatmap")
+        # No script ran: no token spans, and the plain text is on screen, every character.
+        assert heatmap.locator(".tok").count() == 0 and heatmap.get_attribute("data-ready") is None
+        assert heatmap.is_visible() and heatmap.text_content() == text
+        assert heatmap.inner_text().split() == text.split()  # rendered, not hidden by CSS
+        assert heatmap.bounding_box()["height"] > 1000  # laid out as lines of text
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

@@ -3,6 +3,8 @@ shown on the keys page, the admin and the verdicts, and run by a real worker."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from datetime import timedelta
 
@@ -12,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from detector.corpora import Corpus
+from detector.report import verify
 from provenance.accounts.models import Membership
 from provenance.checks import scoring
 from provenance.checks.services import check_score
@@ -74,6 +77,7 @@ def test_a_key_that_flags_the_corpus_is_flagged(alice_key, watermarked_corpus):
         "ci_high": 1.0,
         "texts": 30,
         "flagged": 30,
+        "above_threshold": True,
     }
 
 
@@ -147,6 +151,8 @@ def test_a_check_names_the_best_keys_measured_rate(client, cast, alice_key, wm_t
     assert set(body["key_measured_fpr"]["genres"]) == {"prose", "code", "templated"}
     detect = api_for("alice").post("/detect", {"text": wm_text}, format="json").json()
     assert detect["key_measured_fpr"] == body["key_measured_fpr"]
+    inline = api_for("alice").post("/api/v1/checks?wait=5", {"text": wm_text}, format="json")
+    assert inline.json()["key_measured_fpr"] == body["key_measured_fpr"]  # as read back
 
 
 def test_a_check_against_an_uncalibrated_key_says_so(client, cast, alice_key, wm_text, api_for):
@@ -242,3 +248,104 @@ def test_a_calibrated_power_curve_reaches_the_three_way_verdict(alice_key):
     assert tokens_needed(alice_key) == 140 and tokens_needed(alice_key, 1.0) == 90
     (group,) = scoring.prepare_keys([alice_key])
     assert group.tokens_needed == (140,)
+
+
+def test_a_later_calibration_does_not_change_an_old_answer(
+    client, cast, alice_key, wm_text, api_for, monkeypatch
+):
+    first = _calibrate(alice_key, texts=10)
+    old = check_score_new(cast, wm_text)
+    before = api_for("alice").get(f"/api/v1/checks/{old.id}").json()["key_measured_fpr"]
+    assert before["measured_at"] == first.finished_at.isoformat()
+    assert before["above_threshold"] is False
+    # Recalibrated on a corpus the key flags entirely: new answers name it, old ones do not.
+    monkeypatch.setattr(
+        calibration,
+        "corpus",
+        lambda tokenizer, genre, limit, size=250: Corpus(genre, (wm_text,) * limit, "stand-in"),
+    )
+    second = _calibrate(alice_key, texts=10)
+    assert second.finished_at > first.finished_at
+    after = api_for("alice").get(f"/api/v1/checks/{old.id}").json()["key_measured_fpr"]
+    assert after == before
+    token = api_for("alice").get(f"/api/v1/checks/{old.id}/report").content.decode()
+    jwks = api_for("alice").get("/.well-known/jwks.json").json()
+    assert verify(token, jwks).payload["verdict"]["key_measured_fpr"] == before
+    client.force_login(cast["alice"])
+    assert "Flagged" not in client.get(f"/checks/{old.id}/").content.decode()
+    new = check_score_new(cast, wm_text)
+    fresh = api_for("alice").get(f"/api/v1/checks/{new.id}").json()["key_measured_fpr"]
+    assert fresh["above_threshold"] is True and fresh["genres"]["code"]["rate"] == 1.0
+    assert fresh["genres"]["code"]["above_threshold"] is True
+    assert "Flagged" in client.get(f"/checks/{new.id}/").content.decode()
+    flags = [
+        api_for("alice").get(f"/api/v1/checks/{c.id}/export.csv").content.decode()
+        for c in (old, new)
+    ]
+    rows = [next(csv.DictReader(io.StringIO(f))) for f in flags]
+    assert [r["key_fpr_above_threshold"] for r in rows] == ["False", "True"]
+
+
+def test_a_check_scored_before_any_calibration_stays_unmeasured(
+    client, cast, alice_key, wm_text, api_for
+):
+    check = check_score_new(cast, wm_text)
+    _calibrate(alice_key, texts=10)
+    assert api_for("alice").get(f"/api/v1/checks/{check.id}").json()["key_measured_fpr"] is None
+    client.force_login(cast["alice"])
+    assert "not measured yet" in client.get(f"/checks/{check.id}/").content.decode()
+
+
+def test_the_migration_gives_old_checks_the_calibration_latest_when_they_finished(
+    cast, alice_key, wm_text
+):
+    import importlib
+
+    from django.apps import apps
+
+    from provenance.checks.models import Check
+
+    migration = importlib.import_module("provenance.checks.migrations.0012_check_key_measured_fpr")
+    first = _calibrate(alice_key, texts=10)
+    between = check_score_new(cast, wm_text)
+    second = _calibrate(alice_key, texts=11)
+    after = check_score_new(cast, wm_text)
+    earlier = check_score_new(cast, wm_text)
+    Check.objects.filter(id=earlier.id).update(finished_at=first.finished_at - timedelta(seconds=1))
+    Check.objects.update(key_measured_fpr=None)  # as scored before the field existed
+    migration.backfill(apps, None)
+    stored = dict(Check.objects.values_list("id", "key_measured_fpr"))
+    assert stored[earlier.id] is None
+    assert stored[between.id]["measured_at"] == first.finished_at.isoformat()
+    assert stored[after.id]["measured_at"] == second.finished_at.isoformat()
+    assert stored[after.id] == key_measured_fpr(alice_key)  # the same shape as the API's
+    assert stored[after.id]["genres"]["prose"]["texts"] == 11
+
+
+def test_without_model_assistance_the_assisted_rate_says_why_it_is_missing(alice_key, settings):
+    settings.PROVENANCE_MODEL_ASSIST = False
+    run = _calibrate(alice_key, texts=4)
+    assert run.assisted == {"note": "model assistance is off (PROVENANCE_MODEL_ASSIST)"}
+
+
+def test_with_model_assistance_the_assisted_decision_is_measured_as_the_workers_decide(
+    alice_key, settings, client, cast, capsys
+):
+    settings.PROVENANCE_MODEL_ASSIST = True
+    settings.PROVENANCE_CALIBRATION_ASSIST_TEXTS = 2
+    settings.PROVENANCE_ASSIST_MAX_TOKENS = 300  # one 250-token chunk per model read
+    run = _calibrate(alice_key, texts=5)
+    genres = run.assisted["genres"]
+    assert set(genres) == {"prose", "code", "templated"}
+    groups = scoring.prepare_keys([alice_key])
+    for genre, measured in genres.items():
+        assert measured["texts"] == 2 and measured["ci_low"] <= measured["rate"]
+        texts = list(calibration.corpus(groups[0].loaded, genre, 2).texts)
+        again = [
+            scoring.score_texts([t], groups, threshold=run.threshold, assist=True)[0] for t in texts
+        ]
+        assert all(r.hypotheses[0].detection.weighted is not None for r in again)
+        assert measured["flagged"] == sum(r.is_watermarked for r in again)
+    client.force_login(cast["bob"])
+    page = client.get("/keys/").content.decode()
+    assert 'class="grid assisted"' in page and "model-assisted test" in page

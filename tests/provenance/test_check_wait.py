@@ -64,6 +64,22 @@ def test_an_inline_check_stores_exactly_what_the_worker_stores(alice, alice_key,
     assert inline["started_at"] <= inline["finished_at"]
 
 
+@pytest.mark.parametrize("which", ["wm_text", "human_text"])
+def test_an_inline_answer_is_what_reading_the_check_back_answers(alice, alice_key, which, request):
+    answer = _post(alice, request.getfixturevalue(which))
+    assert answer.status_code == 201
+    assert answer.json() == alice.get(f"/api/v1/checks/{answer.json()['id']}").json()
+
+
+def test_a_failed_inline_answer_is_what_reading_the_check_back_answers(alice, alice_key, wm_text):
+    from provenance.keys.models import WatermarkKey
+
+    WatermarkKey.objects.filter(id=alice_key.id).update(encrypted_value=b"not a token")
+    answer = _post(alice, wm_text).json()
+    assert answer["status"] == "failed"
+    assert answer == alice.get(f"/api/v1/checks/{answer['id']}").json()
+
+
 def test_a_text_over_the_inline_limit_is_queued_and_waited_for(
     alice, alice_key, wm_text, settings, published, django_capture_on_commit_callbacks
 ):
@@ -121,10 +137,10 @@ def test_a_database_failure_while_storing_inline_answers_503_and_stores_nothing(
 ):
     from provenance.checks.services import checks
 
-    def locked(pairs):  # fault injection: the write fails after the check row was inserted
+    def locked(check, scored):  # fault injection: a write after the check row was inserted
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(checks, "results_write", locked)
+    monkeypatch.setattr(checks, "inline_hypotheses_store", locked)
     response = _post(alice, wm_text)
     assert response.status_code == 503
     assert not Check.objects.exists() and not DetectionLog.objects.exists()

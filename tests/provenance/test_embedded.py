@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -65,6 +66,10 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
         wait_until(lambda: _port_open(port), 60, 0.2)
         verdict = _paste_and_check(port, password, watermarked_text(DEMO_KEY, 120, seed=9))
         assert verdict == "watermarked"
+        # Redis runs without snapshots; an operator's SAVE (or a replica's sync) still
+        # writes a dump holding the queue's messages: private as well.
+        redis_port = int(re.search(r"Redis \(embedded\) on port (\d+)", "".join(lines)).group(1))
+        assert _redis_save(redis_port) == b"+OK"
         while_running = _modes(data_dir)  # the WAL and shared-memory files exist only now
     finally:
         proc.send_signal(signal.SIGINT)
@@ -74,7 +79,6 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
     assert code == 0
     assert _processes_with_data_dir(data_dir) == []  # no child outlived the runner
     assert not _port_open(port)
-    redis_port = int(re.search(r"Redis \(embedded\) on port (\d+)", "".join(lines)).group(1))
     assert not _port_open(redis_port)
     assert (data_dir / "provenance.sqlite3").exists() and (data_dir / "kek.key").exists()
     assert str(DEMO_KEY) not in "".join(lines)
@@ -92,13 +96,19 @@ def _assert_private(modes: dict[str, int]) -> None:
     names = set(modes)
     for wanted in ["provenance.sqlite3", "provenance.sqlite3-wal", "kek.key", "demo-login.txt"]:
         assert f"data/{wanted}" in names, sorted(names)
-    assert "data/redis/redis.log" in names, sorted(names)
+    assert {"data/redis/redis.log", "data/redis/dump.rdb", "data/logs/web.log"} <= names, names
     wrong = {
         name: oct(stat.S_IMODE(mode))
         for name, mode in modes.items()
         if stat.S_IMODE(mode) != (0o700 if stat.S_ISDIR(mode) else 0o600)
     }
     assert wrong == {}
+
+
+def _redis_save(port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"SAVE\r\n")
+        return sock.recv(64).strip()
 
 
 def _processes_with_data_dir(data_dir: Path) -> list[str]:

@@ -106,6 +106,7 @@ def pages(client, cast, alice_key, wm_text, api_for):
         f"/checks/{check_id}/delete/",
         "/audits/",
         f"/audits/{audit['id']}/",
+        f"/audits/{audit['id']}/delete/",
         "/keys/",
         "/accounts/token/",
         "/playground/",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -14,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from provenance.checks import queue
+from provenance.checks.bulk import prefetched
 from provenance.checks.models import Check, DetectionLog, Status
 from provenance.checks.scoring import (
     ScoringError,
@@ -26,9 +28,10 @@ from provenance.checks.services.detection_log import detection_log_create, text_
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import (
     check_fail,
+    hypotheses_insert,
     keys_for_scoring,
+    result_values,
     results_store,
-    results_write,
 )
 from provenance.checks.services.validation import team_required, text_validate
 from provenance.checks.workers import checks_claim
@@ -75,7 +78,7 @@ def check_create(
             # Set with the row, cleared if the publish fails: one write per check, not a
             # second transaction after the publish (SQLite serialises every write).
             queued_at=timezone.now() if scored is None else None,
-            started_at=None if scored is None else started,
+            **({} if scored is None else _inline_values(scored, started)),
         )
         detection_log_create(
             user=user,
@@ -88,9 +91,26 @@ def check_create(
         )
         if scored is None:
             transaction.on_commit(lambda: _publish_created(check))
-        else:
-            _store_inline(check, scored)
+        elif isinstance(scored, TextResult):
+            inline_hypotheses_store(check, scored)
     return check
+
+
+def _inline_values(scored: TextResult | ScoringError, started: datetime) -> dict[str, Any]:
+    """The columns of a check scored inline, stored with its row (one INSERT, no UPDATE):
+    what the worker's ``results_store`` or ``check_fail`` would have written."""
+    now = timezone.now()
+    if isinstance(scored, ScoringError):
+        failed = {"status": Status.FAILED, "failure_reason": str(scored), "finished_at": now}
+        return {**failed, "started_at": started}
+    return {**result_values(scored, now), "started_at": started}
+
+
+def inline_hypotheses_store(check: Check, scored: TextResult) -> None:
+    """Insert the hypotheses of ``check``, scored inline and created in this transaction, and
+    hand them to the object as if prefetched: the answer is built from what was written,
+    without reading it back."""
+    prefetched(check, "hypotheses", hypotheses_insert([(check, scored)]))
 
 
 def _model_assisted(keys: list[WatermarkKey]) -> bool:
@@ -107,16 +127,6 @@ def _score_inline(text: str, keys: list[WatermarkKey]) -> TextResult | ScoringEr
         return score_text(text, groups, threshold=settings.PROVENANCE_THRESHOLD)
     except ScoringError as exc:
         return exc
-
-
-def _store_inline(check: Check, scored: TextResult | ScoringError) -> None:
-    """Store what the worker would have stored for ``check``, created in this transaction."""
-    if isinstance(scored, ScoringError):
-        check_fail(check.id, str(scored))
-        check.status, check.failure_reason = Status.FAILED, str(scored)
-    else:
-        results_write([(check, scored)])
-        check.status = Status.DONE
 
 
 def _publish_created(check: Check) -> None:

@@ -62,17 +62,46 @@ def check_fail(check_id: Any, reason: str) -> None:
 
 
 def results_write(pairs: list[tuple[Check, TextResult]]) -> None:
-    """Write results and status "done"; the caller holds the checks (``results_store``) or
-    created them in the current transaction (a check scored inline)."""
+    """Write results and status "done"; the caller holds the checks (``results_store``)."""
     now = timezone.now()
-    bulk.insert_rows(
-        Hypothesis,
-        HYPOTHESIS_FIELDS,
-        (_hypothesis_row(check, h) for check, result in pairs for h in result.hypotheses),
-    )
+    hypotheses_insert(pairs)
     bulk.update_rows(
         Check, RESULT_FIELDS, (_result_row(check, result, now) for check, result in pairs)
     )
+
+
+def hypotheses_insert(pairs: list[tuple[Check, TextResult]]) -> list[Hypothesis]:
+    """INSERT each check's hypothesis rows; returns them as (unsaved-id) objects, in order."""
+    rows = [_hypothesis_row(check, h) for check, result in pairs for h in result.hypotheses]
+    bulk.insert_rows(Hypothesis, HYPOTHESIS_FIELDS, rows)
+    attnames = [Hypothesis._meta.get_field(name).attname for name in HYPOTHESIS_FIELDS]
+    return [Hypothesis(**dict(zip(attnames, row, strict=True))) for row in rows]
+
+
+def result_values(result: TextResult, now: datetime) -> dict[str, Any]:
+    """The columns (``RESULT_FIELDS``) of a check scored with ``result``, done at ``now``."""
+    best = result.hypotheses[result.best] if result.best is not None else None
+    return {
+        "status": Status.DONE,
+        "failure_reason": "",
+        "num_hypotheses": len(result.hypotheses),
+        "is_watermarked": result.is_watermarked,
+        "verdict": result.verdict,
+        "verdict_reason": result.verdict_reason,
+        "verdict_tokens_needed": result.tokens_needed,
+        "p_value": result.p_value,
+        "log10_p": result.log10_p,
+        "num_tokens": best.detection.num_tokens if best else 0,
+        "num_scored_tokens": best.detection.num_scored_tokens if best else 0,
+        "best_key": best.key if best else None,
+        "decided_by": result.decided_by,
+        "key_measured_fpr": result.key_measured_fpr,
+        "token_data": result.token_data,
+        "heatmap_compact": heatmap.compact(result.token_data),
+        "spans": list(result.spans),
+        "finished_at": now,
+        "scoring_ms": result.elapsed_ms,
+    }
 
 
 # started_at is not among them: the update that marks a check running sets it.
@@ -90,6 +119,7 @@ RESULT_FIELDS = [
     "num_scored_tokens",
     "best_key",
     "decided_by",
+    "key_measured_fpr",
     "token_data",
     "heatmap_compact",
     "spans",
@@ -117,28 +147,8 @@ HYPOTHESIS_FIELDS = [
 
 
 def _result_row(check: Check, result: TextResult, now: datetime) -> tuple[Any, ...]:
-    best = result.hypotheses[result.best] if result.best is not None else None
-    return (
-        check.id,
-        Status.DONE,
-        "",
-        len(result.hypotheses),
-        result.is_watermarked,
-        result.verdict,
-        result.verdict_reason,
-        result.tokens_needed,
-        result.p_value,
-        result.log10_p,
-        best.detection.num_tokens if best else 0,
-        best.detection.num_scored_tokens if best else 0,
-        best.key.id if best else None,
-        result.decided_by,
-        result.token_data,
-        heatmap.compact(result.token_data),
-        list(result.spans),
-        now,
-        result.elapsed_ms,
-    )
+    values = result_values(result, now)
+    return (check.id, *(values[name] for name in RESULT_FIELDS))
 
 
 def _hypothesis_row(check: Check, h: HypothesisResult) -> tuple[Any, ...]:

@@ -5,6 +5,11 @@ default; a team may shorten it). Then ``checks_purge`` (``manage.py checks_purge
 sweeper, ``make run``'s runner) removes the text and its per-token data; the verdict, the
 p-values, the text's SHA-256 and the detection log stay. The submitter or a team admin may
 delete a check or an audit at once: the same purge, and the row is hidden (404) from then on.
+
+The other texts the server keeps follow the same periods: playground messages (prompts and
+replies) older than the period are deleted, and their conversation's title (the first
+prompt) with them; detection streams (their state holds the text's token contexts) opened
+before it are deleted, and a later append answers 404.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from provenance.accounts.models import Team
 from provenance.checks import selectors
 from provenance.checks.models import Audit, Check, Status
 from provenance.errors import ProblemError
+from provenance.playground.models import Conversation, Message
+from provenance.streams.models import Stream
 
 logger = logging.getLogger(__name__)
 
@@ -36,17 +43,46 @@ def retention_days(team: Team) -> int:
 
 
 def checks_purge(*, now: datetime | None = None) -> int:
-    """Purge every check older than its team's retention period; returns how many."""
+    """Purge every check, playground message and stream older than its team's retention
+    period; returns how many rows were purged or deleted."""
     now = now or timezone.now()
+    counts = {"checks": 0, "messages": 0, "streams": 0}
+    for in_team, cutoff in _cutoffs(now):
+        checks = Check.objects.filter(created_at__lt=cutoff, **in_team)
+        counts["checks"] += _purge(checks, now)
+        counts["messages"] += _messages_purge(cutoff, in_team)
+        streams = Stream.objects.filter(created_at__lt=cutoff, **in_team)
+        counts["streams"] += streams.delete()[0] if streams.exists() else 0
+    if any(counts.values()):
+        logger.info(
+            "retention: purged %(checks)d check(s), deleted %(messages)d playground "
+            "message(s) and %(streams)d stream(s)",
+            counts,
+        )
+    return sum(counts.values())
+
+
+def _cutoffs(now: datetime) -> list[tuple[dict[str, Any], datetime]]:
+    """(team filter, cutoff): the teams with a shorter period first, then everyone."""
     default = settings.PROVENANCE_RETENTION_DAYS
-    purged = 0
-    for team in Team.objects.filter(retention_days__lt=default):
-        cutoff = now - timedelta(days=retention_days(team))
-        purged += _purge(Check.objects.filter(team=team, created_at__lt=cutoff), now)
-    purged += _purge(Check.objects.filter(created_at__lt=now - timedelta(days=default)), now)
-    if purged:
-        logger.info("retention: purged the text of %d check(s)", purged)
-    return purged
+    shorter = Team.objects.filter(retention_days__lt=default)
+    cutoffs = [({"team": team}, now - timedelta(days=retention_days(team))) for team in shorter]
+    return [*cutoffs, ({}, now - timedelta(days=default))]
+
+
+def _messages_purge(cutoff: datetime, in_team: dict[str, Any]) -> int:
+    """Delete playground messages older than ``cutoff``; a conversation that lost some
+    loses its title too (its first prompt), and one left empty goes."""
+    scope = {f"conversation__{name}": value for name, value in in_team.items()}
+    old = Message.objects.filter(created_at__lt=cutoff, **scope)
+    if not old.exists():  # read first: no write lock on a pass with nothing to do
+        return 0
+    with transaction.atomic():
+        touched = set(old.values_list("conversation_id", flat=True))
+        deleted = old.delete()[0]
+        Conversation.objects.filter(id__in=touched).update(title="")
+        Conversation.objects.filter(id__in=touched, messages__isnull=True).delete()
+    return deleted
 
 
 def check_delete(*, user: User, check_id: Any) -> None:

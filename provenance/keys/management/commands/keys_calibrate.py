@@ -77,6 +77,14 @@ def _summary(key: WatermarkKey, run: KeyCalibration, seconds: float) -> str:
             f"(95% CI {rate.ci_low:.2%}-{rate.ci_high:.2%}){warn}"
         )
         lines.append(f"             {rate.corpus}")
+    for genre, r in run.assisted.get("genres", {}).items():
+        warn = "  ABOVE THE THRESHOLD" if r["above_threshold"] else ""
+        lines.append(
+            f"  assisted {genre:<10} {r['flagged']:>4}/{r['texts']:<4} = {r['rate']:.2%} "
+            f"(95% CI {r['ci_low']:.2%}-{r['ci_high']:.2%}){warn}"
+        )
+    if run.assisted.get("note"):
+        lines.append(f"  model-assisted decision: {run.assisted['note']}")
     for label, entry in run.power.items():
         curve = ", ".join(f"{p['tokens']}: {p['detected']}/{p['texts']}" for p in entry["points"])
         lines.append(

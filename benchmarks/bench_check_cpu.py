@@ -1,0 +1,153 @@
+"""Server CPU of one inline check: ``POST /api/v1/checks?wait=10`` through the whole Django
+stack (every middleware, token authentication, the rate limits counted in Redis as under
+``make run``, the quota, the writes, the answer), in one process, next to what scoring the
+same texts alone costs (``score_text``, the detector's part of the request).
+
+CPU time (``time.process_time``) rather than wall time: on a shared machine it is what
+decides how many checks per second the web processes can serve (``bench_load.py`` measures
+that end to end: checks/s x CPU per check <= cores). Printed: CPU per request, CPU of the
+scoring alone, their ratio, and the database queries of one request.
+
+Run: ``python benchmarks/bench_check_cpu.py`` (``--checks 300``; ``--database postgresql``
+against a throwaway server; ``--profile`` adds the functions that cost the most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+KEY_VALUE = 0x5EED_0F_10AD_BE_5C
+
+
+def _environment(tmp: Path, redis_url: str, database_url: str) -> None:
+    for name in ("DATABASE_URL", "PROVENANCE_KEK", "PROVENANCE_CACHE_URL", "REDIS_URL"):
+        os.environ.pop(name, None)
+    os.environ.update(
+        {
+            "PROVENANCE_DATA_DIR": str(tmp),
+            "REDIS_URL": redis_url,
+            "PROVENANCE_CACHE_URL": redis_url,  # the rate limits count in Redis, as make run's
+            "PROVENANCE_DETECT_THROTTLE": "1000000/min",
+            "PROVENANCE_USER_THROTTLE": "1000000/min",
+            "PROVENANCE_DAILY_QUOTA": "100000000",
+            "PROVENANCE_LOG_LEVEL": "WARNING",
+            "DJANGO_SETTINGS_MODULE": "provenance.settings",
+            "OMP_NUM_THREADS": "1",
+        }
+    )
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
+
+
+def _setup() -> tuple[str, list[str]]:
+    """Migrate; a team, a user with an API token, a key; returns the token and the texts."""
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from rest_framework.authtoken.models import Token
+
+    from detector.tokenizers import load_tokenizer
+    from provenance.accounts.services import team_create, user_create
+    from provenance.keys.services import key_create, tokenizer_default
+    from tests.provenance.watermark import HUMAN_TEXT, watermarked_ids
+
+    call_command("migrate", verbosity=0)
+    team = team_create(name="bench")
+    user = user_create(username="bench", password="bench-pass-123", team=team)
+    key_create(name="bench-key", team=team, tokenizer=tokenizer_default(), value=KEY_VALUE)
+    tokenizer = load_tokenizer("default")
+    words = ((HUMAN_TEXT + " ") * 10).split()
+    texts = []
+    for i in range(8):  # 100-300 tokens, half watermarked: bench_load.py's mix
+        n = 100 + 20 * i % 200
+        texts.append(tokenizer.decode(watermarked_ids(KEY_VALUE, n, seed=i)))
+        texts.append(" ".join(words[i * 7 : i * 7 + n // 2]))
+    return Token.objects.create(user=user).key, texts
+
+
+def _cpu_ms(run: object, count: int) -> float:
+    start = time.process_time()
+    for i in range(count):
+        run(i)  # type: ignore[operator]
+    return (time.process_time() - start) * 1000 / count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--checks", type=int, default=300)
+    parser.add_argument("--database", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--profile", action="store_true")
+    options = parser.parse_args()
+    from provenance.postgres_server import PostgresServer
+    from provenance.redis_server import RedisServer
+
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        redis = stack.enter_context(RedisServer(tmp / "redis"))
+        url = stack.enter_context(PostgresServer()).url if options.database == "postgresql" else ""
+        _environment(tmp, redis.url, url)
+        token, texts = _setup()
+        _measure(options, token, texts)
+    return 0
+
+
+def _measure(options: argparse.Namespace, token: str, texts: list[str]) -> None:
+    from django.conf import settings
+    from django.db import connection
+    from django.test import Client
+
+    from provenance.checks.scoring import prepare_keys, score_text
+    from provenance.keys.models import WatermarkKey
+
+    client = Client(HTTP_AUTHORIZATION=f"Token {token}")
+
+    def post(i: int) -> None:
+        answer = client.post(
+            "/api/v1/checks?wait=10", {"text": texts[i % len(texts)]}, "application/json"
+        )
+        assert answer.status_code == 201, answer.content[:300]
+
+    groups = prepare_keys(list(WatermarkKey.objects.select_related("tokenizer")))
+
+    def score(i: int) -> None:
+        score_text(texts[i % len(texts)], groups, threshold=settings.PROVENANCE_THRESHOLD)
+
+    for i in range(20):  # warm: tokenizer, connections, the n-gram table
+        post(i)
+        score(i)
+    statements: list[str] = []
+    with connection.execute_wrapper(
+        lambda run, sql, *args: statements.append(sql) or run(sql, *args)
+    ):
+        post(0)
+    request_ms = _cpu_ms(post, options.checks)
+    scoring_ms = _cpu_ms(score, options.checks)
+    print(
+        f"inline check CPU ({options.database}, {options.checks} checks of 100-300 tokens, "
+        f"one process, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
+    print(f"  POST /api/v1/checks?wait=10: {request_ms:6.2f} ms per check")
+    print(f"  score_text alone:            {scoring_ms:6.2f} ms per check")
+    print(
+        f"  request / scoring: {request_ms / scoring_ms:.2f}x; the rest of the request "
+        f"{request_ms - scoring_ms:.2f} ms; {len(statements)} SQL statements"
+    )
+    if options.profile:
+        profile = cProfile.Profile(time.process_time)  # CPU, not waits
+        profile.runcall(lambda: [post(i) for i in range(options.checks)])
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
