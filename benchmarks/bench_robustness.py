@@ -195,7 +195,9 @@ def decisions(ids: np.ndarray, key: int = KEY, expected: np.ndarray | None = Non
 
 
 def rates(docs: list[np.ndarray], key: int = KEY) -> tuple[float, ...]:
-    expected = expected_of(docs) if _assist else [None] * len(docs)
+    expected: list[np.ndarray | None] = [None] * len(docs)
+    if _assist:
+        expected = list(expected_of(docs))
     got = [decisions(d, key, e) for d, e in zip(docs, expected, strict=True)]
     return tuple(float(v) for v in np.array(got, bool).reshape(-1, len(COLUMNS)).mean(0))
 
