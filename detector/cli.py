@@ -113,6 +113,7 @@ def _read_key(args: argparse.Namespace) -> int:
 
 def run_detect(args: argparse.Namespace) -> dict[str, Any]:
     from detector.detect import detect_text
+    from detector.ngrams import applied_hash
     from detector.tokenizers import load_tokenizer
 
     if not 0.0 < args.threshold < 1.0:
@@ -142,9 +143,11 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
     )
     det = result.hypotheses[0].detection
     out: dict[str, Any] = det.summary()
+    table = None if args.all_pairs else tokenizer.ngram_table
     out.update(
         tokenizer=tokenizer.name,
         tokenizer_hash=tokenizer.content_hash,
+        ngram_table=applied_hash(table, config.context_width),
         algorithm=config.algorithm,
         context_width=config.context_width,
         threshold=args.threshold,

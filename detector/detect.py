@@ -131,6 +131,7 @@ class Detection:
             "vllm_num_scored_tokens": self.vllm_num_scored_tokens,
             "verdict": self.verdict,
             "verdict_reason": self.verdict_reason,
+            "verdict_tokens_needed": self.three_way.tokens_needed,
             "power": self.three_way.power,
         }
         if self.weighted is not None:

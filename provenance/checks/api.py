@@ -132,6 +132,7 @@ class CheckSummaryOutput(FieldsOnce):
             "is_watermarked",
             "verdict",
             "verdict_reason",
+            "verdict_tokens_needed",
             "p_value",
             "log10_p",
             "decided_by",
@@ -359,6 +360,7 @@ CHECK_EXPORT_FIELDS = [
     "is_watermarked",
     "verdict",
     "verdict_reason",
+    "verdict_tokens_needed",
     "p_value",
     "log10_p",
     "decided_by",
@@ -367,6 +369,7 @@ CHECK_EXPORT_FIELDS = [
     "num_scored_tokens",
     "best_key",
     "threshold",
+    "key_fpr_above_threshold",
     "created_at",
     "finished_at",
     "num_spans",
@@ -396,6 +399,7 @@ def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, An
         summary = tiers.redact(summary)
     base = {field: summary.get(field) for field in CHECK_EXPORT_FIELDS if field != "check_id"}
     base["check_id"] = summary["id"]
+    base["key_fpr_above_threshold"] = selectors.key_fpr_above_threshold(check)
     base.update(selectors.longest_span(check.spans or []))
     for h in summary["hypotheses"] or [{}]:
         yield {
@@ -621,6 +625,10 @@ class DetectApi(TieredApi):
         is_watermarked = serializers.BooleanField()
         verdict = serializers.ChoiceField(choices=Verdict.choices)
         verdict_reason = serializers.CharField()
+        verdict_tokens_needed = serializers.IntegerField(
+            allow_null=True,
+            help_text="scored tokens a watermarked text of this kind needs for 80% power",
+        )
         log10_p = serializers.FloatField()
         num_tokens = serializers.IntegerField()
         num_hypotheses = serializers.IntegerField()
@@ -648,6 +656,7 @@ def _detect_body(result: Any) -> dict[str, Any]:
         "is_watermarked": result.is_watermarked,
         "verdict": result.verdict,
         "verdict_reason": result.verdict_reason,
+        "verdict_tokens_needed": result.tokens_needed,
         "log10_p": result.log10_p,
         "num_tokens": best.detection.num_tokens if best else 0,
         "num_hypotheses": len(result.hypotheses),

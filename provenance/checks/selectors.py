@@ -109,12 +109,14 @@ EXPORT_FIELDS = [
     "is_watermarked",
     "verdict",
     "verdict_reason",
+    "verdict_tokens_needed",
     "p_value",
     "log10_p",
     "num_hypotheses",
     "best_key",
     "num_tokens",
     "num_scored_tokens",
+    "key_fpr_above_threshold",
     "num_spans",
     "longest_span_start_char",
     "longest_span_end_char",
@@ -131,15 +133,24 @@ def audit_export_rows(audit: Audit) -> Any:
             "is_watermarked": check.is_watermarked,
             "verdict": check.verdict,
             "verdict_reason": check.verdict_reason,
+            "verdict_tokens_needed": check.verdict_tokens_needed,
             "p_value": check.p_value,
             "log10_p": check.log10_p,
             "num_hypotheses": check.num_hypotheses,
             "best_key": check.best_key.name if check.best_key else None,
             "num_tokens": check.num_tokens,
             "num_scored_tokens": check.num_scored_tokens,
+            "key_fpr_above_threshold": key_fpr_above_threshold(check),
             **longest_span(check.spans or []),
             "failure_reason": check.failure_reason,
         }
+
+
+def key_fpr_above_threshold(check: Check) -> bool | None:
+    """Whether the best key's measured false-positive rate, as stored when the check was
+    scored, lay above the threshold on some genre (None: the key was not calibrated then)."""
+    measured = check.key_measured_fpr
+    return None if measured is None else bool(measured["above_threshold"])
 
 
 def longest_span(spans: list[dict[str, Any]]) -> dict[str, Any]:

@@ -63,6 +63,8 @@ DOCUMENT_MESSAGES = {
     "document_empty": _("%(file)s: the document contains no text"),
     "document_too_large": _("%(file)s: the file is larger than the limit"),
     "document_too_many_pages": _("%(file)s: the PDF has more pages than the limit"),
+    "document_too_complex": _("%(file)s: the PDF is too complex to read"),
+    "document_too_slow": _("%(file)s: reading the file took longer than the time limit"),
 }
 
 

@@ -10,7 +10,9 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from provenance.accounts.selectors import is_auditor
 from provenance.auth import AuthenticatedRequest
+from provenance.checks import tiers
 from provenance.playground import selectors
 from provenance.playground.views import PERMISSION
 
@@ -39,4 +41,5 @@ class ReplyDetailApi(APIView):
         if not request.user.has_perm(PERMISSION):
             raise PermissionDenied("you may not use the playground")
         message = selectors.message_get(request.user, message_id)
-        return Response(self.OutputSerializer(message).data)
+        data = self.OutputSerializer(message).data
+        return Response(data if is_auditor(request.user) else tiers.redact(data))

@@ -21,7 +21,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from provenance.accounts.selectors import is_auditor
 from provenance.auth import AuthenticatedHttpRequest
+from provenance.checks import tiers
 from provenance.errors import ProblemError
 from provenance.playground import selectors, services
 
@@ -50,9 +52,13 @@ def conversation_detail(
     request: AuthenticatedHttpRequest, conversation_id: uuid.UUID
 ) -> HttpResponse:
     conversation = selectors.conversation_get(request.user, conversation_id)
+    messages = list(selectors.conversation_messages(conversation))
+    if not is_auditor(request.user):  # a reply stored under the auditor tier: round it now
+        for message in messages:
+            message.log10_p = tiers.round_log10(message.log10_p)  # in memory only
     context = {
         "conversation": conversation,
-        "messages": selectors.conversation_messages(conversation),
+        "messages": messages,
         "keys": selectors.playground_keys(request.user),
         "limits": services.sampling_limits(),
         "threshold_log10": f"{math.log10(settings.PROVENANCE_THRESHOLD):.1f}",

@@ -126,6 +126,10 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
             # three-way (watermarked, not_watermarked, inconclusive) and why; null before it
             "verdict": check.verdict or None,
             "reason": check.verdict_reason or None,
+            # scored tokens a watermarked text of this kind needs for 80% power
+            "tokens_needed": check.verdict_tokens_needed,
+            # the best key's measured false-positive rate when the check was scored
+            "key_measured_fpr": check.key_measured_fpr,
             "best": best["index"] if best else None,
             "log10_p": log10_p,
             "p_value": 10.0**log10_p if log10_p is not None else None,

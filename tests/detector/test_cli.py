@@ -58,8 +58,20 @@ def test_it_prints_the_three_way_verdict_and_its_reason(capsys, tmp_path):
     n = short["num_scored_tokens"]  # de-duplicated tokens minus pairs common in human text
     assert 60 < n < 200 and n + short["num_common_tokens"] == short["vllm_num_scored_tokens"]
     assert short["verdict_reason"].startswith(f"only {n} tokens could be scored; about 200")
+    assert short["verdict_tokens_needed"] == 200
     _, out, _ = run(capsys, ["detect", "--key", str(KEY), "--tokens-needed", "60", str(path)])
     assert json.loads(out)["verdict"] == "not_watermarked"
+
+
+def test_it_names_the_ngram_table_that_filtered_the_scored_tokens(capsys, tmp_path):
+    from detector.tokenizers import load_tokenizer
+
+    path = tmp_path / "text.txt"
+    path.write_text("Permission is hereby granted, free of charge, to any person obtaining")
+    _, out, _ = run(capsys, ["detect", "--key", str(KEY), str(path)])
+    assert json.loads(out)["ngram_table"] == load_tokenizer().ngram_table.content_hash
+    _, out, _ = run(capsys, ["detect", "--key", str(KEY), "--all-pairs", str(path)])
+    assert json.loads(out)["ngram_table"] is None
 
 
 def test_tokens_flag_adds_one_row_per_token(capsys, tmp_path, watermarked_text, monkeypatch):

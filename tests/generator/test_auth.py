@@ -256,3 +256,44 @@ def test_sampled_requests_pass_and_the_gate_uses_the_engines_greedy_epsilon():
     for extra in ({"temperature": 0.7}, {"temperature": None}, {"use_beam_search": False}):
         body = _body(vllm_xargs={"watermark_key": "team-a"}, **extra)
         assert authorize(A, body, enforce=True, default_key=None)[0] == "team-a"
+
+
+class _Exec(Exception):
+    """Raised by the stand-in for os.execv: the argv vLLM's server would have started with."""
+
+
+@pytest.mark.parametrize("enforce", [True, False])
+def test_serve_with_vllm_loads_the_gate_outermost_and_passes_enforce(
+    tmp_path, monkeypatch, enforce
+):
+    """``python -m generator serve --backend vllm`` hands the gate its settings through the
+    environment (vLLM's ``--middleware`` passes no arguments); the gate built from it enforces."""
+    import os
+
+    from generator import auth, cli
+
+    keys, clients = tmp_path / "keys.json", tmp_path / "clients.json"
+    keys.write_text(json.dumps({"team-a": {"key": KEY_A}}))
+    issue_token(clients, "a", ["team-a"], opt_out=True)
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # the command sets several variables
+
+    def fake_execv(path, argv):
+        raise _Exec(argv)
+
+    monkeypatch.setattr(os, "execv", fake_execv)
+    args = ["serve", "--backend", "vllm", "--keys", str(keys), "--clients", str(clients)]
+    with pytest.raises(_Exec) as started:
+        cli.main(args + (["--enforce"] if enforce else []))
+    argv = started.value.args[0]
+    middleware = [argv[i + 1] for i, a in enumerate(argv) if a == "--middleware"]
+    assert middleware[-1] == "generator.auth.AuthGate"  # added last: the outermost layer
+    assert os.environ[auth.CLIENTS_FILE_ENV] == str(clients.resolve())
+    gate = auth.AuthGate(app=None)
+    assert gate.enforce is enforce
+    body = _body(watermarking=False)
+    client = gate.registry.clients[0]
+    if enforce:
+        with pytest.raises(AccessDenied, match="enforced"):
+            authorize(client, body, enforce=gate.enforce, default_key=gate.default_key)
+    else:
+        assert authorize(client, body, enforce=gate.enforce, default_key=None)[0] is None

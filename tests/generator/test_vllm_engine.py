@@ -43,7 +43,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait(proc: subprocess.Popen, url: str, log: Path, limit: float = 240) -> None:
+def _wait(proc: subprocess.Popen, url: str, log: Path, limit: float = 480) -> None:
+    # The CPU engine took over 240 s to start on a loaded 2-core machine (load 8-10).
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -79,3 +79,44 @@ def zipped(files: dict[str, bytes]) -> bytes:
 
 
 MAKERS = {"txt": txt, "md": md, "html": html_page, "docx": docx, "pdf": pdf}
+
+
+def dense_pdf(operators: int, pages: int = 1) -> bytes:
+    """A PDF whose pages all draw one content stream of ``operators`` text operators (a small
+    file that costs a reader a lot of work)."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    stream = DecodedStreamObject()
+    stream.set_data(("BT /F1 1 Tf " + "0 0 Td (a) Tj\n" * operators + "ET").encode())
+    contents = writer._add_object(stream.flate_encode())
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
+    fonts = DictionaryObject({NameObject("/F1"): font})
+    for _ in range(pages):
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Contents")] = contents
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): fonts})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def docx_with_xml_padding(paragraphs: list[str], padding: int) -> bytes:
+    """A .docx whose document.xml carries ``padding`` extra bytes of whitespace (it compresses
+    to almost nothing)."""
+    source = zipfile.ZipFile(io.BytesIO(docx(paragraphs)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "word/document.xml":
+                data = data.replace(b"<w:body>", b"<w:body>" + b" " * padding, 1)
+            archive.writestr(info.filename, data)
+    return out.getvalue()

@@ -344,3 +344,17 @@ def test_the_page_states_a_spans_p_rounded_down_for_a_basic_team(world, wm_text,
     rounded = [pvalue(math.floor(s["log10_p"])) for s in spans]
     assert rounded != exact
     assert _span_p_values(client.get(url).content) == rounded
+
+
+def test_a_reply_stored_under_the_auditor_tier_is_rounded_for_a_basic_team(world, client):
+    Message.objects.filter(id=world["ids"]["message"]).update(log10_p=-12.345)
+    api, url = _api(world, "alice"), _fill("/api/v1/playground/replies/{message}", world["ids"])
+    page_url = _fill("/playground/c/{conversation}/", world["ids"])
+    _page(world, "alice", client)
+    assert api.get(url).json()["log10_p"] == -12.345
+    assert b"log10 p = -12.3" in client.get(page_url).content
+    world["acme"].oracle_tier = "basic"
+    world["acme"].save()
+    assert api.get(url).json()["log10_p"] == -13.0
+    page = client.get(page_url).content
+    assert b"log10 p = -13.0" in page and b"-12.3" not in page

@@ -3,6 +3,8 @@ shown on the keys page, the admin and the verdicts, and run by a real worker."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from datetime import timedelta
 
@@ -12,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from detector.corpora import Corpus
+from detector.report import verify
 from provenance.accounts.models import Membership
 from provenance.checks import scoring
 from provenance.checks.services import check_score
@@ -265,6 +268,9 @@ def test_a_later_calibration_does_not_change_an_old_answer(
     assert second.finished_at > first.finished_at
     after = api_for("alice").get(f"/api/v1/checks/{old.id}").json()["key_measured_fpr"]
     assert after == before
+    token = api_for("alice").get(f"/api/v1/checks/{old.id}/report").content.decode()
+    jwks = api_for("alice").get("/.well-known/jwks.json").json()
+    assert verify(token, jwks).payload["verdict"]["key_measured_fpr"] == before
     client.force_login(cast["alice"])
     assert "Flagged" not in client.get(f"/checks/{old.id}/").content.decode()
     new = check_score_new(cast, wm_text)
@@ -272,6 +278,12 @@ def test_a_later_calibration_does_not_change_an_old_answer(
     assert fresh["above_threshold"] is True and fresh["genres"]["code"]["rate"] == 1.0
     assert fresh["genres"]["code"]["above_threshold"] is True
     assert "Flagged" in client.get(f"/checks/{new.id}/").content.decode()
+    flags = [
+        api_for("alice").get(f"/api/v1/checks/{c.id}/export.csv").content.decode()
+        for c in (old, new)
+    ]
+    rows = [next(csv.DictReader(io.StringIO(f))) for f in flags]
+    assert [r["key_fpr_above_threshold"] for r in rows] == ["False", "True"]
 
 
 def test_a_check_scored_before_any_calibration_stays_unmeasured(

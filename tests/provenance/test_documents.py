@@ -28,10 +28,23 @@ def test_extraction_keeps_every_paragraph_in_order(kind):
     assert positions == sorted(positions)
 
 
-@pytest.mark.parametrize("kind", ["txt", "md", "html", "docx"])
+@pytest.mark.parametrize("kind", ["txt", "md", "html", "docx", "pdf"])
 def test_paragraphs_are_separated_by_a_blank_line(kind):
     text = documents.extract(f"doc.{kind}", make.MAKERS[kind](PARAGRAPHS), LIMITS).text
     assert "\n\n".join(PARAGRAPHS) in text
+
+
+def test_a_pdf_paragraph_wrapped_over_lines_comes_back_as_one():
+    long = [p * 4 for p in PARAGRAPHS]  # each wraps over two or three lines of the page
+    text = documents.extract("wrapped.pdf", make.pdf(long), LIMITS).text
+    assert text == "\n\n".join(long)
+
+
+def test_pdf_lines_join_with_a_space_except_after_a_hyphen_or_beside_cjk():
+    assert documents._pdf_unwrap(["one", "two"]) == "one two"
+    assert documents._pdf_unwrap(["well-", "known"]) == "well-known"
+    assert documents._pdf_unwrap(["東京の", "天気は"]) == "東京の天気は"
+    assert documents._pdf_unwrap(["서울의", "날씨"]) == "서울의 날씨"  # Korean spaces words
 
 
 def test_html_keeps_visible_text_only():
@@ -121,6 +134,58 @@ def test_archive_limits_count_and_inflated_size():
         documents.extract_archive(b"PK\x03\x04 broken", LIMITS)
 
 
+def test_html_keeps_text_around_comments_and_hidden_elements():
+    page = b"<p>a<!-- note -->b<script>x()</script>c<?pi x?>e<style>p {}</style> d</p>"
+    assert documents.extract("p.html", page, LIMITS).text == "abce d"
+
+
+def test_html_without_a_declared_encoding_is_read_as_utf8_and_a_declared_one_is_honoured():
+    assert documents.extract("u.html", "<p>héllo 東京</p>".encode(), LIMITS).text == "héllo 東京"
+    latin = '<meta charset="windows-1252"><p>caf\xe9</p>'.encode("latin-1")
+    assert documents.extract("l.html", latin, LIMITS).text == "café"
+
+
+def test_deeply_nested_html_does_not_recurse():
+    page = b"<div>" * 50_000 + b"deep" + b"</div>" * 50_000
+    assert documents.extract("deep.html", b"<p>top</p>" + page, LIMITS).text.startswith("top")
+
+
+def test_a_pdf_page_past_the_parsing_budget_is_refused(monkeypatch):
+    monkeypatch.setattr(documents, "_PDF_PAGE_BUDGET", 2_000)
+    assert documents.extract("ok.pdf", make.dense_pdf(100), LIMITS).text == "a" * 100
+    error = _refusal("dense.pdf", make.dense_pdf(1_000))
+    assert error.code == "too_complex" and error.too_large and "too complex" in error.message
+
+
+@pytest.mark.parametrize("kind", ["pdf", "docx", "html"])
+def test_reading_stops_at_the_time_limit(kind):
+    content = make.MAKERS[kind](PARAGRAPHS)
+    error = _refusal(f"slow.{kind}", content, documents.Limits(1_000_000, 5, max_seconds=0.0))
+    assert error.code == "too_slow" and error.too_large and "longer than the limit" in error.message
+
+
+def test_an_archive_stops_at_its_time_limit():
+    archive = make.zipped({f"{i}.txt": b"text" for i in range(3)})
+    with pytest.raises(documents.DocumentError) as caught:
+        documents.extract_archive(archive, documents.Limits(1_000_000, 5, max_archive_seconds=0))
+    assert caught.value.code == "too_slow" and caught.value.filename == "archive"
+
+
+@pytest.mark.parametrize("kind", ["pdf", "docx"])
+def test_reading_stops_once_the_text_passes_the_check_limit(kind):
+    content = make.MAKERS[kind](PARAGRAPHS * 3)
+    error = _refusal(f"long.{kind}", content, documents.Limits(1_000_000, 5, max_text_bytes=150))
+    assert error.code == "too_large" and "passes the limit of 150 bytes" in error.message
+
+
+def test_a_docx_whose_xml_inflates_past_twice_the_size_limit_is_refused():
+    padded = make.docx_with_xml_padding(PARAGRAPHS, 200_000)
+    limits = documents.Limits(max_bytes=450_000, max_pages=5)  # python-docx's own: 820 kB
+    assert len(padded) < limits.max_bytes
+    assert documents.extract("ok.docx", make.docx(PARAGRAPHS), limits).text
+    assert _refusal("padded.docx", padded, limits).code == "too_large"
+
+
 # --- through the product -----------------------------------------------------------------
 
 
@@ -166,6 +231,15 @@ def test_an_oversized_upload_is_a_413(alice, alice_key, settings):
     file = _upload(b"x" * 500, "big.txt")
     response = alice.post("/api/v1/checks", {"file": file}, format="multipart")
     assert response.status_code == 413 and response.json()["code"] == "document_too_large"
+    assert _nothing_stored()
+
+
+def test_a_document_whose_text_passes_the_check_limit_is_a_413(alice, alice_key, settings):
+    settings.PROVENANCE_MAX_TEXT_BYTES = 150
+    file = _upload(make.pdf(PARAGRAPHS * 3), "long.pdf")
+    response = alice.post("/api/v1/checks", {"file": file}, format="multipart")
+    assert response.status_code == 413 and response.json()["code"] == "document_too_large"
+    assert "long.pdf: its text passes the limit" in response.json()["detail"]
     assert _nothing_stored()
 
 
@@ -224,4 +298,21 @@ def test_the_form_shows_a_refusal(client, cast, alice_key):
     response = client.post("/", {"text": "", "file": file})
     assert response.status_code == 400
     assert "locked.pdf: the file is password-protected" in response.content.decode()
+    assert _nothing_stored()
+
+
+def test_every_refusal_code_has_a_message_on_the_form():
+    from provenance.checks.views import DOCUMENT_MESSAGES
+
+    single = set(documents.CODES) - {"too_many_files"}  # the form takes no archive
+    assert set(DOCUMENT_MESSAGES) == {f"document_{code}" for code in single}
+
+
+def test_the_form_names_a_slow_document_in_the_page_language(client, cast, alice_key, settings):
+    settings.PROVENANCE_DOCUMENT_SECONDS = 0.0
+    client.force_login(cast["alice"])
+    file = _upload(make.pdf(PARAGRAPHS), "slow.pdf")
+    response = client.post("/", {"text": "", "file": file}, HTTP_ACCEPT_LANGUAGE="ja")
+    assert response.status_code == 413
+    assert "slow.pdf: ファイルの読み取りが時間の上限を超えました" in response.content.decode()
     assert _nothing_stored()

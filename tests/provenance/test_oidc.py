@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,33 @@ def test_local_accounts_sign_in_beside_the_organization(oidc_settings, live_serv
 def test_organization_sign_in_is_absent_unless_configured(client, db):
     assert "oidc-login" not in client.get("/accounts/login/").content.decode()
     assert client.get("/oidc/authenticate/").status_code == 404
+
+
+def _leave_group(provider_db: Path, username: str, group: str) -> None:
+    """The organization takes a person out of a group (in the provider's own database)."""
+    with sqlite3.connect(provider_db) as db:
+        db.execute(
+            "DELETE FROM auth_user_groups WHERE user_id = (SELECT id FROM auth_user WHERE"
+            " username = ?) AND group_id = (SELECT id FROM auth_group WHERE name = ?)",
+            (username, group),
+        )
+
+
+def test_every_sign_in_applies_the_groups_of_that_moment(
+    oidc_settings, live_server, cast, tmp_path
+):
+    _sign_in(live_server.url, "alice")
+    user = ExternalIdentity.objects.get().user
+    assert user.has_perm("playground.use_playground")
+    provider_db = tmp_path / "provider.sqlite3"
+    _leave_group(provider_db, "alice", "playground-users")
+    _leave_group(provider_db, "alice", "essays-admins")
+    client, _ = _sign_in(live_server.url, "alice")
+    user = get_user_model().objects.get(pk=user.pk)  # fresh permission cache
+    assert not user.has_perm("playground.use_playground")
+    assert not Membership.objects.get(user=user).is_admin
+    assert client.get(f"{live_server.url}/playground/").status_code == 403
+    _leave_group(provider_db, "alice", "essays")  # now in no mapped group: refused
+    client, landed = _sign_in(live_server.url, "alice")
+    assert landed.url.path == "/accounts/login/" and 'id="oidc-refused"' in landed.text
+    assert client.get(f"{live_server.url}/checks/").url.path == "/accounts/login/"

@@ -194,6 +194,8 @@ def test_alice_deletes_an_audit_and_its_items_exports_and_texts_go(
     assert all(item.is_watermarked is not None and item.text_sha256 for item in items)
     assert not items.filter(heatmap_compact__isnull=False).exists()
     assert not items.filter(token_data__isnull=False).exists()
+    # The detection log's row for the audit stays; each item keeps its text's digest.
+    assert DetectionLog.objects.get(audit_id=scored_audit).num_texts == 2
 
 
 def test_the_audit_page_deletes_after_confirmation(client, cast, scored_audit, wm_text):
@@ -301,3 +303,35 @@ def test_the_purge_deletes_streams_opened_before_the_period(api_for, cast, alice
     more = {"text": "more"}
     assert alice.post(f"/api/v1/streams/{old}/append", more, format="json").status_code == 404
     assert alice.post(f"/api/v1/streams/{fresh}/append", more, format="json").status_code == 200
+
+
+def test_deleting_one_audit_item_leaves_it_out_of_the_audits_pages_and_exports(
+    api_for, client, cast, scored_audit, wm_text
+):
+    alice = api_for("alice")
+    item = Check.objects.get(audit_id=scored_audit, client_id="essay-1")
+    assert alice.delete(f"/api/v1/checks/{item.id}").status_code == 204
+    items = alice.get(f"/api/v1/audits/{scored_audit}/items").json()
+    assert [row["client_id"] for row in items["results"]] == ["essay-2"]
+    for fmt in ("csv", "json"):
+        export = alice.get(f"/api/v1/audits/{scored_audit}/export.{fmt}")
+        body = b"".join(export.streaming_content).decode()
+        assert "essay-2" in body and "essay-1" not in body and wm_text[:40] not in body
+    client.force_login(cast["alice"])
+    page = client.get(f"/audits/{scored_audit}/").content.decode()
+    assert "essay-2" in page and "essay-1" not in page
+    _assert_purged(item, wm_text)
+
+
+@pytest.mark.django_db(transaction=True)  # the sweepers close the connection between passes
+def test_both_sweepers_purge_on_every_pass(cast, alice_key, wm_text):
+    from provenance.embedded import _Sweeper
+
+    by_compose = _scored(cast["alice"], wm_text, days_old=31)
+    call_command("checks_sweep")  # compose's sweeper service, one pass
+    _assert_purged(by_compose, wm_text)
+    by_make_run = _scored(cast["alice"], wm_text, days_old=31)
+    sweeper = _Sweeper()
+    sweeper.last -= sweeper.every  # due now
+    sweeper.tick()
+    _assert_purged(by_make_run, wm_text)

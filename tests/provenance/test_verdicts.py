@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 import pytest
 
 from detector.power import VERDICTS
+from detector.report import verify
 from provenance.checks.models import Check, Verdict
 from provenance.checks.services import check_score
 
@@ -27,6 +32,7 @@ def test_a_scored_check_stores_the_verdict_its_reason_and_the_tokens_needed(
     assert f"about {check.verdict_tokens_needed} are needed" in check.verdict_reason
     body = alice.get(f"/api/v1/checks/{check_id}").json()
     assert body["verdict"] == "inconclusive" and body["verdict_reason"] == check.verdict_reason
+    assert body["verdict_tokens_needed"] == check.verdict_tokens_needed
     assert alice.get("/api/v1/checks").json()["results"][0]["verdict"] == "inconclusive"
 
 
@@ -90,3 +96,29 @@ def test_the_audit_page_shows_the_counts_in_the_readers_language(api_for, client
     page = client.get(f"/audits/{audit_id}/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
     assert '<span id="count-not-watermarked">透かしなし 2</span>' in page
     assert '<span id="count-inconclusive">判定不能 3</span>' in page
+
+
+def test_the_tokens_needed_figure_is_in_detect_exports_and_reports(api_for, alice_key, human_text):
+    alice = api_for("alice")
+    detect = alice.post("/detect", {"text": human_text}, format="json").json()
+    assert detect["verdict"] == "inconclusive"
+    assert f"about {detect['verdict_tokens_needed']} are needed" in detect["verdict_reason"]
+    items = [{"client_id": "doc-0", "text": human_text}]
+    audit_id = alice.post("/api/v1/audits", {"texts": items}, format="json").json()["id"]
+    check = Check.objects.get(audit_id=audit_id)
+    check_score(check.id)
+    check.refresh_from_db()
+    assert check.verdict_tokens_needed == detect["verdict_tokens_needed"]
+    exported = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.json").streaming_content)
+    (row,) = json.loads(exported)["results"]
+    assert row["verdict_tokens_needed"] == check.verdict_tokens_needed
+    assert "key_fpr_above_threshold" in row and row["key_fpr_above_threshold"] is None
+    single = alice.get(f"/api/v1/checks/{check.id}/export.csv").content.decode()
+    assert next(csv.DictReader(io.StringIO(single)))["verdict_tokens_needed"] == str(
+        check.verdict_tokens_needed
+    )
+    token = alice.get(f"/api/v1/checks/{check.id}/report").content.decode()
+    jwks = alice.get("/.well-known/jwks.json").json()
+    verdict = verify(token, jwks).payload["verdict"]
+    assert verdict["tokens_needed"] == check.verdict_tokens_needed
+    assert verdict["key_measured_fpr"] is None  # the key was not calibrated when scored

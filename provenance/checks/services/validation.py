@@ -65,6 +65,9 @@ def document_limits() -> documents.Limits:
         max_pages=settings.PROVENANCE_MAX_DOCUMENT_PAGES,
         max_files=settings.PROVENANCE_MAX_AUDIT_TEXTS,
         max_archive_bytes=settings.PROVENANCE_MAX_ARCHIVE_BYTES,
+        max_text_bytes=settings.PROVENANCE_MAX_TEXT_BYTES,
+        max_seconds=settings.PROVENANCE_DOCUMENT_SECONDS,
+        max_archive_seconds=settings.PROVENANCE_ARCHIVE_SECONDS,
     )
 
 
