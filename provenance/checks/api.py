@@ -75,6 +75,8 @@ class FieldsOnce(serializers.ModelSerializer):
     from the model, then deep-copying them, cost about a third of an inline check's request
     CPU. Only for serializers whose fields depend on nothing but their class."""
 
+    _fields_once: dict[str, serializers.Field] | None = None  # read from each class's own
+
     def get_fields(self) -> dict[str, serializers.Field]:
         built = type(self).__dict__.get("_fields_once")
         if built is None:
@@ -86,7 +88,7 @@ class FieldsOnce(serializers.ModelSerializer):
 def _fresh(field: serializers.Field) -> serializers.Field:
     if isinstance(field, serializers.BaseSerializer):  # nested: its own fields are made anew
         return copy.deepcopy(field)
-    return type(field)(*field._args, **field._kwargs)
+    return type(field)(*field._args, **field._kwargs)  # type: ignore[attr-defined]
 
 
 class HypothesisOutput(FieldsOnce):

@@ -56,6 +56,11 @@ class _Prep:
         return self.memo[memo_key]
 
 
+def attnames(model: type[models.Model], names: Sequence[str]) -> list[str]:
+    """The attribute names of columns ``names`` (``key_id`` for a foreign key ``key``)."""
+    return [_concrete_field(model, name).attname for name in names]
+
+
 def _columns(model: type[models.Model], names: Sequence[str]) -> list[str]:
     quote = connection.ops.quote_name
     return [quote(_concrete_field(model, name).column) for name in names]
@@ -88,12 +93,12 @@ def update_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
         cursor.executemany(f"UPDATE {table} SET {sets} WHERE {pk} = %s", params)
 
 
-def prefetched(obj: models.Model, related_name: str, rows: list[models.Model]) -> None:
+def prefetched(obj: models.Model, related_name: str, rows: Sequence[models.Model]) -> None:
     """Give ``obj`` the rows of its reverse relation ``related_name`` that were just written,
     as ``prefetch_related`` would have read them (``obj.<related_name>.all()`` then runs no
     query). The rows must be all of them, in the relation's order."""
     queryset = getattr(obj, related_name).all()
-    queryset._result_cache = rows
+    queryset._result_cache = list(rows)
     queryset._prefetch_done = True
     cache = obj.__dict__.setdefault("_prefetched_objects_cache", {})
     cache[related_name] = queryset

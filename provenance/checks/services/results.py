@@ -74,8 +74,8 @@ def hypotheses_insert(pairs: list[tuple[Check, TextResult]]) -> list[Hypothesis]
     """INSERT each check's hypothesis rows; returns them as (unsaved-id) objects, in order."""
     rows = [_hypothesis_row(check, h) for check, result in pairs for h in result.hypotheses]
     bulk.insert_rows(Hypothesis, HYPOTHESIS_FIELDS, rows)
-    attnames = [Hypothesis._meta.get_field(name).attname for name in HYPOTHESIS_FIELDS]
-    return [Hypothesis(**dict(zip(attnames, row, strict=True))) for row in rows]
+    names = bulk.attnames(Hypothesis, HYPOTHESIS_FIELDS)
+    return [Hypothesis(**dict(zip(names, row, strict=True))) for row in rows]
 
 
 def result_values(result: TextResult, now: datetime) -> dict[str, Any]:
