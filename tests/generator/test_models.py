@@ -3,12 +3,12 @@ private from the start under ``make run`` (umask 0077), readable by others under
 
 from __future__ import annotations
 
+import importlib
 import os
 import stat
 from pathlib import Path
 
 import pytest
-import transformers
 
 from generator import models
 
@@ -44,6 +44,9 @@ def umask():
 def test_the_converted_model_takes_its_modes_from_the_umask(
     tmp_path, monkeypatch, umask, mask, directory, file
 ):
+    # The module _convert will import now: an earlier test may have re-imported transformers,
+    # leaving a module-level reference pointing at a stale copy.
+    transformers = importlib.import_module("transformers")
     monkeypatch.setattr(transformers, "AutoModelForCausalLM", _Saved)
     monkeypatch.setattr(transformers, "AutoTokenizer", _Saved)
     umask(mask)
