@@ -77,8 +77,10 @@ def _demo_data(data_dir: Path) -> str:
     return password
 
 
-class _Stop(Exception):
-    pass
+class _Stop(BaseException):
+    """Raised by the stop signals. Like KeyboardInterrupt, not an Exception: the sweeper's
+    and the supervisor's ``except Exception`` (a locked database, a child that fails to
+    start) must not swallow a stop."""
 
 
 def _raise_stop(signum: int, frame: object) -> None:
@@ -160,7 +162,9 @@ def main() -> int:
     port = int(os.environ.get("PROVENANCE_PORT", "8000"))
     redis = RedisServer(data_dir / "redis", port=free_port())
     supervisor: Supervisor | None = None
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # kill, a closed terminal: stop cleanly too
+    # Ctrl-C, kill, a closed terminal: each stops cleanly. SIGINT is set explicitly: a shell
+    # that starts the runner in the background without job control leaves it ignored.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_stop)
     try:
         _setup_django(redis.url)

@@ -128,6 +128,9 @@ def test_make_run_restarts_the_worker_redis_and_web_during_an_audit(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Started as a non-interactive shell starts a background job: SIGINT ignored. Ctrl-C
+        # (the SIGINT below) must stop the runner all the same.
+        preexec_fn=_ignore_sigint,
     )
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(runner.stdout), daemon=True).start()
@@ -165,6 +168,10 @@ def test_make_run_restarts_the_worker_redis_and_web_during_an_audit(tmp_path):
     assert code == 0, "".join(lines)[-3000:]
     _scored_exactly_once(data_dir / "provenance.sqlite3", audit_id)
     print(f"slowest answer {probe.slowest:.2f} s")
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _answers(base: str) -> bool:
