@@ -16,35 +16,11 @@ import zipfile
 from collections.abc import Callable
 
 from provenance.checks import documents
+from tests.provenance.documents import dense_pdf  # the document tests' own costly PDF
 
 LIMITS = documents.Limits(
     max_bytes=10 * 1024 * 1024, max_pages=300, max_text_bytes=200 * 1024, max_seconds=20.0
 )
-
-
-def dense_pdf(operators: int, pages: int) -> bytes:
-    from pypdf import PdfWriter
-    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
-
-    writer = PdfWriter()
-    stream = DecodedStreamObject()
-    stream.set_data(("BT /F1 1 Tf " + "0 0 Td (a) Tj\n" * operators + "ET").encode())
-    contents = writer._add_object(stream.flate_encode())
-    font = DictionaryObject(
-        {
-            NameObject("/Type"): NameObject("/Font"),
-            NameObject("/Subtype"): NameObject("/Type1"),
-            NameObject("/BaseFont"): NameObject("/Helvetica"),
-        }
-    )
-    resources = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
-    for _ in range(pages):
-        page = writer.add_blank_page(612, 792)
-        page[NameObject("/Contents")] = contents
-        page[NameObject("/Resources")] = resources
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
 
 
 def xml_heavy_docx(xml_bytes: int) -> bytes:
