@@ -261,3 +261,20 @@ class DetectionLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username} {self.kind} ({self.num_texts} text(s))"
+
+
+class QuotaUsage(models.Model):
+    """Texts a user submitted to the detector on one UTC day: the daily quota's counter,
+    taken in the transaction that writes the request's detection-log row (the log stays the
+    record of who checked what; this row makes the quota one statement whatever the day's
+    volume, where summing the log grew with every request of the day)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    used = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "day"], name="quota_user_day")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.day}: {self.used}"

@@ -6,13 +6,13 @@ import time
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
 from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
-from provenance.checks.models import Audit, Check, DetectionLog, Status, Verdict
+from provenance.checks.models import Audit, Check, QuotaUsage, Status, Verdict
 
 
 def checks_for_user(user: User) -> QuerySet[Check]:
@@ -185,9 +185,7 @@ def audit_queue_notice(audit: Audit) -> str:
 
 
 def quota_used_today(user: User) -> int:
-    """Texts the user submitted to the detector since midnight UTC (from the detection log)."""
-    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
-    used = DetectionLog.objects.filter(user=user, created_at__gte=start).aggregate(
-        n=Sum("num_texts")
-    )
-    return int(used["n"] or 0)
+    """Texts the user submitted to the detector since midnight UTC (the quota's counter)."""
+    day = timezone.now().date()
+    used = QuotaUsage.objects.filter(user=user, day=day).values_list("used", flat=True)
+    return int(next(iter(used), 0))

@@ -49,17 +49,17 @@ def _in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
 def test_concurrent_requests_cannot_both_take_the_last_of_the_quota(
     live_server, cast, alice_key, settings, monkeypatch, sent_tasks
 ):
-    from provenance.checks import selectors
+    from provenance.checks.services import quota
 
     settings.PROVENANCE_DAILY_QUOTA = 3
-    read = selectors.quota_used_today
+    take = quota.quota_take
 
-    def slow_read(user):  # widens the window between reading the quota and storing the check
-        used = read(user)
+    def slow_take(*args):  # widens the window between taking the quota and the commit
+        taken = take(*args)
         time.sleep(0.2)
-        return used
+        return taken
 
-    monkeypatch.setattr(selectors, "quota_used_today", slow_read)
+    monkeypatch.setattr(quota, "quota_take", slow_take)
     token = Token.objects.create(user=cast["alice"]).key
 
     def post(i: int) -> Callable[[], int]:
