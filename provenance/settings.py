@@ -418,7 +418,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["provenance.throttling.UserThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env_str("PROVENANCE_USER_THROTTLE", "600/min"),
         # Submissions to the detector (checks, audits, /detect), per user.

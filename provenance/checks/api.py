@@ -27,7 +27,6 @@ from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import UserRateThrottle
 from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
@@ -36,6 +35,7 @@ from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Audit, Check, Hypothesis, Status, Verdict
 from provenance.errors import PayloadTooLarge
+from provenance.throttling import UserAndDetectionThrottle
 
 
 class TieredApi(APIView):
@@ -209,19 +209,8 @@ class CheckTokensOutput(CheckDetailOutput):
         fields = [*CheckDetailOutput.Meta.fields, "heatmap"]
 
 
-class DetectionThrottle(UserRateThrottle):
-    """Per-user rate of submissions to the detector (an oracle for forging and scrubbing);
-    reads of results are limited only by the general per-user rate."""
-
-    scope = "detect"
-
-    def allow_request(self, request: Request, view: Any) -> bool:
-        if request.method in ("GET", "HEAD", "OPTIONS"):
-            return True
-        return super().allow_request(request, view)
-
-
-DETECT_THROTTLES = [UserRateThrottle, DetectionThrottle]
+# The general and the detection rate in one atomic Redis round trip (provenance.throttling).
+DETECT_THROTTLES = [UserAndDetectionThrottle]
 
 
 def _body_size_guard(request: Request) -> None:

@@ -20,10 +20,10 @@ from rest_framework.request import Request
 from provenance.accounts.selectors import is_auditor, oracle_tier, team_for_user
 from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import heatmap, selectors, services, tiers
-from provenance.checks.api import DetectionThrottle
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.selectors import GENRE_LABELS, keys_visible_to
+from provenance.throttling import DetectionThrottle
 
 
 def _detection_allowed(request: HttpRequest) -> bool:
