@@ -64,7 +64,7 @@ class FailoverRedisCache(RedisCache):
             args += [limit, period]
         try:
             if self._script is None:  # one client (and pool) per cache object: it is per thread
-                client = self._cache.get_client(keys[0], write=True)
+                client = self._cache.get_client(keys[0], write=True)  # type: ignore[attr-defined]
                 self._script = client.register_script(SLIDING_WINDOW_LUA)
             wait = self._script(keys=keys, args=args)
         except _DOWN as exc:

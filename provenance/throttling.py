@@ -57,12 +57,13 @@ class RateThrottle(UserRateThrottle):
         return ("user",)
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        ident = request.user.pk if request.user and request.user.is_authenticated else None
+        user = request.user
+        ident: Any = user.pk if user and user.is_authenticated else None
         ident = ident if ident is not None else self.get_ident(request)
-        windows = []
+        windows: list[Window] = []
         for scope in self.scopes(request):
             limit, duration = self.parse_rate(self.THROTTLE_RATES.get(scope))
-            if limit is not None:
+            if limit is not None and duration is not None:
                 key = self.cache_format % {"scope": scope, "ident": ident}
                 windows.append((key, limit, duration))
         if not windows:

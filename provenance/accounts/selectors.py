@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import cast
 
 from django.contrib.auth.models import AnonymousUser, User
 
@@ -30,6 +31,10 @@ def team_for_user(user: User | AnonymousUser) -> Team | None:
     memo = _teams.get()
     if memo is not None and user.pk in memo:
         return memo[user.pk]
+    membership_of = User.membership.related  # type: ignore[attr-defined]
+    if membership_of.is_cached(user):  # read with the user (provenance.auth's token query)
+        cached = cast("Membership | None", membership_of.get_cached_value(user))
+        return cached.team if cached is not None else None
     membership = Membership.objects.select_related("team").filter(user=user).first()
     team = membership.team if membership else None
     if memo is not None:

@@ -35,12 +35,7 @@ from detector.tokenizers import Tokenizer as LoadedTokenizer
 from detector.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
-from provenance.keys.selectors import (
-    calibrated_tokens_needed,
-    key_config,
-    latest_calibrations,
-    measured_fpr,
-)
+from provenance.keys.selectors import calibration_facts, key_config
 
 CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
@@ -143,7 +138,7 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
     by_tokenizer: dict[int, list[WatermarkKey]] = {}
     for key in keys:
         by_tokenizer.setdefault(key.tokenizer_id, []).append(key)
-    calibrations = latest_calibrations(keys)  # one query for every key's
+    facts = calibration_facts(keys)  # at most one query for every key's
     groups = []
     for members in by_tokenizer.values():
         tokenizer = members[0].tokenizer
@@ -153,10 +148,8 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
                 loaded=tokenizer_load(tokenizer),
                 keys=tuple(members),
                 configs=tuple(_config(key) for key in members),
-                tokens_needed=tuple(
-                    calibrated_tokens_needed(calibrations.get(key.id)) for key in members
-                ),
-                measured_fpr=tuple(measured_fpr(calibrations.get(key.id)) for key in members),
+                tokens_needed=tuple(facts.get(key.id, (None, None))[0] for key in members),
+                measured_fpr=tuple(facts.get(key.id, (None, None))[1] for key in members),
             )
         )
     return groups

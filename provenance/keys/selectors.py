@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
@@ -39,9 +40,13 @@ def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> l
     Retired keys are tested by default (old text must still be detected) but cannot be
     named explicitly: a caller who narrows the set asks about keys in use.
     """
-    visible = keys_visible_to(team).order_by("created_at", "id")
+    visible = (
+        keys_visible_to(team)
+        .order_by("created_at", "id")
+        .annotate(latest_calibration_id=_LATEST_DONE_CALIBRATION)
+    )
     if key_ids is None:
-        keys = list(visible)
+        keys: list[WatermarkKey] = list(visible)
         if not keys:
             raise KeySelectionError("your team has no watermark keys to test against")
         return keys
@@ -81,6 +86,51 @@ def key_config(key: WatermarkKey) -> KeyConfig:
         deduplicate=key.deduplicate,
         name=key.name,
     )
+
+
+# Each key's most recent finished calibration, read with the key (``keys_for_check``): the
+# scoring's ``calibration_facts`` then reads calibrations only for keys that have one, and
+# a finished calibration never changes, so what is derived from it is kept per process.
+_LATEST_DONE_CALIBRATION = Subquery(
+    KeyCalibration.objects.filter(key=OuterRef("pk"), status=KeyCalibration.Status.DONE)
+    .order_by("-finished_at")
+    .values("id")[:1]
+)
+CalibrationFacts = tuple[int | None, dict[str, Any] | None]  # tokens needed, measured FPR
+_facts_of_run: dict[uuid.UUID, CalibrationFacts] = {}
+_UNREAD = object()  # a key read without the annotation
+
+
+def calibration_facts(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, CalibrationFacts]:
+    """Each key's (``calibrated_tokens_needed``, ``measured_fpr``) of its latest finished
+    calibration; keys never calibrated are absent. Keys from ``keys_for_check`` carry that
+    calibration's id: the calibration itself is read only the first time this process sees
+    it (a finished calibration is never changed; a newer one has another id, so a
+    recalibration takes effect on the next request). Other keys are read as before."""
+    keys = list(keys)
+    latest: dict[uuid.UUID, Any] = {
+        key.id: getattr(key, "latest_calibration_id", _UNREAD) for key in keys
+    }
+    annotated = _UNREAD not in latest.values()
+    if not annotated:
+        runs = latest_calibrations(keys)
+        return {key_id: _facts(run) for key_id, run in runs.items()}
+    wanted = {run_id for run_id in latest.values() if run_id}
+    missing = wanted - _facts_of_run.keys()
+    if missing:
+        for run in KeyCalibration.objects.filter(id__in=missing).prefetch_related("rates"):
+            if len(_facts_of_run) > 10_000:  # bounded: keys are few; never grows without end
+                _facts_of_run.clear()
+            _facts_of_run[run.id] = _facts(run)
+    return {
+        key_id: copy.deepcopy(_facts_of_run[run_id])
+        for key_id, run_id in latest.items()
+        if run_id in _facts_of_run
+    }
+
+
+def _facts(run: KeyCalibration) -> CalibrationFacts:
+    return calibrated_tokens_needed(run), measured_fpr(run)
 
 
 def latest_calibrations(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, KeyCalibration]:

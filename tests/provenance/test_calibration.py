@@ -155,6 +155,23 @@ def test_a_check_names_the_best_keys_measured_rate(client, cast, alice_key, wm_t
     assert inline.json()["key_measured_fpr"] == body["key_measured_fpr"]  # as read back
 
 
+def test_an_inline_check_reports_the_calibration_finished_just_before_it(
+    cast, alice_key, wm_text, api_for, watermarked_corpus
+):
+    alice = api_for("alice")
+
+    def fpr() -> dict | None:
+        answer = alice.post("/api/v1/checks?wait=5", {"text": wm_text}, format="json")
+        return answer.json()["key_measured_fpr"]
+
+    assert fpr() is None
+    first = _calibrate(alice_key, texts=4)
+    assert fpr()["measured_at"] == first.finished_at.isoformat()
+    second = _calibrate(alice_key, texts=6)  # the calibration read once per process is not kept
+    assert fpr()["measured_at"] == second.finished_at.isoformat()
+    assert fpr()["genres"]["prose"]["texts"] == 6
+
+
 def test_a_check_against_an_uncalibrated_key_says_so(client, cast, alice_key, wm_text, api_for):
     check = check_score_new(cast, wm_text)
     client.force_login(cast["alice"])
