@@ -117,7 +117,7 @@ def test_the_web_gets_one_process_per_core_unless_told(monkeypatch):
     from provenance.embedded import web_workers
 
     monkeypatch.delenv("PROVENANCE_WEB_WORKERS", raising=False)
-    assert web_workers() == min(max(len(os.sched_getaffinity(0)), 2), 8)
+    assert web_workers() == min(max(2 * len(os.sched_getaffinity(0)), 2), 8)
     monkeypatch.setenv("PROVENANCE_WEB_WORKERS", "3")
     assert web_workers() == 3
     for bad in ("0", "two", "-1"):
