@@ -113,7 +113,7 @@ def test_a_child_that_fails_to_start_is_retried(tmp_path):
     assert "Redis failed to start (OSError: port in use); restarting in" in lines[0]
 
 
-def test_the_web_gets_one_process_per_core_unless_told(monkeypatch):
+def test_the_web_gets_two_processes_per_core_unless_told(monkeypatch):
     from provenance.embedded import web_workers
 
     monkeypatch.delenv("PROVENANCE_WEB_WORKERS", raising=False)
