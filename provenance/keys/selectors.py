@@ -116,16 +116,16 @@ def calibration_facts(keys: Iterable[WatermarkKey]) -> dict[uuid.UUID, Calibrati
         runs = latest_calibrations(keys)
         return {key_id: _facts(run) for key_id, run in runs.items()}
     wanted = {run_id for run_id in latest.values() if run_id}
-    missing = wanted - _facts_of_run.keys()
+    # A local copy: another thread clearing the shared store cannot drop a key's facts.
+    found = {run_id: _facts_of_run[run_id] for run_id in wanted if run_id in _facts_of_run}
+    missing = wanted - found.keys()
     if missing:
         for run in KeyCalibration.objects.filter(id__in=missing).prefetch_related("rates"):
             if len(_facts_of_run) > 10_000:  # bounded: keys are few; never grows without end
                 _facts_of_run.clear()
-            _facts_of_run[run.id] = _facts(run)
+            found[run.id] = _facts_of_run[run.id] = _facts(run)
     return {
-        key_id: copy.deepcopy(_facts_of_run[run_id])
-        for key_id, run_id in latest.items()
-        if run_id in _facts_of_run
+        key_id: copy.deepcopy(found[run_id]) for key_id, run_id in latest.items() if run_id in found
     }
 
 
