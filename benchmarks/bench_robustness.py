@@ -13,6 +13,15 @@ code prompts at T=1 and at T=0.7/top-p 0.9 (``--prompts`` per cell, 200 tokens e
    localized decision on it (target: localized >= 0.8x alone).
 3. False positives in the same run: unwatermarked generations of the same prompts (all edit
    kinds too) and human-only documents of prose, under the same key.
+4. ``--oracle``: beside the edit tables, tests that know which scored tokens are intact (the
+   token and its w context tokens unedited, from the edit's record): Gamma, the weighted
+   test with the product's reading of the unedited text and with the sampling distribution
+   (the prompt, temperature and top-p), and the Neyman-Pearson likelihood ratio at the
+   drawn token's sampling probability. Not deployable: they bound what a statistic that
+   cannot recover edited contexts can reach.
+5. ``--masked RATE``: at RATE substitutions, the deployable tests, the oracle and tests on
+   the tokens that no suspected edit (a token the model reads below a probability TAU)
+   touches, on a development and a held-out half of the prompts.
 
 Run: ``flock /tmp/provenance-vllm.lock python benchmarks/bench_robustness.py [--prompts 12]``
 """

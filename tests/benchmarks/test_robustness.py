@@ -200,3 +200,25 @@ def test_the_masked_tests_keep_their_size_under_another_key():
     rate = (p10 <= 0.1).mean(0)
     assert np.all(rate <= 0.1 + 3 * math.sqrt(0.09 / p10.shape[0])), rate
     assert np.all(p10.mean(0) > 0.4), p10.mean(0)
+
+
+def test_the_observed_read_is_the_products_read():
+    """``read_observed``'s E[s] are ``ModelAssist``'s at temperature 1 and at the sampling;
+    its q is the probability of the token that is there (a likely and an unlikely token)."""
+    from benchmarks.bench_robustness import read_observed
+    from detector.assist import load_assist
+    from detector.tokenizers import load_tokenizer
+    from generator.models import embedded_model_dir
+
+    assist = load_assist(str(embedded_model_dir()))
+    ids = load_tokenizer("default").encode("The cat sat on the mat. The cat sat on the mat.")
+    odd = ids.copy()
+    odd[-2] = load_tokenizer("default").encode(" quasar")[0]
+    (q, e, e_s), (q_odd, _, _) = read_observed(assist, [ids, odd], 0.7, 0.9)
+    np.testing.assert_allclose(e, assist.expected_scores([ids])[0], rtol=1e-6)
+    np.testing.assert_allclose(
+        e_s, assist.expected_scores([ids], temperature=0.7, top_p=0.9)[0], rtol=1e-6
+    )
+    assert q[-2] > 0.1  # the repeated sentence's " mat" is likely
+    assert q_odd[-2] < 1e-3 < q[-2]
+    np.testing.assert_array_equal(q[:-2], q_odd[:-2])
