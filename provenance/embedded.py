@@ -112,8 +112,9 @@ def web_workers() -> int:
 
 
 def _web_args(host: str, port: int) -> list[str]:
-    # Workers forked from a preloaded app: while gunicorn replaces a dead one (in
-    # milliseconds, nothing to import) the others keep answering.
+    # Workers forked from a preloaded app (provenance.wsgi.preload: the views imported, the
+    # tokenizers loaded): while gunicorn replaces a dead one (in milliseconds, nothing to
+    # import or load) the others keep answering.
     return [
         *(sys.executable, "-m", "gunicorn", "provenance.wsgi:application"),
         *("--bind", f"{host}:{port}", "--workers", str(web_workers()), "--threads", "8"),
@@ -143,7 +144,10 @@ def _children(
         )
     worker_log, web_log = logs / "worker.log", logs / "web.log"
     children.append(Child("worker", lambda: spawn(_worker_args(), env, worker_log), worker_log))
-    children.append(Child("web", lambda: spawn(_web_args(host, port), env, web_log), web_log))
+    # The gunicorn master imports the views and loads the tokenizers before it forks
+    # (provenance.wsgi.preload): workers, and any that replaces a dead one, start warm.
+    web_env = {**env, "PROVENANCE_WEB_PRELOAD": "1"}
+    children.append(Child("web", lambda: spawn(_web_args(host, port), web_env, web_log), web_log))
     return children, generator
 
 
