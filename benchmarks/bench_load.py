@@ -287,12 +287,13 @@ def _report(
 ) -> None:
     done = len(tally.verdict_ms)
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
-    from provenance.embedded import web_workers
+    from provenance.embedded import web_threads, web_workers
 
     how = f"POST ?wait={tally.wait:g}" if tally.wait else "POST, then poll every 20 ms"
     print(
         f"load: {clients} concurrent API clients, {seconds:.1f} s, make run's runner on "
-        f"{database} (embedded Redis, 1 solo worker, gunicorn {web_workers()}x8 threads), "
+        f"{database} (embedded Redis, 1 solo worker, "
+        f"gunicorn {web_workers()}x{web_threads()} threads), "
         f"{how}, model assistance {_assist_state()}, loopback, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
