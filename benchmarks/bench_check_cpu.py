@@ -90,6 +90,9 @@ def main() -> int:
     parser.add_argument("--checks", type=int, default=300)
     parser.add_argument("--database", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--profile-sort", default="cumulative", help="pstats order: cumulative, tottime, ..."
+    )
     options = parser.parse_args()
     from provenance.postgres_server import PostgresServer
     from provenance.redis_server import RedisServer
@@ -151,7 +154,7 @@ def _measure(options: argparse.Namespace, token: str, texts: list[str]) -> None:
     if options.profile:
         profile = cProfile.Profile(time.process_time)  # CPU, not waits
         profile.runcall(_cpu_ms, post, options.checks)
-        pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
+        pstats.Stats(profile).sort_stats(options.profile_sort).print_stats(40)
 
 
 if __name__ == "__main__":

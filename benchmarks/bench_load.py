@@ -108,6 +108,25 @@ def _client_loop(
                 tally.errors.append(f"{type(exc).__name__}: {exc}")
 
 
+def _run_clients(
+    base: str,
+    token: str,
+    texts: list[tuple[str, bool]],
+    tally: Tally,
+    stop_at: float,
+    clients: int,
+) -> None:
+    """``clients`` threads, each submitting checks until ``stop_at`` or the budget is spent."""
+    threads = [
+        threading.Thread(target=_client_loop, args=(base, token, texts, tally, stop_at, i))
+        for i in range(clients)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def _one(api: httpx.Client, text: str, expected: bool, tally: Tally, stop_at: float) -> None:
     start = time.perf_counter()
     answer = api.post(
@@ -268,12 +287,13 @@ def _report(
 ) -> None:
     done = len(tally.verdict_ms)
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
-    from provenance.embedded import web_workers
+    from provenance.embedded import web_threads, web_workers
 
     how = f"POST ?wait={tally.wait:g}" if tally.wait else "POST, then poll every 20 ms"
     print(
         f"load: {clients} concurrent API clients, {seconds:.1f} s, make run's runner on "
-        f"{database} (embedded Redis, 1 solo worker, gunicorn {web_workers()}x8 threads), "
+        f"{database} (embedded Redis, 1 solo worker, "
+        f"gunicorn {web_workers()}x{web_threads()} threads), "
         f"{how}, model assistance {_assist_state()}, loopback, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
@@ -352,28 +372,17 @@ def _run(options: argparse.Namespace, database: str, texts: list[tuple[str, bool
             base = f"http://127.0.0.1:{port}"
             _wait_web(base)
             token = _login_token(base, password)
-            for text, expected in texts[:4]:  # warm: tokenizer loaded, connections open
-                _one(
-                    httpx.Client(
-                        base_url=base, headers={"Authorization": f"Token {token}"}, timeout=60
-                    ),
-                    text,
-                    expected,
-                    Tally(budget=10, wait=options.wait),
-                    0,
-                )
+            # Warm: every client at once for a few seconds, so that each gunicorn process has
+            # answered (a handful of sequential requests can all land on one or two of them).
+            warm = Tally(budget=16 * options.clients, wait=options.wait)
+            _run_clients(base, token, texts, warm, time.monotonic() + 3.0, options.clients)
+            if warm.errors:
+                raise SystemExit(f"warm-up failed: {warm.errors[:3]}")
             tally = Tally(budget=options.max_requests, wait=options.wait)
             cpu_before, client_before = cpu_by_component(roots), _client_cpu()
             start = time.monotonic()
             stop_at = start + options.seconds
-            threads = [
-                threading.Thread(target=_client_loop, args=(base, token, texts, tally, stop_at, i))
-                for i in range(options.clients)
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            _run_clients(base, token, texts, tally, stop_at, options.clients)
             elapsed = time.monotonic() - start
             cpu_after, client_after = cpu_by_component(roots), _client_cpu()
             cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}

@@ -103,20 +103,33 @@ def web_workers() -> int:
     threads: the GIL; two per core keep a core busy while the other waits on SQL or Redis:
     92.7 checks/s against 77.5 with one per core on 2 cores, bench_load.py), at least 2 and
     at most 8 by default."""
-    raw = os.environ.get("PROVENANCE_WEB_WORKERS", "")
-    if raw.strip():
-        if not raw.strip().isdigit() or int(raw) < 1:
-            raise ValueError(f"PROVENANCE_WEB_WORKERS must be a whole number >= 1, not {raw!r}")
-        return int(raw)
-    return min(max(2 * len(os.sched_getaffinity(0)), 2), 8)
+    default = min(max(2 * len(os.sched_getaffinity(0)), 2), 8)
+    return _positive_env("PROVENANCE_WEB_WORKERS", default)
+
+
+def web_threads() -> int:
+    """Threads per gunicorn process: PROVENANCE_WEB_THREADS, else 8 (a request that waits for
+    a worker's verdict holds one while it sleeps)."""
+    return _positive_env("PROVENANCE_WEB_THREADS", 8)
+
+
+def _positive_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return default
+    if not raw.strip().isdigit() or int(raw) < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, not {raw!r}")
+    return int(raw)
 
 
 def _web_args(host: str, port: int) -> list[str]:
-    # Workers forked from a preloaded app: while gunicorn replaces a dead one (in
-    # milliseconds, nothing to import) the others keep answering.
+    # Workers forked from a preloaded app (provenance.wsgi.preload: the views imported, the
+    # tokenizers loaded): while gunicorn replaces a dead one (in milliseconds, nothing to
+    # import or load) the others keep answering.
     return [
         *(sys.executable, "-m", "gunicorn", "provenance.wsgi:application"),
-        *("--bind", f"{host}:{port}", "--workers", str(web_workers()), "--threads", "8"),
+        *("--bind", f"{host}:{port}", "--workers", str(web_workers())),
+        *("--threads", str(web_threads())),
         *("--preload", "--access-logfile", "-", "--no-control-socket"),
     ]
 
@@ -143,7 +156,10 @@ def _children(
         )
     worker_log, web_log = logs / "worker.log", logs / "web.log"
     children.append(Child("worker", lambda: spawn(_worker_args(), env, worker_log), worker_log))
-    children.append(Child("web", lambda: spawn(_web_args(host, port), env, web_log), web_log))
+    # The gunicorn master imports the views and loads the tokenizers before it forks
+    # (provenance.wsgi.preload): workers, and any that replaces a dead one, start warm.
+    web_env = {**env, "PROVENANCE_WEB_PRELOAD": "1"}
+    children.append(Child("web", lambda: spawn(_web_args(host, port), web_env, web_log), web_log))
     return children, generator
 
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import connection, models
+from django.db.models.expressions import DatabaseDefault
+from django.db.models.sql import InsertQuery
 
 
 def _concrete_field(model: type[models.Model], name: str) -> models.Field:
@@ -66,17 +68,70 @@ def _columns(model: type[models.Model], names: Sequence[str]) -> list[str]:
     return [quote(_concrete_field(model, name).column) for name in names]
 
 
+class Inserts:
+    """INSERT statements built and their values prepared now, run later by ``run``.
+
+    A write transaction on SQLite holds the database's one write lock from ``BEGIN
+    IMMEDIATE`` to its commit, and every other writer waits that long: building the SQL and
+    preparing the values (JSON, timestamps) before it, then only running the statements in
+    it, keeps that time to what the database itself needs.
+    """
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, list[list[Any]]]] = []
+        self.saved: list[models.Model] = []
+
+    def rows(
+        self, model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence]
+    ) -> None:
+        """One row per item of ``rows``, values in the order of ``names`` (see ``_Prep``)."""
+        prep = _Prep(model, names)
+        params = [prep.row(row) for row in rows]
+        if not params:
+            return
+        table = connection.ops.quote_name(model._meta.db_table)
+        marks = ", ".join(["%s"] * len(names))
+        sql = f"INSERT INTO {table} ({', '.join(_columns(model, names))}) VALUES ({marks})"
+        self.statements.append((sql, params))
+
+    def new(self, obj: models.Model) -> None:
+        """The INSERT that ``obj.save()`` would run for this new object, built by Django's
+        own compiler (defaults, ``auto_now_add``, JSON, database defaults). Its primary key
+        is set, or an automatic id that nothing reads afterwards: it stays None."""
+        meta = obj._meta
+        fields = [f for f in meta.local_concrete_fields if not f.generated]
+        if obj.pk is None:
+            fields = [f for f in fields if f is not meta.auto_field]
+        for field in fields:  # save() would read these back with RETURNING: write the value
+            if isinstance(getattr(obj, field.attname), DatabaseDefault):
+                if hasattr(field.db_default, "resolve_expression"):
+                    raise ValueError(f"{field.name} has a database-side default: use save()")
+                setattr(obj, field.attname, field.db_default)
+        query = InsertQuery(type(obj))
+        query.insert_values(fields, [obj])
+        for sql, params in query.get_compiler(connection=connection).as_sql():
+            self.statements.append((sql, [list(params)]))
+        self.saved.append(obj)
+
+    def run(self) -> None:
+        """Run the statements, in the order they were added (inside the caller's
+        transaction), and mark the objects saved."""
+        with connection.cursor() as cursor:
+            for sql, params in self.statements:
+                if len(params) == 1:
+                    cursor.execute(sql, params[0])
+                else:
+                    cursor.executemany(sql, params)
+        for obj in self.saved:
+            obj._state.adding = False
+            obj._state.db = connection.alias
+
+
 def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence]) -> None:
-    """INSERT one row per item of ``rows`` (values in the order of ``names``)."""
-    prep = _Prep(model, names)
-    params = [prep.row(row) for row in rows]
-    if not params:
-        return
-    table = connection.ops.quote_name(model._meta.db_table)
-    marks = ", ".join(["%s"] * len(names))
-    sql = f"INSERT INTO {table} ({', '.join(_columns(model, names))}) VALUES ({marks})"
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+    """INSERT one row per item of ``rows`` (values in the order of ``names``), now."""
+    inserts = Inserts()
+    inserts.rows(model, names, rows)
+    inserts.run()
 
 
 def update_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence]) -> None:

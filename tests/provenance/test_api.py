@@ -117,6 +117,11 @@ def test_a_lone_surrogate_gets_400(alice, alice_key):
     body = b'{"text": "bad \\ud800 text"}'
     response = alice.generic("POST", "/api/v1/checks", body, content_type="application/json")
     assert response.status_code == 400 and Check.objects.count() == 0
+    assert "U+D800" in json.dumps(response.json())  # the character named, as DRF names it
+    fine = alice.generic(  # an astral character (a surrogate pair in JSON) is no surrogate
+        "POST", "/api/v1/checks", b'{"text": "ok \\ud83d\\ude00 text"}', "application/json"
+    )
+    assert fine.status_code in (201, 202)
 
 
 def test_malformed_json_gets_400(alice, alice_key):

@@ -34,3 +34,33 @@ def test_a_value_repeated_across_rows_is_stored_in_every_row(cast):
     for audit in audits:
         audit.refresh_from_db()
         assert (audit.key_ids, audit.finished_at) == (key_ids, now)
+
+
+def _columns(obj) -> dict:
+    row = type(obj).objects.filter(pk=obj.pk).values().get()
+    return {k: v for k, v in row.items() if k not in ("id", "created_at")}
+
+
+def test_a_prepared_insert_stores_what_save_stores(cast):
+    from django.db import transaction
+
+    from provenance.checks.models import Check, DetectionLog
+    from provenance.checks.services.detection_log import detection_log_new
+
+    user, team = cast["alice"], cast["acme"]
+    fields = dict(team=team, submitted_by=user, text="t", key_ids=["k"], threshold=0.01)
+    saved = Check.objects.create(**fields, token_data={"a": [0, False, 0.0]})
+    prepared = Check(**fields, token_data={"a": [0, False, 0.0]})
+    log = detection_log_new(
+        user=user, team=team, kind="check", keys=[], num_texts=1, check=prepared, text="t"
+    )
+    inserts = bulk.Inserts()
+    inserts.new(prepared)
+    inserts.new(log)
+    assert not Check.objects.filter(pk=prepared.pk).exists()  # built, not run
+    with transaction.atomic():
+        inserts.run()
+    assert _columns(prepared) == _columns(saved)  # defaults, database defaults, JSON types
+    assert prepared.claim == "" and not prepared._state.adding  # as save() leaves them
+    assert Check.objects.get(pk=prepared.pk).created_at is not None  # auto_now_add
+    assert DetectionLog.objects.get(check_run=prepared).username == user.username

@@ -135,12 +135,16 @@ def test_an_inline_key_that_does_not_decrypt_fails_the_check_as_the_worker_does(
 def test_a_database_failure_while_storing_inline_answers_503_and_stores_nothing(
     alice, alice_key, wm_text, monkeypatch
 ):
-    from provenance.checks.services import checks
+    from provenance.checks import bulk
 
-    def locked(check, scored):  # fault injection: a write after the check row was inserted
+    run = bulk.Inserts.run
+
+    def locked(self):  # fault injection: a write after the rows were inserted
+        run(self)
+        assert Check.objects.exists()  # inside the transaction, before the failure
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(checks, "inline_hypotheses_store", locked)
+    monkeypatch.setattr(bulk.Inserts, "run", locked)
     response = _post(alice, wm_text)
     assert response.status_code == 503
     assert not Check.objects.exists() and not DetectionLog.objects.exists()

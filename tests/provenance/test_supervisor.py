@@ -124,3 +124,16 @@ def test_the_web_gets_two_processes_per_core_unless_told(monkeypatch):
         monkeypatch.setenv("PROVENANCE_WEB_WORKERS", bad)
         with pytest.raises(ValueError, match="PROVENANCE_WEB_WORKERS"):
             web_workers()
+
+
+def test_the_web_threads_default_to_eight_unless_told(monkeypatch):
+    from provenance.embedded import _web_args, web_threads
+
+    monkeypatch.delenv("PROVENANCE_WEB_THREADS", raising=False)
+    assert web_threads() == 8
+    monkeypatch.setenv("PROVENANCE_WEB_THREADS", "4")
+    args = _web_args("127.0.0.1", 8000)
+    assert args[args.index("--threads") + 1] == "4" and "--preload" in args
+    monkeypatch.setenv("PROVENANCE_WEB_THREADS", "many")
+    with pytest.raises(ValueError, match="PROVENANCE_WEB_THREADS"):
+        web_threads()

@@ -7,14 +7,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from provenance.checks import queue
+from provenance.checks import bulk, queue
 from provenance.checks.bulk import prefetched
 from provenance.checks.models import Check, DetectionLog, Status
 from provenance.checks.scoring import (
@@ -24,11 +24,15 @@ from provenance.checks.scoring import (
     prepare_keys,
     score_text,
 )
-from provenance.checks.services.detection_log import detection_log_create, text_sha256
+from provenance.checks.services.detection_log import (
+    detection_log_create,
+    detection_log_new,
+    text_sha256,
+)
 from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import (
     check_fail,
-    hypotheses_insert,
+    hypotheses_prepare,
     keys_for_scoring,
     result_values,
     results_store,
@@ -65,34 +69,42 @@ def check_create(
     small = len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES
     if inline and small and not _model_assisted(keys):
         scored = _score_inline(text, keys)
+    check = Check(
+        team=team,
+        submitted_by=user,
+        text=text,
+        filename=filename[:255],
+        text_sha256=text_sha256(text),
+        key_ids=[str(key.id) for key in keys],
+        threshold=settings.PROVENANCE_THRESHOLD,
+        # Set with the row, cleared if the publish fails: one write per check, not a
+        # second transaction after the publish (SQLite serialises every write).
+        queued_at=timezone.now() if scored is None else None,
+        **({} if scored is None else _inline_values(scored, started)),
+    )
+    log = detection_log_new(
+        user=user,
+        team=team,
+        kind=DetectionLog.Kind.CHECK,
+        keys=keys,
+        num_texts=1,
+        check=check,
+        text=text,
+    )
+    # Every statement is built and its values prepared before the transaction: on SQLite
+    # the transaction holds the database's one write lock, which every other writer waits
+    # for (bulk.Inserts).
+    inserts = bulk.Inserts()
+    inserts.new(check)
+    inserts.new(log)
+    hypotheses = hypotheses_prepare([(check, scored)], inserts) if _done(scored) else None
     with transaction.atomic():
         quota_consume(user, 1)
-        check = Check.objects.create(
-            team=team,
-            submitted_by=user,
-            text=text,
-            filename=filename[:255],
-            text_sha256=text_sha256(text),
-            key_ids=[str(key.id) for key in keys],
-            threshold=settings.PROVENANCE_THRESHOLD,
-            # Set with the row, cleared if the publish fails: one write per check, not a
-            # second transaction after the publish (SQLite serialises every write).
-            queued_at=timezone.now() if scored is None else None,
-            **({} if scored is None else _inline_values(scored, started)),
-        )
-        detection_log_create(
-            user=user,
-            team=team,
-            kind=DetectionLog.Kind.CHECK,
-            keys=keys,
-            num_texts=1,
-            check=check,
-            text=text,
-        )
+        inserts.run()
         if scored is None:
             transaction.on_commit(lambda: _publish_created(check))
-        elif isinstance(scored, TextResult):
-            inline_hypotheses_store(check, scored)
+    if hypotheses is not None:  # the answer is built from what was written, not read back
+        prefetched(check, "hypotheses", hypotheses)
     return check
 
 
@@ -106,11 +118,8 @@ def _inline_values(scored: TextResult | ScoringError, started: datetime) -> dict
     return {**result_values(scored, now), "started_at": started}
 
 
-def inline_hypotheses_store(check: Check, scored: TextResult) -> None:
-    """Insert the hypotheses of ``check``, scored inline and created in this transaction, and
-    hand them to the object as if prefetched: the answer is built from what was written,
-    without reading it back."""
-    prefetched(check, "hypotheses", hypotheses_insert([(check, scored)]))
+def _done(scored: TextResult | ScoringError | None) -> TypeGuard[TextResult]:
+    return isinstance(scored, TextResult)
 
 
 def _model_assisted(keys: list[WatermarkKey]) -> bool:

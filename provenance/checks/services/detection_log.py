@@ -35,7 +35,35 @@ def detection_log_create(
 ) -> DetectionLog:
     """Who checked what against which keys (ids and names only; never a key value). The
     daily quota counts these rows."""
-    return DetectionLog.objects.create(
+    log = detection_log_new(
+        user=user,
+        team=team,
+        kind=kind,
+        keys=keys,
+        num_texts=num_texts,
+        check=check,
+        audit=audit,
+        stream=stream,
+        text=text,
+    )
+    log.save(force_insert=True)
+    return log
+
+
+def detection_log_new(
+    *,
+    user: User,
+    team: Team,
+    kind: str,
+    keys: Sequence[WatermarkKey],
+    num_texts: int,
+    check: Check | None = None,
+    audit: Audit | None = None,
+    stream: Stream | None = None,
+    text: str | None = None,
+) -> DetectionLog:
+    """The row ``detection_log_create`` writes, not yet saved."""
+    return DetectionLog(
         user=user,
         username=user.get_username(),
         team=team,

@@ -72,8 +72,19 @@ def results_write(pairs: list[tuple[Check, TextResult]]) -> None:
 
 def hypotheses_insert(pairs: list[tuple[Check, TextResult]]) -> list[Hypothesis]:
     """INSERT each check's hypothesis rows; returns them as (unsaved-id) objects, in order."""
+    inserts = bulk.Inserts()
+    hypotheses = hypotheses_prepare(pairs, inserts)
+    inserts.run()
+    return hypotheses
+
+
+def hypotheses_prepare(
+    pairs: list[tuple[Check, TextResult]], inserts: bulk.Inserts
+) -> list[Hypothesis]:
+    """Add each check's hypothesis rows to ``inserts``; returns them as (unsaved-id)
+    objects, in order."""
     rows = [_hypothesis_row(check, h) for check, result in pairs for h in result.hypotheses]
-    bulk.insert_rows(Hypothesis, HYPOTHESIS_FIELDS, rows)
+    inserts.rows(Hypothesis, HYPOTHESIS_FIELDS, rows)
     names = bulk.attnames(Hypothesis, HYPOTHESIS_FIELDS)
     return [Hypothesis(**dict(zip(names, row, strict=True))) for row in rows]
 
