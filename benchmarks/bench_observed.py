@@ -21,7 +21,8 @@ Gamma test, ``2 min(p_gamma, p_weighted)``, unless named otherwise):
 Development / evaluation split, fixed before any text was generated: the code cell's texts
 with an even index are the development set (the rule is chosen there), those with an odd
 index the held-out evaluation set. Human text: the first ``--chunks`` 200-token chunks per
-genre of ``benchmarks.dispersion`` (read by the model at T=0.7/top-p 0.9), under ``--keys``
+genre of ``benchmarks.dispersion`` (read by the model at T=0.7/top-p 0.9, or with
+``--read-at-t1`` every text at T=1 without top-p, as the web workers read), under ``--keys``
 random keys plus the benchmark key.
 
 Run: ``.venv/bin/python benchmarks/bench_observed.py [--chunks 24] [--keys 20]`` after
@@ -123,13 +124,22 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=24, help="human chunks per genre read")
     parser.add_argument("--keys", type=int, default=20, help="random keys on human text")
     parser.add_argument("--no-human", action="store_true")
+    parser.add_argument(
+        "--read-at-t1",
+        action="store_true",
+        help="the model reads every text at T=1 without top-p (as the web workers do)",
+    )
     args = parser.parse_args()
     spec = cells(50)[CELL]
     ids = generate_cell(CELL, spec, 260)
-    reads = cached_read(CELL, ids, spec["t"], spec["p"])
+    suffix, read_t, read_p = (" read at T=1", 1.0, 1.0) if args.read_at_t1 else ("", 0.7, 0.9)
+    reads = cached_read(CELL + suffix, ids, read_t, read_p)
     texts = prepare(ids)
     lt = math.log10(THRESHOLD)
-    print(f"\n{time.strftime('%Y-%m-%d %H:%M')} {CELL}, key fixed, alpha {THRESHOLD}")
+    print(
+        f"\n{time.strftime('%Y-%m-%d %H:%M')} {CELL}, key fixed, alpha {THRESHOLD}, "
+        f"read at T={read_t} / top-p {read_p}"
+    )
     print("| set | decision | n | detected 50 / 100 / 200 % | median log10 p at 200 |")
     print("| --- | --- | --- | --- | --- |")
     per = {
@@ -151,9 +161,10 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- |")
     for genre, pieces in human.items():
         t0 = time.perf_counter()
-        hreads = cached_read(f"human {genre}", pieces[:32], 0.7, 0.9)
+        hreads = cached_read(f"human {genre}{suffix}", pieces[:32], read_t, read_p)
         if len(pieces) > 32:  # read in two parts (the first 32 chunks, then the rest)
-            hreads += cached_read(f"human {genre} 32-{len(pieces)}", pieces[32:], 0.7, 0.9)
+            name = f"human {genre} 32-{len(pieces)}{suffix}"
+            hreads += cached_read(name, pieces[32:], read_t, read_p)
         prepared = prepare(pieces)
         flags = {name: np.zeros((len(keys), len(PREFIXES))) for name in ["gamma", *DECISIONS]}
         for k, key in enumerate(keys):
