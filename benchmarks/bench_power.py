@@ -109,24 +109,25 @@ def _slug(name: str) -> str:
 
 def expected_scores(
     name: str, texts: list[np.ndarray], temperature: float, top_p: float
-) -> list[np.ndarray] | None:
-    """The embedded model's ``E[s]`` of every token of ``texts`` (cached), or None where
-    this checkout has no ``detector.assist``."""
+) -> list[Any] | None:
+    """The embedded model's reading (``E[s]`` and observed score) of every token of
+    ``texts`` (cached), or None where this checkout has no ``detector.assist``."""
     try:
-        from detector.assist import load_assist
+        from detector.assist import ModelReading, load_assist
     except ImportError:
         return None
     from generator.models import resolve_model
 
     spec = {"ids": [x.tolist() for x in texts], "t": temperature, "p": top_p}
-    path = cache_dir("power") / f"expected-{_slug(name)}-{fingerprint(spec)}.npz"
+    path = cache_dir("power") / f"reading-{_slug(name)}-{fingerprint(spec)}.npz"
     if path.is_file():
         with np.load(path) as got:
-            return [got[str(i)] for i in range(len(texts))]
+            return [ModelReading(got[f"e{i}"], got[f"o{i}"]) for i in range(len(texts))]
     t0 = time.perf_counter()
     assist = load_assist(str(resolve_model(None)))
-    out = assist.expected_scores(texts, temperature=temperature, top_p=top_p)
-    np.savez(path, **{str(i): e for i, e in enumerate(out)})
+    out = assist.read(texts, temperature=temperature, top_p=top_p)
+    arrays = {f"e{i}": r.expected for i, r in enumerate(out)}
+    np.savez(path, **arrays, **{f"o{i}": r.observed for i, r in enumerate(out)})
     tokens = sum(x.size for x in texts)
     print(f"model read {name}: {tokens} tokens in {time.perf_counter() - t0:.0f} s", flush=True)
     return out

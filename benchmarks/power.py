@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
+from detector.assist import ModelReading
 from detector.contexts import build_contexts, dedup_mask
 from detector.detect import detect_ids
 from detector.scoring import token_scores
@@ -39,6 +40,7 @@ class Prepared:
     contexts: NDArray[np.int64]  # [n, 4]
     mask: NDArray[np.bool_]  # [n] first occurrence of each context
     expected: NDArray[np.float64] | None = None  # [n] a model's E[s] (detector.assist)
+    observed: NDArray[np.float64] | None = None  # [n] its observed scores f(q_x)
     _scores: dict[int, NDArray[np.float64]] = field(default_factory=dict, repr=False)
 
     def scores(self, key: int) -> NDArray[np.float64]:
@@ -74,6 +76,13 @@ class Sample:
         if self.text.expected is None:
             raise ValueError("no model read this text")
         return self.text.expected[: self.length]
+
+    @property
+    def observed(self) -> NDArray[np.float64]:
+        """The model's observed score ``f(q_x)`` of every token of the prefix."""
+        if self.text.observed is None:
+            raise ValueError("no model read this text")
+        return self.text.observed[: self.length]
 
 
 Statistic = Callable[[Sample], bool]
@@ -122,8 +131,19 @@ def default_decision(sample: Sample) -> bool:
 
 
 def weighted_log10_p(sample: Sample) -> float:
-    """The model-assisted weighted sum ``sum w_t s_t``, ``w_t = E[s_t] - 1``, against its
-    exact null tail (``detector.weighted``)."""
+    """The model-assisted weighted sum ``sum w_t s_t`` with the library's observed-token
+    weights ``w_t = min(f(q_x) - 1, cap)`` (``detector.assist``), against its exact null
+    tail (``detector.weighted``)."""
+    from detector.assist import observed_weights
+    from detector.weighted import weighted_sf
+
+    w = observed_weights(sample.observed[sample.text.mask[: sample.length]])
+    return weighted_sf(w, float((w * sample.scores).sum()))[1]
+
+
+def weighted_es_log10_p(sample: Sample) -> float:
+    """The weighted sum with the weights ``w_t = E[s_t] - 1`` (the default before
+    2026-12-01), against its exact null tail."""
     from detector.weighted import weighted_sf
 
     w = np.maximum(sample.expected[sample.text.mask[: sample.length]] - 1.0, 0.0)
@@ -132,7 +152,21 @@ def weighted_log10_p(sample: Sample) -> float:
 
 def assisted_decision(sample: Sample) -> bool:
     """What the library decides when a model read the text: ``detect_ids(...,
-    expected_scores=...).is_watermarked`` (the Gamma and weighted tests, corrected)."""
+    expected_scores=..., observed_scores=...).is_watermarked`` (the Gamma and weighted
+    tests, corrected)."""
+    found = detect_ids(
+        sample.ids,
+        sample.key,
+        threshold=THRESHOLD,
+        expected_scores=sample.expected,
+        observed_scores=sample.observed,
+    )
+    return bool(found.is_watermarked)
+
+
+def assisted_es_decision(sample: Sample) -> bool:
+    """The model-assisted decision with ``E[s] - 1`` weights: ``detect_ids(...,
+    expected_scores=...).is_watermarked`` without observed scores."""
     found = detect_ids(sample.ids, sample.key, threshold=THRESHOLD, expected_scores=sample.expected)
     return bool(found.is_watermarked)
 
@@ -145,8 +179,12 @@ STATISTICS: dict[str, Statistic] = {
     "default": default_decision,
     "weighted": _at_threshold(weighted_log10_p),
     "model-assisted": assisted_decision,
+    "weighted E[s]-1": _at_threshold(weighted_es_log10_p),
+    "model-assisted E[s]-1": assisted_es_decision,
 }
-MODEL_STATISTICS = frozenset({"weighted", "model-assisted"})
+MODEL_STATISTICS = frozenset(
+    {"weighted", "model-assisted", "weighted E[s]-1", "model-assisted E[s]-1"}
+)
 
 
 def available(texts: Sequence[Prepared]) -> list[str]:
@@ -158,16 +196,19 @@ def available(texts: Sequence[Prepared]) -> list[str]:
 
 def prepare(
     texts: Sequence[NDArray[np.int64]],
-    expected: Sequence[NDArray[np.float64]] | None = None,
+    readings: Sequence[ModelReading] | None = None,
     width: int = 4,
 ) -> list[Prepared]:
-    """Contexts and masks of each text, with the model's ``E[s]`` of each when given."""
+    """Contexts and masks of each text, with the model's reading of each when given."""
     out = []
     for i, ids in enumerate(texts):
         ids = np.asarray(ids, np.int64)
         contexts = build_contexts(ids, width)
-        e = None if expected is None else np.asarray(expected[i], np.float64)
-        out.append(Prepared(ids, contexts, dedup_mask(contexts), e))
+        e = o = None
+        if readings is not None:
+            e = np.asarray(readings[i].expected, np.float64)
+            o = np.asarray(readings[i].observed, np.float64)
+        out.append(Prepared(ids, contexts, dedup_mask(contexts), e, o))
     return out
 
 

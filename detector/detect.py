@@ -177,6 +177,9 @@ class Document:
     expected_scores: ArrayLike | None = None
     score_variances: ArrayLike | None = None
     tokens_needed: Sequence[int | None] | None = None
+    # The model's observed score f(q_x) of every token (``ModelAssist.read``): with it the
+    # weighted test uses the capped observed-token weights (``detector.assist``).
+    observed_scores: ArrayLike | None = None
 
     def power_models(self, masks: Sequence[NDArray[np.bool_]]) -> list[PowerModel]:
         """One ``PowerModel`` per configuration, given its scored mask."""
@@ -248,6 +251,7 @@ def _detection(
     threshold: float,
     expected: ArrayLike | None = None,
     model: PowerModel | None = None,
+    observed: ArrayLike | None = None,
 ) -> Detection:
     """``scores`` holds every de-duplicated position's score (0.0 elsewhere)."""
     mask = masks.scored
@@ -269,7 +273,9 @@ def _detection(
         is_watermarked=False,
         token_scores=kept,
         scored_mask=mask,
-        weighted=None if expected is None else weighted_test(kept, mask, expected, config),
+        weighted=(
+            None if expected is None else weighted_test(kept, mask, expected, config, observed)
+        ),
         threshold=threshold,
         power_model=model if model is not None else power_model(),
         num_common_tokens=vllm_n - n,
@@ -290,12 +296,19 @@ def detect_config(
     expected_scores: ArrayLike | None = None,
     ngrams: NgramTable | None = None,
     tokens_needed: int | None = None,
+    observed_scores: ArrayLike | None = None,
 ) -> Detection:
     """Test ``token_ids`` under one key configuration, skipping ``ngrams``' pairs if given (and,
-    given a model's ``E[s]`` per token, with the weighted test too). ``expected_scores`` or the
-    key's measured ``tokens_needed`` inform the three-way verdict."""
+    given a model's ``E[s]`` per token, with the weighted test too, on the observed-token
+    weights when ``observed_scores`` are given). ``expected_scores`` or the key's measured
+    ``tokens_needed`` inform the three-way verdict."""
     doc = Document(
-        token_ids, [config], expected_scores, tokens_needed=[tokens_needed], ngrams=ngrams
+        token_ids,
+        [config],
+        expected_scores,
+        tokens_needed=[tokens_needed],
+        ngrams=ngrams,
+        observed_scores=observed_scores,
     )
     return detect_batch([doc], threshold)[0][0]
 
@@ -324,10 +337,10 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
         scores = [np.where(m.dedup, s, 0.0) for (_, m, _), s in zip(flat, full, strict=True)]
     else:
         scores = [_cpu_scores(ids, m.contexts, m.dedup, c) for ids, m, c in flat]
-    expected = [d.expected_scores for d in docs for _ in d.configs]
+    expected = [(d.expected_scores, d.observed_scores) for d in docs for _ in d.configs]
     found = iter(
-        _detection(ids, m, s, c, threshold, e, model)
-        for (ids, m, c), s, e, model in zip(flat, scores, expected, models, strict=True)
+        _detection(ids, m, s, c, threshold, e, model, o)
+        for (ids, m, c), s, (e, o), model in zip(flat, scores, expected, models, strict=True)
     )
     return [[next(found) for _ in doc.configs] for doc in docs]
 
@@ -369,11 +382,14 @@ def detect_ids(
     expected_scores: ArrayLike | None = None,
     ngrams: NgramTable | None = None,
     tokens_needed: int | None = None,
+    observed_scores: ArrayLike | None = None,
 ) -> Detection:
     """Test token ids (the generating model's tokenizer, no special tokens) under ``key``.
 
     With ``expected_scores`` (a model's ``E[s]`` of every token, ``ModelAssist``), the
-    weighted test runs too and ``is_watermarked`` is the decision of both. ``verdict`` weighs
+    weighted test runs too and ``is_watermarked`` is the decision of both; with
+    ``observed_scores`` as well (``ModelAssist.read``: the model-assisted default), the
+    weighted test uses the capped observed-token weights, else ``E[s] - 1``. ``verdict`` weighs
     the scored tokens against the model's expectations, else the key's measured
     ``tokens_needed`` (scored tokens for 80% power), else a conservative default. Bare ids
     carry no tokenizer, so no n-gram table applies unless ``ngrams`` is given (for example
@@ -393,6 +409,7 @@ def detect_ids(
         expected_scores=expected_scores,
         ngrams=ngrams,
         tokens_needed=tokens_needed,
+        observed_scores=observed_scores,
     )
 
 
@@ -610,9 +627,16 @@ def detect_text(
         raise ValueError("at least one key is needed")
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
-    expected = None if assist is None else assist.expected_scores([ids])[0]
+    reading = None if assist is None else assist.read([ids])[0]
     ngrams = tok.ngram_table if common_ngrams else None
-    doc = Document(ids, configs, expected, tokens_needed=tokens_needed, ngrams=ngrams)
+    doc = Document(
+        ids,
+        configs,
+        None if reading is None else reading.expected,
+        tokens_needed=tokens_needed,
+        ngrams=ngrams,
+        observed_scores=None if reading is None else reading.observed,
+    )
     detections = detect_batch([doc], threshold)[0]
     names = [c.name for c in configs]
     verdict = combine(detections, names=names, threshold=threshold, correction=correction)

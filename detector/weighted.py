@@ -99,7 +99,10 @@ def weighted_sf(weights: ArrayLike, score: float) -> tuple[float, float]:
     if not w.size or score <= 0:
         return 1.0, 0.0
     if w.size <= HYPOEXP_MAX and _distinct(w):
-        return _pair(log_sf_hypoexponential(w, score))
+        try:
+            return _pair(log_sf_hypoexponential(w, score))
+        except ArithmeticError:  # cancellation beyond the digits tried: the general path
+            pass
     approx = log_sf_saddlepoint(w, score)
     if approx > EXACT_ABOVE_LOG10 * _LN10:
         return _pair(log_sf_exact(w, score))
@@ -120,20 +123,29 @@ def log_sf_hypoexponential(weights: ArrayLike, x: float) -> float:
         return 0.0
     s = np.sort(w)
     gaps = np.diff(s) / s[1:] if s.size > 1 else np.ones(1)
-    # Each coefficient can reach prod 1/gap: carry that many digits on top of 30.
+    # Each coefficient can reach prod 1/gap: carry that many digits on top of 30, and more
+    # when the sum turns out to cancel further (checked against its largest term).
     digits = 30 + int(np.ceil(-np.log10(np.maximum(gaps, 1e-300)).clip(0).sum()))
-    with mpmath.workdps(digits):
-        ws = [mpmath.mpf(float(v)) for v in w]
-        total = mpmath.mpf(0)
-        for i, wi in enumerate(ws):
-            c = mpmath.mpf(1)
-            for j, wj in enumerate(ws):
-                if j != i:
-                    c *= wi / (wi - wj)
-            total += c * mpmath.exp(-mpmath.mpf(x) / wi)
-        if total <= 0:
-            raise ArithmeticError("the hypoexponential tail lost its precision")
-        return min(0.0, float(mpmath.log(total)))
+    for _ in range(4):
+        with mpmath.workdps(digits):
+            ws = [mpmath.mpf(float(v)) for v in w]
+            terms = []
+            for i, wi in enumerate(ws):
+                c = mpmath.mpf(1)
+                for j, wj in enumerate(ws):
+                    if j != i:
+                        c *= wi / (wi - wj)
+                terms.append(c * mpmath.exp(-mpmath.mpf(x) / wi))
+            total = mpmath.fsum(terms)
+            biggest = max(abs(t) for t in terms)
+            if total > 0:
+                lost = float(mpmath.log10(biggest / total))
+                if lost < digits - 25:  # at least 25 digits survived the cancellation
+                    return min(0.0, float(mpmath.log(total)))
+                digits = int(lost) + 40
+            else:
+                digits *= 2
+    raise ArithmeticError("the hypoexponential tail lost its precision")
 
 
 def log_sf_saddlepoint(weights: ArrayLike, x: float, *, second_order: bool = True) -> float:

@@ -155,15 +155,17 @@ def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
     return groups
 
 
-def _document(ids: Any, group: KeyGroup, expected: Any = None) -> Document:
-    """Group ``group``'s document of one text (``expected``: its model's E[s] per token); the
-    tokenizer's n-gram table, when it has one, leaves pairs common in human text unscored."""
+def _document(ids: Any, group: KeyGroup, reading: Any = None) -> Document:
+    """Group ``group``'s document of one text (``reading``: its model's ``ModelReading``, E[s]
+    and observed scores per token); the tokenizer's n-gram table, when it has one, leaves
+    pairs common in human text unscored."""
     return Document(
         ids,
         group.configs,
-        expected_scores=expected,
+        expected_scores=None if reading is None else reading.expected,
         tokens_needed=group.tokens_needed or None,
         ngrams=group.loaded.ngram_table,
+        observed_scores=None if reading is None else reading.observed,
     )
 
 
@@ -208,11 +210,12 @@ def assist_for(tokenizer: Tokenizer) -> Any:
 
 def expected_scores(
     ids: list[list[np.ndarray]], groups: list[KeyGroup], budget: int
-) -> list[list[np.ndarray | None]]:
-    """``out[t][g]``: the model's ``E[s]`` per token of text t under group g's tokenizer, or
-    None (no model, or beyond this task's ``budget`` of tokens: texts are taken in order, one
-    batched read per model). Which texts get the model depends on their lengths only."""
-    out: list[list[np.ndarray | None]] = [[None] * len(groups) for _ in ids]
+) -> list[list[Any]]:
+    """``out[t][g]``: the model's reading (``detector.assist.ModelReading``: ``E[s]`` and
+    the observed score per token) of text t under group g's tokenizer, or None (no model, or
+    beyond this task's ``budget`` of tokens: texts are taken in order, one batched read per
+    model). Which texts get the model depends on their lengths only."""
+    out: list[list[Any]] = [[None] * len(groups) for _ in ids]
     for g, group in enumerate(groups):
         assist = assist_for(group.tokenizer) if budget > 0 else None
         if assist is None:
@@ -222,7 +225,7 @@ def expected_scores(
             if used + len(per[g]) <= budget:
                 chosen.append(t)
                 used += len(per[g])
-        found = assist.expected_scores([ids[t][g] for t in chosen]) if chosen else []
+        found = assist.read([ids[t][g] for t in chosen]) if chosen else []
         for t, e in zip(chosen, found, strict=True):
             out[t][g] = e
     return out

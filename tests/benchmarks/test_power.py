@@ -68,11 +68,16 @@ def test_dispersion_counts_planted_text_only_under_its_own_key(statistic, marked
 def test_model_statistics_apply_only_where_a_model_read_every_text(statistic, marked, human):
     pytest.importorskip("detector.assist")
     assert statistic not in available(marked)
-    # E[s] = 2 everywhere: every weight is 1 and the weighted test is the Gamma sum test.
-    read = prepare([t.ids for t in marked], [np.full(t.ids.size, 2.0) for t in marked])
+    from detector.assist import ModelReading
+
+    # E[s] = f(q_x) = 2 everywhere: every weight is 1 and the weighted test is the Gamma test.
+    def reading(n: int) -> ModelReading:
+        return ModelReading(np.full(n, 2.0), np.full(n, 2.0))
+
+    read = prepare([t.ids for t in marked], [reading(t.ids.size) for t in marked])
     assert statistic in available(read)
     assert detection_rates(read, statistic, KEY)[200] == 1.0
-    plain = prepare([t.ids for t in human], [np.full(t.ids.size, 2.0) for t in human])
+    plain = prepare([t.ids for t in human], [reading(t.ids.size) for t in human])
     assert detection_rates(plain, statistic, KEY)[200] <= 0.1
 
 

@@ -12,8 +12,12 @@ import pytest
 import torch
 
 from detector.assist import (
+    OBSERVED_WEIGHT_CAP,
+    TOP_K,
     ModelAssist,
     ModelDirError,
+    _excess_rows,
+    _top_p,
     check_model_dir,
     expected_score_of,
     load_assist,
@@ -64,6 +68,48 @@ def test_expected_scores_equal_one_forward_pass_of_the_whole_text(
     want = 1.0 + expected_score_of(logits.double().softmax(-1)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert got.shape == ids.shape and got.min() >= 1.0
+
+
+def _observed_reference(logits: torch.Tensor, targets: torch.Tensor, top_p: float) -> np.ndarray:
+    """f(q_x) from the full sort: q after top-p, or at the temperature where top-p drops x."""
+    from scipy import special
+
+    q_top = _top_p(logits, top_p).softmax(-1).gather(1, targets[:, None])[:, 0]
+    q_t = logits.softmax(-1).gather(1, targets[:, None])[:, 0]
+    q = torch.where(q_top > 0, q_top, q_t).numpy()
+    return special.digamma(1.0 + 1.0 / q) + 0.5772156649015329
+
+
+def test_read_gives_each_token_its_observed_score_and_the_same_expected_scores(
+    assist: ModelAssist, ids: np.ndarray
+) -> None:
+    (reading,) = assist.read([ids], temperature=0.7, top_p=0.9)
+    with torch.inference_mode():
+        logits = assist.model(torch.tensor([[*assist.prefix, *ids.tolist()]])).logits[0, :-1]
+    logits = logits.double() / 0.7
+    want_e = 1.0 + expected_score_of(_top_p(logits, 0.9).softmax(-1)).numpy()
+    np.testing.assert_allclose(reading.expected, want_e, rtol=1e-5, atol=1e-6)
+    want_o = _observed_reference(logits, torch.from_numpy(ids), 0.9)
+    np.testing.assert_allclose(reading.observed, want_o, rtol=1e-5, atol=1e-6)
+    assert reading.observed.min() >= 1.0
+    (plain,) = assist.expected_scores([ids], temperature=0.7, top_p=0.9)
+    np.testing.assert_array_equal(plain, reading.expected)
+
+
+@pytest.mark.parametrize("scale", [0.01, 1.0, 8.0])
+def test_the_top_k_nucleus_equals_the_full_sort(scale: float) -> None:
+    """Flat rows (nucleus longer than TOP_K: the full sort), peaked rows (the top TOP_K)."""
+    gen = torch.Generator().manual_seed(3)
+    logits = scale * torch.randn(6, 5 * TOP_K, generator=gen, dtype=torch.float64)
+    targets = torch.randint(0, 5 * TOP_K, (6,), generator=gen)
+    targets[0] = int(logits[0].argmax())  # one row whose token is the most likely
+    excess, q = _excess_rows(logits, targets, 0.9)
+    want = expected_score_of(_top_p(logits, 0.9).softmax(-1))
+    np.testing.assert_allclose(excess.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+    from scipy import special
+
+    observed = special.digamma(1.0 + 1.0 / q.numpy()) + 0.5772156649015329
+    np.testing.assert_allclose(observed, _observed_reference(logits, targets, 0.9), rtol=1e-12)
 
 
 def test_windows_cover_long_texts_and_batches_do_not_change_results(ids: np.ndarray) -> None:
@@ -125,6 +171,27 @@ def test_the_weighted_statistic_is_the_weighted_sum_of_scores() -> None:
     np.testing.assert_array_equal(got.expected_scores, [2.0, 1.0, 3.0])
     dual = weighted_test(scores, mask, expected, KeyConfig(key=1, algorithm="dual_key_gumbel"))
     assert dual.p_value != got.p_value  # a sum of 2n terms: a different null
+    assert got.weighting == "expected"
+
+
+def test_observed_scores_give_capped_observed_token_weights() -> None:
+    scores = np.array([1.0, 0.0, 2.0, 0.5])
+    mask = np.array([True, False, True, True])
+    expected = np.array([2.0, 9.0, 1.0, 3.0])
+    observed = np.array([1.5, 9.0, 2.0 + OBSERVED_WEIGHT_CAP, 1.0])  # the third is capped
+    got = weighted_test(scores, mask, expected, KeyConfig(key=1), observed)
+    assert got.weighting == "observed"
+    assert got.score == pytest.approx(0.5 * 1.0 + OBSERVED_WEIGHT_CAP * 2.0 + 0.0 * 0.5)
+    assert got.expected_excess == pytest.approx(0.5 + OBSERVED_WEIGHT_CAP)
+    np.testing.assert_array_equal(got.expected_scores, [2.0, 1.0, 3.0])  # still E[s]
+    with pytest.raises(ValueError, match="one value per token"):
+        weighted_test(scores, mask, expected, KeyConfig(key=1), observed[:3])
+    found = detect_ids([5, 6, 7, 8, 9, 10], 3, expected_scores=np.full(6, 2.0))
+    assert found.weighted is not None and found.weighted.weighting == "expected"
+    found = detect_ids(
+        [5, 6, 7, 8, 9, 10], 3, expected_scores=np.full(6, 2.0), observed_scores=np.full(6, 3.0)
+    )
+    assert found.weighted is not None and found.weighted.weighting == "observed"
 
 
 def test_a_directory_without_config_or_weights_is_refused(tmp_path: Path) -> None:
@@ -155,21 +222,29 @@ def human_chunks() -> list[np.ndarray]:
     return chunks("code", 10, 40) + chunks("prose", 10, 40)
 
 
+@pytest.mark.parametrize("weighting", ["expected", "observed"])
 def test_the_weighted_test_keeps_its_size_on_human_text(
-    assist: ModelAssist, human_chunks: list[np.ndarray]
+    assist: ModelAssist, human_chunks: list[np.ndarray], weighting: str
 ) -> None:
-    """500 tests (20 human chunks x 25 random keys): the weighted p-values pass a
-    Kolmogorov-Smirnov test against U(0, 1), and neither the weighted test nor the default
+    """500 tests (20 human chunks x 25 random keys), read at T=0.7/top-p 0.9, with the
+    ``E[s] - 1`` weights and with the default observed-token weights: the weighted p-values
+    pass a Kolmogorov-Smirnov test against U(0, 1), and neither the weighted test nor the
     decision flags more than alpha + 3 sd at 1% and 10%."""
     from scipy import stats
 
-    expected = assist.expected_scores(human_chunks)
+    readings = assist.read(human_chunks, temperature=0.7, top_p=0.9)
     keys = np.random.default_rng(5).integers(0, 2**63, 25)
     found = [
-        detect_ids(ids, int(k), expected_scores=e)
-        for ids, e in zip(human_chunks, expected, strict=True)
+        detect_ids(
+            ids,
+            int(k),
+            expected_scores=r.expected,
+            observed_scores=r.observed if weighting == "observed" else None,
+        )
+        for ids, r in zip(human_chunks, readings, strict=True)
         for k in keys
     ]
+    assert all(d.weighted is not None and d.weighted.weighting == weighting for d in found)
     weighted = np.array([d.weighted.p_value for d in found if d.weighted is not None])
     decision = np.array([d.decision_p_value for d in found])
     assert weighted.size == 500
@@ -200,8 +275,9 @@ def test_the_default_decision_beats_the_gamma_test_on_low_entropy_text(
 ) -> None:
     """Keyed draws from SmolLM2's own distributions along its own answer to a coding prompt
     at T=0.7/top-p 0.9 (simulated exactly, ``benchmarks/bench_assist.py``), 120 tokens:
-    the default decision detects clearly more than the Gamma test alone (measured 0.83 vs
-    0.37 on 60 draws), and on null scores with the same weights flags at most alpha + 3 sd."""
+    the decision with ``E[s] - 1`` weights detects clearly more than the Gamma test alone
+    (measured 0.83 vs 0.37 on 60 draws), and on null scores with the same weights flags at
+    most alpha + 3 sd."""
     from benchmarks.bench_assist import decisions, distributions, watermarked_scores
 
     rng = np.random.default_rng(11)

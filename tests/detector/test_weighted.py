@@ -52,6 +52,33 @@ def test_the_inversion_matches_the_closed_form(ratio: float) -> None:
     assert log_sf_exact(w, x) == pytest.approx(exact_hypoexponential(w, x), rel=1e-9, abs=1e-9)
 
 
+# 48 weights 1 - 1/E[s] of a 200-token human prose chunk (clustered near 0.9) and a score
+# 1.25 times their sum: the closed form cancels by more digits than its gap-based estimate
+# carries (before 2026-12-01 it raised ArithmeticError from weighted_sf).
+CLUSTERED = [
+    0.9362642218656285, 0.9084384142703646, 0.8503679649024222, 0.027962040722686043,
+    0.8927738410867166, 0.8839086934075009, 0.7255965903166595, 0.8721424584003196,
+    0.5976898881368297, 0.8224162990533816, 0.9033528726597387, 0.847314299953065,
+    0.929171544344651, 0.9221124135675285, 0.8198726661180964, 0.9451398673378881,
+    0.7634908594909909, 0.9123671365850329, 0.8515578300741881, 0.7392589742123796,
+    0.8430555162980875, 0.43338179490234097, 0.6270184880063536, 0.6837719314447572,
+    0.7086008418472435, 0.905677278955938, 0.9089012981058413, 0.9397352671358434,
+    0.42121323704269686, 0.8750997820951142, 0.8663209448441531, 0.27492252144421525,
+    0.8329189365249352, 0.6726032946011892, 0.7943817047297212, 0.5894605710557479,
+    0.04821683661748477, 0.9374794835049804, 0.8816912410985457, 0.8259119226754167,
+    0.7100719137930714, 0.9025380548242882, 0.853581701706131, 0.8813155746946876,
+    0.9306283815013308, 0.6123763372150508, 0.30107164177119583, 0.2680567007293374,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("x", [45.57822040423202, 80.0])
+def test_the_closed_form_carries_the_digits_its_cancellation_needs(x: float) -> None:
+    w = np.array(CLUSTERED)
+    want = log_sf_exact(w, x)
+    assert log_sf_hypoexponential(w, x) == pytest.approx(want, rel=1e-8)
+    assert weighted_sf(w, x)[1] * math.log(10) == pytest.approx(want, rel=1e-8)
+
+
 @pytest.mark.parametrize("n", [60, 400, 3000])
 @pytest.mark.parametrize("ratio", [1.02, 1.5, 3.0, 10.0])
 def test_equal_weights_give_the_gamma_tail(n: int, ratio: float) -> None:
