@@ -195,22 +195,25 @@ _assist: dict[str, Any] = {}  # "model": the ModelAssist, "cache": E[s] per text
 _oracle: dict[str, Any] = {}  # "model": the ModelAssist that reads the unedited texts
 
 
-def expected_of(docs: list[np.ndarray]) -> list[np.ndarray]:
-    """The model's ``E[s]`` of every token of every text (cached: the keys share them)."""
+def expected_of(docs: list[np.ndarray]) -> list[Any]:
+    """The model's reading (``detector.assist.ModelReading``: ``E[s]`` and the observed
+    token's ``f(q_x)``) of every token of every text, as the product reads it (T=1), cached:
+    the keys share them."""
     cache = _assist["cache"]
     missing = [d for d in docs if d.tobytes() not in cache]
-    for d, e in zip(missing, _assist["model"].expected_scores(missing), strict=True):
-        cache[d.tobytes()] = e
+    for d, read in zip(missing, _assist["model"].read(missing), strict=True):
+        cache[d.tobytes()] = read
     return [cache[d.tobytes()] for d in docs]
 
 
-def decisions(ids: np.ndarray, key: int = KEY, expected: np.ndarray | None = None) -> tuple:
+def decisions(ids: np.ndarray, key: int = KEY, expected: Any = None) -> tuple:
     """At THRESHOLD under the benchmark key: the global test, the localized decision, the
     edit-robust statistic alone (``detector.robust``) and the three combined (Bonferroni).
-    With the model's ``expected`` scores, also: the weighted test alone, the product's
-    assisted decision (Gamma and weighted, Bonferroni x2), the weighted edit-robust test
-    (``detector.robust_weighted``) alone, and Gamma, weighted and weighted edit-robust
-    combined (Bonferroni x3)."""
+    With the model's reading ``expected`` (a ``ModelReading``), also: the weighted test alone
+    and the product's assisted decision (Gamma and weighted, Bonferroni x2), both on the
+    product's observed-token weights, the weighted edit-robust test
+    (``detector.robust_weighted``, on ``E[s]``) alone, and Gamma, weighted and weighted
+    edit-robust combined (Bonferroni x3)."""
     from detector.detect import detect_config
     from detector.localize import exp_scores, localize_ids
     from detector.robust import robust_scores_log10_p
@@ -230,7 +233,13 @@ def decisions(ids: np.ndarray, key: int = KEY, expected: np.ndarray | None = Non
     )
     if expected is None:
         return out
-    det = detect_config(ids, config, THRESHOLD, expected_scores=expected)
+    det = detect_config(
+        ids,
+        config,
+        THRESHOLD,
+        expected_scores=expected.expected,
+        observed_scores=expected.observed,
+    )
     assert det.weighted is not None
     wr = weighted_robust_test(scores, det.weighted.expected_scores)
     three = min(det.log10_p, det.weighted.log10_p, wr.log10_p) + np.log10(3.0)

@@ -222,3 +222,27 @@ def test_the_observed_read_is_the_products_read():
     assert q[-2] > 0.1  # the repeated sentence's " mat" is likely
     assert q_odd[-2] < 1e-3 < q[-2]
     np.testing.assert_array_equal(q[:-2], q_odd[:-2])
+
+
+def test_the_assisted_columns_decide_as_the_product_does():
+    from benchmarks.bench_robustness import decisions
+    from detector.assist import ModelReading
+    from detector.config import as_key_config
+    from detector.detect import detect_config
+
+    ids, reads = _toy_text(5)
+    observed = special.digamma(1.0 + 1.0 / reads.q) + EULER_GAMMA
+    reading = ModelReading(expected=np.asarray(reads.expected), observed=observed)
+    got = decisions(ids, KEY, reading)
+    assert len(got) == 8
+    product = detect_config(
+        ids,
+        as_key_config(KEY),
+        0.01,
+        expected_scores=reading.expected,
+        observed_scores=reading.observed,
+    )
+    assert product.weighted is not None and product.weighted.weighting == "observed"
+    assert got[4] == (product.weighted.log10_p <= -2)  # the weighted column
+    assert got[5] == (product.decision_log10_p <= -2)  # the assisted decision
+    assert got[5]  # a toy text at T=1 is detected
