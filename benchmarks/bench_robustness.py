@@ -266,9 +266,18 @@ class SourceReads:
     expected: np.ndarray  # E[s] as the product reads it (T=1, BOS, no prompt)
     expected_sampling: np.ndarray  # E[s] of the distribution sampled from (prompt, T, top-p)
     q: np.ndarray  # that distribution's probability of the token that was drawn
+    # f(q_x) of each token as the product reads it (T=1, BOS, no prompt): the observed-token
+    # weights of the library's model-assisted decision; None where not read.
+    observed: np.ndarray | None = None
 
 
-ORACLE_COLUMNS = ("oracle Gamma", "oracle weighted", "oracle weighted@sampling", "oracle LR")
+ORACLE_COLUMNS = (
+    "oracle Gamma",
+    "oracle weighted",
+    "oracle weighted@sampling",
+    "oracle LR",
+    "oracle observed",
+)
 ORACLE: tuple[str, ...] = ()  # ORACLE_COLUMNS with --oracle
 LR_FLOOR = 1e-8  # the oracle likelihood ratio's smallest p-value (a lower tail as 1 - upper)
 Q_FLOOR = 1e-4  # a drawn token's probability read below this (numerics of top-p) is raised
@@ -286,9 +295,10 @@ def read_sources(
     from detector.assist import _top_p, expected_score_of
 
     tok = AutoTokenizer.from_pretrained(str(assist.path), local_files_only=True)
-    product = assist.expected_scores(texts)
+    product = assist.read(texts)
     out = []
-    for prompt, ids, expected in zip(prompts, texts, product, strict=True):
+    for prompt, ids, reading in zip(prompts, texts, product, strict=True):
+        expected = reading.expected
         head = list(
             tok.apply_chat_template(
                 [{"role": "user", "content": prompt}],
@@ -306,7 +316,7 @@ def read_sources(
             probs = logits.softmax(dim=-1)
             sampled = 1.0 + expected_score_of(probs).numpy()
             q = probs[torch.arange(len(ids)), torch.as_tensor(ids)].numpy()
-        out.append(SourceReads(expected, sampled, np.maximum(q, Q_FLOOR)))
+        out.append(SourceReads(expected, sampled, np.maximum(q, Q_FLOOR), reading.observed))
     return out
 
 
@@ -329,7 +339,7 @@ def weighted_log_sf(weights: np.ndarray, x: float) -> float:
 
 def oracle_log10_ps(
     ids: np.ndarray, origin: np.ndarray, reads: SourceReads, key: int = KEY
-) -> tuple[float, float, float, float]:
+) -> tuple[float, float, float, float, float]:
     """log10 p of the oracle tests on the scored tokens that ``intact_mask`` keeps (not
     deployable: they know the edits): the Gamma test; the weighted test (``E[s] - 1``
     weights, exact tail) with the product's reading of the unedited text and with the
@@ -337,7 +347,10 @@ def oracle_log10_ps(
     ``f1/f0(s) = (1/q) u^(1/q - 1)`` (``u = 1 - e^-s``) at the drawn token's sampling
     probability ``q``: reject for small ``T = sum (1/q - 1)(-log u)``, whose null is a
     weighted sum of i.i.d. Exp(1), p-value ``P0[T <= t] = 1 - P0[T > t]``. The intact mask
-    and the reads depend on the text only, never on the key: every test keeps its size."""
+    and the reads depend on the text only, never on the key: every test keeps its size. Last,
+    the weighted test on the library's observed-token weights ``min(f(q_x) - 1, 2)`` of the
+    product's reading (0.0 when ``reads.observed`` is None)."""
+    from detector.assist import observed_weights
     from detector.detect import detect_config
     from detector.localize import exp_scores
     from detector.stats import gamma_upper_log10
@@ -353,8 +366,8 @@ def oracle_log10_ps(
     src = np.asarray(origin)[scored][keep]
     gamma = gamma_upper_log10(float(s.size), float(s.sum()))
 
-    def weighted(expected: np.ndarray) -> float:
-        w = np.maximum(expected[src] - 1.0, 0.0)
+    def weighted(expected: np.ndarray, w: np.ndarray | None = None) -> float:
+        w = np.maximum(expected[src] - 1.0, 0.0) if w is None else w
         return min(0.0, weighted_log_sf(w, float((w * s).sum())) / math.log(10.0))
 
     c = 1.0 / reads.q[src] - 1.0
@@ -364,7 +377,10 @@ def oracle_log10_ps(
         # 1 - P0[T > t] is resolved to about 1e-9 (the inversion's accuracy): floored at
         # LR_FLOOR, which only makes the p-value larger.
         lr = min(0.0, math.log10(max(-math.expm1(weighted_log_sf(c, t)), LR_FLOOR)))
-    return gamma, weighted(reads.expected), weighted(reads.expected_sampling), lr
+    observed = 0.0
+    if reads.observed is not None:
+        observed = weighted(reads.expected, observed_weights(reads.observed[src]))
+    return gamma, weighted(reads.expected), weighted(reads.expected_sampling), lr, observed
 
 
 def oracle_rates(

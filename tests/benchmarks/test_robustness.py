@@ -97,7 +97,8 @@ def _toy_text(seed: int, length: int = 200, temperature: float = 1.0):
     with np.errstate(divide="ignore"):
         f = special.digamma(1.0 + 1.0 / probs) + EULER_GAMMA
     expected = (probs * f).sum(1)
-    return ids, SourceReads(expected, expected, q)
+    observed = special.digamma(1.0 + 1.0 / q) + EULER_GAMMA  # f(q_x) of the drawn tokens
+    return ids, SourceReads(expected, expected, q, observed)
 
 
 def test_on_unedited_text_the_oracle_gamma_is_the_global_test():
@@ -113,11 +114,12 @@ def test_the_oracle_finds_the_signal_that_edits_hide():
     pool = np.arange(30000, 40000)
     rng = np.random.default_rng(17)
     level = math.log10(0.01)
-    glob, gamma, weighted, lr = [], [], [], []
+    glob, gamma, weighted, lr, observed = [], [], [], [], []
     for seed in range(12):
         ids, reads = _toy_text(seed, temperature=0.2)  # peaked: little signal per token
         edited, origin = edit_tracked(ids, "substitute", 0.3, pool, rng)
-        g, w, ws, r = oracle_log10_ps(edited, origin, reads, KEY)
+        g, w, ws, r, ob = oracle_log10_ps(edited, origin, reads, KEY)
+        observed.append(ob)
         glob.append(detect_ids(edited, KEY).log10_p)
         gamma.append(g)
         weighted.append(w)
@@ -128,6 +130,7 @@ def test_the_oracle_finds_the_signal_that_edits_hide():
     assert np.mean(np.asarray(weighted) <= level) >= np.mean(np.asarray(gamma) <= level)
     assert np.mean(np.asarray(lr) <= level) >= np.mean(np.asarray(weighted) <= level)
     assert np.median(lr) <= np.median(gamma)
+    assert np.median(observed) < np.median(glob) - 1.0  # observed-token weights, intact only
 
 
 def test_the_oracle_keeps_its_size_under_another_key():
@@ -141,7 +144,7 @@ def test_the_oracle_keeps_its_size_under_another_key():
         for ids, reads in texts:
             edited, origin = edit_tracked(ids, "substitute", 0.2, pool, rng)
             p.append(oracle_log10_ps(edited, origin, reads, KEY + 1 + k))
-    p10 = 10.0 ** np.asarray(p)  # [200, 4]
+    p10 = 10.0 ** np.asarray(p)  # [200, 5]
     rate = (p10 <= 0.1).mean(0)
     sd = math.sqrt(0.1 * 0.9 / p10.shape[0])
     assert np.all(rate <= 0.1 + 3 * sd), rate
