@@ -123,7 +123,7 @@ def _positive_env(name: str, default: int) -> int:
 
 
 def _web_args(host: str, port: int) -> list[str]:
-    # Workers forked from a preloaded app (provenance.wsgi.preload: the views imported, the
+    # Workers forked from a preloaded app (provenance.preload: the views imported, the
     # tokenizers loaded): while gunicorn replaces a dead one (in milliseconds, nothing to
     # import or load) the others keep answering.
     return [
@@ -157,7 +157,7 @@ def _children(
     worker_log, web_log = logs / "worker.log", logs / "web.log"
     children.append(Child("worker", lambda: spawn(_worker_args(), env, worker_log), worker_log))
     # The gunicorn master imports the views and loads the tokenizers before it forks
-    # (provenance.wsgi.preload): workers, and any that replaces a dead one, start warm.
+    # (provenance.preload): workers, and any that replaces a dead one, start warm.
     web_env = {**env, "PROVENANCE_WEB_PRELOAD": "1"}
     children.append(Child("web", lambda: spawn(_web_args(host, port), web_env, web_log), web_log))
     return children, generator

@@ -1,16 +1,9 @@
-"""The WSGI application, and what a pre-forking server loads before it forks.
-
-Under ``gunicorn --preload`` (the embedded runner, docker-compose) this module is imported
-once in the master and every worker is forked from it. Django resolves the URLconf, DRF and
-drf-spectacular on the first request, and the scoring path loads tokenizers and their n-gram
-tables on first use: left to the workers, each would import some 750 modules and load the
-same files again after the fork, and a worker that replaces a dead one would answer its first
-requests slowly. ``preload`` does that work here once; the workers share it.
-"""
+"""The WSGI application. Under ``PROVENANCE_WEB_PRELOAD=1`` (the embedded runner's gunicorn,
+``--preload``) the master also imports the views and loads the tokenizers before it forks
+(``provenance.preload``)."""
 
 from __future__ import annotations
 
-import logging
 import os
 
 from django.core.wsgi import get_wsgi_application
@@ -18,39 +11,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance.settings")
 application = get_wsgi_application()
 
-logger = logging.getLogger(__name__)
-
-
-def preload(*, tokenizers: bool) -> None:
-    """Import what the first request would (the URLconf and every view module, the scoring
-    path); with ``tokenizers``, load every registered tokenizer and its n-gram table too, then
-    close the database connections that took, so that no forked worker shares one."""
-    from django.urls import get_resolver
-
-    get_resolver().url_patterns  # noqa: B018 - the URLconf, DRF and drf-spectacular
-    import pandas  # noqa: F401 - detector.contexts' hash table for long texts
-
-    import provenance.cache  # noqa: F401
-    import provenance.throttling  # noqa: F401
-
-    if not tokenizers:
-        return
-    from django.db import DatabaseError, connections
-
-    from provenance.checks.scoring import ScoringError, tokenizer_load
-    from provenance.keys.models import Tokenizer
-
-    try:
-        for tokenizer in Tokenizer.objects.all():
-            try:
-                tokenizer_load(tokenizer).ngram_table  # noqa: B018
-            except ScoringError as exc:  # the request that needs it will say so
-                logger.warning("%s", exc)
-    except DatabaseError as exc:  # not migrated yet, or down: the workers load on first use
-        logger.warning("tokenizers not preloaded: %s", type(exc).__name__)
-    finally:
-        connections.close_all()
-
-
 if os.environ.get("PROVENANCE_WEB_PRELOAD", "") == "1":
+    from provenance.preload import preload
+
     preload(tokenizers=True)

@@ -1,4 +1,4 @@
-"""What the gunicorn master loads before it forks (``provenance.wsgi.preload``)."""
+"""What the gunicorn master loads before it forks (``provenance.preload``)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import pytest
 from django.db import connections
 
 from detector import tokenizers
-from provenance import wsgi
+from provenance import preload
 from provenance.keys.models import Tokenizer
 
 
 @pytest.mark.django_db(transaction=True)  # preload closes the connection it used
 def test_preload_loads_every_registered_tokenizer_and_closes_the_connection(tokenizer_row):
     tokenizers._load.cache_clear()
-    wsgi.preload(tokenizers=True)
+    preload.preload(tokenizers=True)
     assert tokenizers._load.cache_info().currsize == Tokenizer.objects.count() >= 1
     connections["default"].close()  # the count above reopened it
-    wsgi.preload(tokenizers=True)  # a second time: served from the process's cache
+    preload.preload(tokenizers=True)  # a second time: served from the process's cache
     assert tokenizers._load.cache_info().hits >= 1
     assert connections["default"].connection is None  # nothing for a forked worker to share
     assert "provenance.checks.api" in sys.modules  # the URLconf and its views
@@ -27,7 +27,7 @@ def test_preload_loads_every_registered_tokenizer_and_closes_the_connection(toke
 @pytest.mark.django_db(transaction=True)
 def test_preload_without_tokenizers_reads_no_database(django_assert_num_queries):
     with django_assert_num_queries(0):
-        wsgi.preload(tokenizers=False)
+        preload.preload(tokenizers=False)
     assert "drf_spectacular.views" in sys.modules
 
 
@@ -40,5 +40,5 @@ def test_a_tokenizer_that_cannot_load_is_left_to_the_request(tokenizer_row, capl
         content_hash="0" * 64,
         vocab_size=1,
     )
-    wsgi.preload(tokenizers=True)  # logs the broken one, loads the rest, raises nothing
+    preload.preload(tokenizers=True)  # logs the broken one, loads the rest, raises nothing
     assert "gone" in caplog.text
