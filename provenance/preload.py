@@ -32,15 +32,11 @@ def preload(*, tokenizers: bool) -> None:
         return
     from django.db import DatabaseError, connections
 
-    from provenance.checks.scoring import ScoringError, tokenizer_load
-    from provenance.keys.models import Tokenizer
+    from provenance.checks.services.warmup import tokenizers_load
 
     try:
-        for tokenizer in Tokenizer.objects.all():
-            try:
-                tokenizer_load(tokenizer).ngram_table  # noqa: B018
-            except ScoringError as exc:  # the request that needs it will say so
-                logger.warning("%s", exc)
+        for loaded in tokenizers_load():
+            loaded.ngram_table  # noqa: B018
     except DatabaseError as exc:  # not migrated yet, or down: the workers load on first use
         logger.warning("tokenizers not preloaded: %s", type(exc).__name__)
     finally:

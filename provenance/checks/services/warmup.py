@@ -5,21 +5,28 @@ from __future__ import annotations
 
 import logging
 
+from detector.tokenizers import Tokenizer as LoadedTokenizer
 from provenance.checks.scoring import ScoringError, assist_budget, assist_for, tokenizer_load
 from provenance.keys.models import Tokenizer
 
 logger = logging.getLogger(__name__)
 
 
-def tokenizers_warm() -> int:
-    """Load every registered tokenizer into this process's cache; returns how many."""
-    count = 0
+def tokenizers_load() -> list[LoadedTokenizer]:
+    """Load every registered tokenizer into this process's cache (one that cannot be loaded
+    is logged and left to the request that needs it); returns those loaded."""
+    loaded = []
     for tokenizer in Tokenizer.objects.all():
         try:
-            tokenizer_load(tokenizer)
-            count += 1
+            loaded.append(tokenizer_load(tokenizer))
         except ScoringError as exc:
             logger.warning("%s", exc)
+    return loaded
+
+
+def tokenizers_warm() -> int:
+    """Load every registered tokenizer into this process's cache; returns how many."""
+    count = len(tokenizers_load())
     logger.info("warmed %d tokenizer(s)", count)
     if assist_budget() > 0:
         models = {t.model_path: t for t in Tokenizer.objects.exclude(model_path="")}
