@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from detector import scoring
 from detector.assist import WeightedTest, weighted_test
@@ -26,8 +25,13 @@ from detector.config import KeyConfig, as_key_config
 from detector.contexts import as_token_array, build_contexts, dedup_mask
 from detector.ngrams import NgramTable
 from detector.power import PowerModel, ThreeWay, decide, power_model
-from detector.stats import _UNDERFLOW as _GAMMA_UNDERFLOW
-from detector.stats import CORRECTIONS, dual_key_sf, gamma_sf
+from detector.stats import (
+    CORRECTIONS,
+    dual_key_scale,
+    dual_key_sf,
+    gamma_sf,
+    gamma_upper_log10_many,
+)
 
 
 @dataclass(frozen=True)
@@ -661,20 +665,8 @@ def cumulative_log10_p(
     picks = np.unique(np.linspace(0, n - 1, min(n, points)).round().astype(int))
     shape, x = counts[picks].astype(np.float64), sums[picks].astype(np.float64)
     if config.algorithm == "dual_key_gumbel":  # survival's moment-matched gamma
-        v = (1.0 - config.alpha) ** 2 + config.alpha**2
+        v = dual_key_scale(config.alpha)
         shape, x = shape / v, x / v
-    # survival() point by point, vectorized where the float holds the tail (every point of a
-    # text short of overwhelming evidence); the rest takes survival's exact branches.
-    with np.errstate(divide="ignore"):
-        q = special.gammaincc(np.maximum(shape, 1e-300), np.maximum(x, 0.0))
-        log10_q = np.minimum(np.log10(q), 0.0)
-    trivial = (shape <= 0) | (x <= 0)
-    out = []
-    for j, i in enumerate(picks):
-        if trivial[j]:
-            out.append((int(i), 0.0))
-        elif q[j] > _GAMMA_UNDERFLOW:
-            out.append((int(i), float(log10_q[j])))
-        else:
-            out.append((int(i), survival(config, float(sums[i]), int(counts[i]))[1]))
-    return out
+    return [
+        (int(i), float(lp)) for i, lp in zip(picks, gamma_upper_log10_many(shape, x), strict=True)
+    ]

@@ -70,10 +70,29 @@ def gamma_sf(score: float, n: int) -> tuple[float, float]:
 
 def dual_key_sf(score: float, n: int, alpha: float) -> tuple[float, float]:
     """P-value of the dual-key score ``sum((1-a) s_A + a s_B)`` by moment matching: Q(n/v, S/v)."""
+    v = dual_key_scale(alpha)
+    return _pair(gamma_upper_log10(n / v, score / v))
+
+
+def dual_key_scale(alpha: float) -> float:
+    """``v = (1-a)^2 + a^2``: the dual-key sum of ``n`` scores is matched to ``v Gamma(n/v)``."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError("alpha must lie in [0, 1]")
-    v = (1.0 - alpha) ** 2 + alpha**2
-    return _pair(gamma_upper_log10(n / v, score / v))
+    return (1.0 - alpha) ** 2 + alpha**2
+
+
+def gamma_upper_log10_many(shape: ArrayLike, x: ArrayLike) -> NDArray[np.float64]:
+    """``gamma_upper_log10`` of each pair, clamped at 0: one vectorized call where the float
+    holds the tail, the scalar's exact branches where it underflows."""
+    a = np.asarray(shape, np.float64)
+    z = np.asarray(x, np.float64)
+    with np.errstate(divide="ignore"):
+        q = special.gammaincc(np.maximum(a, 1e-300), np.maximum(z, 0.0))
+        out = np.minimum(np.log10(q), 0.0)
+    out[(a <= 0) | (z <= 0)] = 0.0
+    for i in np.flatnonzero((q <= _UNDERFLOW) & (a > 0) & (z > 0)):
+        out[i] = min(0.0, gamma_upper_log10(float(a[i]), float(z[i])))
+    return out
 
 
 def bonferroni(log10_ps: ArrayLike, m: int | None = None) -> NDArray[np.float64]:

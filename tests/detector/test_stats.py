@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from detector.stats import bonferroni, dual_key_sf, gamma_sf, holm
+from detector.stats import (
+    bonferroni,
+    dual_key_sf,
+    gamma_sf,
+    gamma_upper_log10,
+    gamma_upper_log10_many,
+    holm,
+)
 
 
 @pytest.mark.parametrize("n,score", [(1, 0.5), (10, 12.0), (200, 260.0), (5000, 5100.0)])
@@ -87,3 +94,12 @@ def test_corrections_are_monotone_in_the_raw_p_values():
     assert bonferroni(lp, m=10)[0] == pytest.approx(math.log10(0.01))
     with pytest.raises(ValueError):
         bonferroni(lp, m=2)
+
+
+def test_the_vectorized_tail_is_the_scalar_one_everywhere():
+    shape = np.array([0.0, 3.0, 5.0, 200.0, 200.0, 45000.0, 10.0])
+    x = np.array([4.0, 0.0, 2.5, 260.0, 2600.0, 31341.0, -1.0])  # the 5th and 6th underflow
+    many = gamma_upper_log10_many(shape, x)
+    scalar = [min(0.0, gamma_upper_log10(a, z)) for a, z in zip(shape, x, strict=True)]
+    assert many == pytest.approx(scalar, rel=1e-12, abs=1e-12)
+    assert many[4] < -300 and many[0] == many[1] == many[6] == 0.0
