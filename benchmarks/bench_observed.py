@@ -65,6 +65,15 @@ def q_obs(r: dict[str, np.ndarray]) -> np.ndarray:
     return np.where(r["qtop"] > 0, r["qtop"], r["qt"])
 
 
+def kept(q: np.ndarray, tau: float, width: int = 4) -> np.ndarray:
+    """1 where neither the token nor any of the ``width`` before it reads below ``tau``."""
+    ok = ~(np.asarray(q) < tau)
+    bad = ~ok
+    for k in range(1, width + 1):
+        ok[k:] &= ~bad[:-k]
+    return ok.astype(np.float64)
+
+
 Rule = Callable[[dict[str, np.ndarray]], np.ndarray]
 RULES: dict[str, Rule] = {
     "es": lambda r: r["es"] - 1.0,
@@ -77,6 +86,12 @@ RULES: dict[str, Rule] = {
     "mean": lambda r: 0.5 * (r["es"] + f(q_obs(r))) - 1.0,
     "1-1/f": lambda r: 1.0 - 1.0 / f(q_obs(r)),
     "1-1/es": lambda r: 1.0 - 1.0 / r["es"],
+    **{
+        f"obs cap 2 masked {tau:g}": (
+            lambda r, tau=tau: np.minimum(f(q_obs(r)) - 1.0, 2.0) * kept(q_obs(r), tau)
+        )
+        for tau in (1e-4, 3e-4, 1e-3)
+    },
 }
 DECISIONS = [*RULES, "es+obs (3-way)"]
 

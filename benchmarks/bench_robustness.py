@@ -189,7 +189,9 @@ def intact_mask(origin: np.ndarray, width: int = 4) -> np.ndarray:
 
 BASE_COLUMNS = ("global", "localized", "robust", "combined")
 # With --assist: SmolLM2's E[s] per token (detector.assist, as the product reads it: T=1, BOS).
-ASSISTED_COLUMNS = ("weighted", "assisted", "w-robust", "assisted+w-robust")
+# "assisted unmasked": the assisted decision with the observed-token weights of every token,
+# suspected edits included (the library's rule before suspected edits weighed 0).
+ASSISTED_COLUMNS = ("weighted", "assisted", "assisted unmasked", "w-robust", "assisted+w-robust")
 COLUMNS: tuple[str, ...] = BASE_COLUMNS
 _assist: dict[str, Any] = {}  # "model": the ModelAssist, "cache": E[s] per text
 _oracle: dict[str, Any] = {}  # "model": the ModelAssist that reads the unedited texts
@@ -214,6 +216,7 @@ def decisions(ids: np.ndarray, key: int = KEY, expected: Any = None) -> tuple:
     product's observed-token weights, the weighted edit-robust test
     (``detector.robust_weighted``, on ``E[s]``) alone, and Gamma, weighted and weighted
     edit-robust combined (Bonferroni x3)."""
+    from detector.assist import observed_weights
     from detector.detect import detect_config
     from detector.localize import exp_scores, localize_ids
     from detector.robust import robust_scores_log10_p
@@ -241,22 +244,30 @@ def decisions(ids: np.ndarray, key: int = KEY, expected: Any = None) -> tuple:
         observed_scores=expected.observed,
     )
     assert det.weighted is not None
+    w = observed_weights(expected.observed)[det.scored_mask]
+    unmasked = weighted_log_sf(w, float((w * scores).sum())) / math.log(10.0)
     wr = weighted_robust_test(scores, det.weighted.expected_scores)
     three = min(det.log10_p, det.weighted.log10_p, wr.log10_p) + np.log10(3.0)
     return out + (
         det.weighted.log10_p <= level,
         det.decision_log10_p <= level,
+        min(det.log10_p, unmasked) + np.log10(2.0) <= level,
         wr.log10_p <= level,
         three <= level,
     )
 
 
-def rates(docs: list[np.ndarray], key: int = KEY) -> tuple[float, ...]:
+def decision_matrix(docs: list[np.ndarray], key: int = KEY) -> np.ndarray:
+    """``decisions`` of every text: ``[len(docs), len(COLUMNS)]`` booleans."""
     expected: list[np.ndarray | None] = [None] * len(docs)
     if _assist:
         expected = list(expected_of(docs))
     got = [decisions(d, key, e) for d, e in zip(docs, expected, strict=True)]
-    return tuple(float(v) for v in np.array(got, bool).reshape(-1, len(COLUMNS)).mean(0))
+    return np.array(got, bool).reshape(-1, len(COLUMNS))
+
+
+def rates(docs: list[np.ndarray], key: int = KEY) -> tuple[float, ...]:
+    return tuple(float(v) for v in decision_matrix(docs, key).mean(0))
 
 
 @dataclass(frozen=True)
@@ -457,7 +468,8 @@ def edit_table(
         for variant, entry in variants.items():
             pos, pos_origin, pos_src = entry["marked"]
             neg, neg_origin, neg_src = entry["plain"]
-            hit = rates(pos)
+            got = decision_matrix(pos)
+            hit = tuple(float(v) for v in got.mean(0))
             fpr = rates(neg) if neg else nan_cols
             o_hit = o_fpr = nan_oracle
             if ORACLE and pos_origin:
@@ -479,6 +491,15 @@ def edit_table(
                 + " |",
                 flush=True,
             )
+            if pos_src and max(pos_src) > 0:  # the prompts' second half (their own rates)
+                later = np.asarray(pos_src) >= (max(pos_src) + 1) // 2
+                rows[-1]["held_out"] = dict(zip(COLUMNS, got[later].mean(0).tolist(), strict=True))
+                print(
+                    f"  (second half of the prompts, {int(later.sum())} texts: "
+                    + ", ".join(f"{c} {_pct(v)}" for c, v in rows[-1]["held_out"].items())
+                    + ")",
+                    flush=True,
+                )
     return rows
 
 

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from scipy import special, stats
 
 from detector.assist import ModelReading
+from detector.config import as_key_config
 from detector.contexts import build_contexts, dedup_mask
 from detector.detect import detect_ids
 from detector.scoring import token_scores
@@ -132,12 +133,13 @@ def default_decision(sample: Sample) -> bool:
 
 def weighted_log10_p(sample: Sample) -> float:
     """The model-assisted weighted sum ``sum w_t s_t`` with the library's observed-token
-    weights ``w_t = min(f(q_x) - 1, cap)`` (``detector.assist``), against its exact null
-    tail (``detector.weighted``)."""
+    weights ``w_t = min(f(q_x) - 1, cap)``, 0 on suspected edits (``detector.assist``),
+    against its exact null tail (``detector.weighted``)."""
     from detector.assist import observed_weights
     from detector.weighted import weighted_sf
 
-    w = observed_weights(sample.observed[sample.text.mask[: sample.length]])
+    width = as_key_config(sample.key).context_width
+    w = observed_weights(sample.observed, width)[sample.text.mask[: sample.length]]
     return weighted_sf(w, float((w * sample.scores).sum()))[1]
 
 
