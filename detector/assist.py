@@ -102,6 +102,8 @@ class WeightedTest:
     # when the model is right)
     expected_scores: NDArray[np.float64]  # E[s] of each scored token, in text order
     weighting: str = "expected"  # "observed": min(f(q_x) - 1, cap); "expected": E[s] - 1
+    # Scored tokens that weigh 0 because a suspected edit touches them (observed weighting).
+    num_suspected: int = 0
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -109,6 +111,7 @@ class WeightedTest:
             "p_value": self.p_value,
             "log10_p": self.log10_p,
             "expected_excess": self.expected_excess,
+            "num_suspected": self.num_suspected,
         }
 
 
@@ -154,6 +157,7 @@ def weighted_test(
             f"{scored_mask.shape[0]} tokens"
         )
     kept = expected[scored_mask]
+    suspected = 0
     if observed_scores is None:
         w = np.maximum(kept - 1.0, 0.0)
     else:
@@ -161,6 +165,7 @@ def weighted_test(
         if observed.shape != scored_mask.shape:
             raise ValueError("observed_scores needs one value per token")
         w = observed_weights(observed, config.context_width)[scored_mask]
+        suspected = int(suspected_edits(observed, config.context_width)[scored_mask].sum())
     score = float((w * token_scores[scored_mask]).sum())
     null_w = w
     if config.algorithm == "dual_key_gumbel":
@@ -174,6 +179,7 @@ def weighted_test(
         expected_excess=float(w.sum()),
         expected_scores=kept,
         weighting="expected" if observed_scores is None else "observed",
+        num_suspected=suspected,
     )
 
 

@@ -229,15 +229,16 @@ def test_the_observed_read_is_the_products_read():
 
 def test_the_assisted_columns_decide_as_the_product_does():
     from benchmarks.bench_robustness import decisions
-    from detector.assist import ModelReading
+    from detector.assist import ModelReading, observed_weights
     from detector.config import as_key_config
     from detector.detect import detect_config
+    from detector.weighted import weighted_sf
 
     ids, reads = _toy_text(5)
     observed = special.digamma(1.0 + 1.0 / reads.q) + EULER_GAMMA
     reading = ModelReading(expected=np.asarray(reads.expected), observed=observed)
     got = decisions(ids, KEY, reading)
-    assert len(got) == 8
+    assert len(got) == 9
     product = detect_config(
         ids,
         as_key_config(KEY),
@@ -249,3 +250,6 @@ def test_the_assisted_columns_decide_as_the_product_does():
     assert got[4] == (product.weighted.log10_p <= -2)  # the weighted column
     assert got[5] == (product.decision_log10_p <= -2)  # the assisted decision
     assert got[5]  # a toy text at T=1 is detected
+    w = observed_weights(observed)[product.scored_mask]  # every token weighted: the rule before
+    unmasked = weighted_sf(w, float((w * product.token_scores[product.scored_mask]).sum()))[1]
+    assert got[6] == (min(product.log10_p, unmasked) + math.log10(2.0) <= -2)

@@ -224,6 +224,7 @@ def test_suspected_edits_and_the_tokens_after_them_weigh_nothing() -> None:
         scores, mask, np.full(8, 2.0), KeyConfig(key=1), np.r_[2.0, SUSPECT_SCORE + 1, [2.0] * 6]
     )
     assert got.expected_excess == pytest.approx(3 * 1.0)  # positions 0, 6 and 7 weigh 1
+    assert got.num_suspected == 4 and got.summary()["num_suspected"] == 4  # 2, 3, 4, 5
     assert got.score == pytest.approx(3 * 1.0)
 
 
