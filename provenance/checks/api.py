@@ -128,6 +128,7 @@ class HypothesisOutput(FieldsOnce):
             "log10_p",
             "adjusted_log10_p",
             "weighted_log10_p",
+            "weighted_suspected",
             "decided_by",
         ]
 
@@ -397,6 +398,7 @@ HYPOTHESIS_EXPORT_FIELDS = [
     "hypothesis_log10_p",
     "adjusted_log10_p",
     "weighted_log10_p",
+    "weighted_suspected",
     "hypothesis_decided_by",
 ]
 
@@ -424,6 +426,7 @@ def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, An
             "hypothesis_log10_p": h.get("log10_p"),
             "adjusted_log10_p": h.get("adjusted_log10_p"),
             "weighted_log10_p": h.get("weighted_log10_p"),
+            "weighted_suspected": h.get("weighted_suspected"),
             "hypothesis_decided_by": h.get("decided_by"),
         }
 

@@ -207,6 +207,9 @@ class Hypothesis(models.Model):
     adjusted_log10_p = models.FloatField()
     # The model-assisted test, when the tokenizer's model read the text (else null).
     weighted_log10_p = models.FloatField(null=True, blank=True)
+    # Scored tokens the model-assisted test set aside because a suspected edit (a token the
+    # model reads as very unlikely) touches them; null without the model.
+    weighted_suspected = models.PositiveIntegerField(null=True, blank=True)
     decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
     # Content hash of the n-gram table that left the pairs common in human text unscored
     # (detector.ngrams), "" when none applied, null when scored before it was recorded: the

@@ -141,18 +141,27 @@ def test_a_worker_scores_a_check_with_the_model_and_stores_the_decision(
 ):
     tokenizer_model_set(alice_key.tokenizer, EMBEDDED_MODEL)
     alice = api_for("alice")
+    words = human_text[:600].split(" ")
+    # Every 12th word replaced by one the model reads as very unlikely there: suspected edits.
+    edited = " ".join("Xylophone" if i % 12 == 6 else w for i, w in enumerate(words))
     ids = [
         alice.post("/api/v1/checks", {"text": t}, format="json").json()["id"]
-        for t in (wm_text, human_text[:600])
+        for t in (wm_text, human_text[:600], edited)
     ]
-    wait_until(lambda: Check.objects.filter(id__in=ids, status="done").count() == 2, 240, 0.2)
-    marked, human = (alice.get(f"/api/v1/checks/{i}").json() for i in ids)
+    wait_until(lambda: Check.objects.filter(id__in=ids, status="done").count() == 3, 240, 0.2)
+    marked, human, changed = (alice.get(f"/api/v1/checks/{i}").json() for i in ids)
     assert marked["is_watermarked"] is True and human["is_watermarked"] is False
-    for body in (marked, human):
+    for body in (marked, human, changed):
         (h,) = body["hypotheses"]
         assert h["weighted_log10_p"] is not None and h["decided_by"] in ("gamma", "weighted")
         assert body["decided_by"] == h["decided_by"]
+        assert isinstance(h["weighted_suspected"], int) and h["weighted_suspected"] >= 0
+    # Each "Xylophone" sets aside itself and the tokens after it whose contexts hold it.
+    suspected = changed["hypotheses"][0]["weighted_suspected"]
+    assert suspected > human["hypotheses"][0]["weighted_suspected"]
     client.force_login(cast["alice"])
     page = client.get(f"/checks/{ids[0]}/")
     assert page.status_code == 200 and 'id="verdict"' in page.content.decode()
     assert ('id="decided-by"' in page.content.decode()) == (marked["decided_by"] == "weighted")
+    page = client.get(f"/checks/{ids[2]}/").content.decode()
+    assert 'id="suspected-edits"' in page and f"{suspected} scored tokens were set aside" in page

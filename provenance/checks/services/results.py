@@ -152,6 +152,7 @@ HYPOTHESIS_FIELDS = [
     "log10_p",
     "adjusted_log10_p",
     "weighted_log10_p",
+    "weighted_suspected",
     "decided_by",
     "ngram_table",
 ]
@@ -179,6 +180,7 @@ def _hypothesis_row(check: Check, h: HypothesisResult) -> tuple[Any, ...]:
         d.log10_p,
         h.adjusted_log10_p,
         None if d.weighted is None else d.weighted.log10_p,
+        None if d.weighted is None else d.weighted.num_suspected,
         h.decided_by,
         h.ngram_table,
     )
