@@ -716,7 +716,7 @@ def planted_table(cells: dict[str, Any], human: np.ndarray) -> list[dict[str, An
     rows = []
     rng = np.random.default_rng(11)
     for name, cell in cells.items():
-        alone, doc_hits, human_hits = [], [], []
+        alone, doc_hits, human_hits, alone_assisted = [], [], [], []
         for x in cell["marked"]:
             span = np.asarray(x[:PLANT], np.int64)
             start = int(rng.integers(0, human.shape[0] - HUMAN_AROUND))
@@ -725,6 +725,7 @@ def planted_table(cells: dict[str, Any], human: np.ndarray) -> list[dict[str, An
             doc = np.concatenate([body[:cut], span, body[cut:]])
             alone.append(detect_ids(span, KEY).p_value <= THRESHOLD)
             if _assist:
+                alone_assisted.append(decisions(span, KEY, expected_of([span])[0]))
                 doc_hits.append(decisions(doc, KEY, expected_of([doc])[0]))
                 human_hits.append(decisions(body, KEY, expected_of([body])[0]))
             else:
@@ -746,6 +747,19 @@ def planted_table(cells: dict[str, Any], human: np.ndarray) -> list[dict[str, An
             + " |",
             flush=True,
         )
+        if alone_assisted:  # the model-assisted columns against the same test of the span alone
+            by_alone = np.asarray(alone_assisted, bool).mean(0)
+            row["alone_columns"] = {c: float(v) for c, v in zip(COLUMNS, by_alone, strict=True)}
+            print(
+                f"  ({name}, the span alone under each column's own test: "
+                + ", ".join(
+                    f"{c} {100 * a:.1f} -> {100 * v:.1f} in document"
+                    + (f" ({v / a:.2f}x)" if a else "")
+                    for c, a, v in zip(COLUMNS, by_alone, hit, strict=True)
+                )
+                + ")",
+                flush=True,
+            )
     return rows
 
 
