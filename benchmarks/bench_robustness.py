@@ -191,7 +191,16 @@ BASE_COLUMNS = ("global", "localized", "robust", "combined")
 # With --assist: SmolLM2's E[s] per token (detector.assist, as the product reads it: T=1, BOS).
 # "assisted unmasked": the assisted decision with the observed-token weights of every token,
 # suspected edits included (the library's rule before suspected edits weighed 0).
-ASSISTED_COLUMNS = ("weighted", "assisted", "assisted unmasked", "w-robust", "assisted+w-robust")
+# "assisted localized": the web product's verdict with a model, Bonferroni over the localized
+# decision's document p-value and the weighted test.
+ASSISTED_COLUMNS = (
+    "weighted",
+    "assisted",
+    "assisted unmasked",
+    "w-robust",
+    "assisted+w-robust",
+    "assisted localized",
+)
 COLUMNS: tuple[str, ...] = BASE_COLUMNS
 _assist: dict[str, Any] = {}  # "model": the ModelAssist, "cache": E[s] per text
 _oracle: dict[str, Any] = {}  # "model": the ModelAssist that reads the unedited texts
@@ -254,6 +263,7 @@ def decisions(ids: np.ndarray, key: int = KEY, expected: Any = None) -> tuple:
         min(det.log10_p, unmasked) + np.log10(2.0) <= level,
         wr.log10_p <= level,
         three <= level,
+        min(loc.log10_p, det.weighted.log10_p) + np.log10(2.0) <= level,
     )
 
 
@@ -805,6 +815,9 @@ def main() -> None:
         "--no-planted", action="store_true", help="skip the mixed documents (edits only)"
     )
     parser.add_argument(
+        "--no-edits", action="store_true", help="skip the edit tables (mixed documents only)"
+    )
+    parser.add_argument(
         "--rates", type=float, action="append", help="only this edit rate (repeatable)"
     )
     parser.add_argument("--no-clean", action="store_true", help="skip the unedited texts")
@@ -897,15 +910,19 @@ def main() -> None:
     edit_rule = "| --- " * (3 + 2 * len(COLUMNS + ORACLE)) + "|"
     print(f"\n| cell | edit | n | {edit_head} | {edit_fpr_head} |\n{edit_rule}")
     kinds = tuple(args.kinds or KINDS)
-    edits = edit_table(
-        data["cells"],
-        human,
-        tok,
-        args.edit_draws,
-        kinds,
-        args.plain_draws,
-        tuple(args.rates or RATES),
-        not args.no_clean,
+    edits = (
+        []
+        if args.no_edits
+        else edit_table(
+            data["cells"],
+            human,
+            tok,
+            args.edit_draws,
+            kinds,
+            args.plain_draws,
+            tuple(args.rates or RATES),
+            not args.no_clean,
+        )
     )
     planted: list[dict[str, Any]] = []
     if not args.no_planted:

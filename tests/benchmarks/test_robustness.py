@@ -232,13 +232,14 @@ def test_the_assisted_columns_decide_as_the_product_does():
     from detector.assist import ModelReading, observed_weights
     from detector.config import as_key_config
     from detector.detect import detect_config
+    from detector.localize import localize_ids
     from detector.weighted import weighted_sf
 
     ids, reads = _toy_text(5)
     observed = special.digamma(1.0 + 1.0 / reads.q) + EULER_GAMMA
     reading = ModelReading(expected=np.asarray(reads.expected), observed=observed)
     got = decisions(ids, KEY, reading)
-    assert len(got) == 9
+    assert len(got) == 10
     product = detect_config(
         ids,
         as_key_config(KEY),
@@ -253,3 +254,6 @@ def test_the_assisted_columns_decide_as_the_product_does():
     w = observed_weights(observed)[product.scored_mask]  # every token weighted: the rule before
     unmasked = weighted_sf(w, float((w * product.token_scores[product.scored_mask]).sum()))[1]
     assert got[6] == (min(product.log10_p, unmasked) + math.log10(2.0) <= -2)
+    # The web product's verdict with a model: the localized decision and the weighted test.
+    loc = localize_ids(ids, KEY, threshold=0.01)
+    assert got[9] == (min(loc.log10_p, product.weighted.log10_p) + math.log10(2.0) <= -2)
