@@ -49,6 +49,7 @@ from benchmarks.bench_generate import KEY  # noqa: E402
 from benchmarks.bench_power import cells, generate_cell, human_chunks  # noqa: E402
 from benchmarks.observed_read import cached_read  # noqa: E402
 from benchmarks.power import PREFIXES, THRESHOLD, prepare  # noqa: E402
+from detector.assist import with_contexts  # noqa: E402
 from detector.stats import gamma_sf  # noqa: E402
 from detector.weighted import clean_weights, log_sf_saddlepoint, weighted_sf  # noqa: E402
 
@@ -67,11 +68,7 @@ def q_obs(r: dict[str, np.ndarray]) -> np.ndarray:
 
 def kept(q: np.ndarray, tau: float, width: int = 4) -> np.ndarray:
     """1 where neither the token nor any of the ``width`` before it reads below ``tau``."""
-    ok = ~(np.asarray(q) < tau)
-    bad = ~ok
-    for k in range(1, width + 1):
-        ok[k:] &= ~bad[:-k]
-    return ok.astype(np.float64)
+    return (~with_contexts(np.asarray(q) < tau, width)).astype(np.float64)
 
 
 Rule = Callable[[dict[str, np.ndarray]], np.ndarray]

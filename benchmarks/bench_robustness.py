@@ -562,11 +562,9 @@ def read_observed(
 def suspected_intact(q: np.ndarray, tau: float, width: int = 4) -> np.ndarray:
     """Tokens that neither are, nor follow within ``width`` tokens, a token of probability
     below ``tau``: the deployable stand-in for ``intact_mask``."""
-    suspect = np.asarray(q) < tau
-    ok = ~suspect
-    for k in range(1, width + 1):
-        ok[k:] &= ~suspect[:-k]
-    return ok
+    from detector.assist import with_contexts
+
+    return ~with_contexts(np.asarray(q) < tau, width)
 
 
 def masked_log10_ps(

@@ -115,16 +115,22 @@ class WeightedTest:
         }
 
 
+def with_contexts(flags: ArrayLike, width: int) -> NDArray[np.bool_]:
+    """Every flagged position and the ``width`` positions after it (whose keyed contexts
+    hold the flagged token)."""
+    flags = np.asarray(flags, bool)
+    hit = flags.copy()
+    for k in range(1, min(width, flags.shape[0]) + 1):
+        hit[k:] |= flags[:-k]
+    return hit
+
+
 def suspected_edits(observed_scores: ArrayLike, width: int) -> NDArray[np.bool_]:
     """Positions whose score a suspected edit may have changed: every token the model reads
     below ``SUSPECT_PROBABILITY`` (observed score above ``SUSPECT_SCORE``) and the ``width``
     tokens after it, whose contexts hold it. ``observed_scores`` covers the whole text in
     order (not only the scored tokens)."""
-    suspect = np.asarray(observed_scores, np.float64) > SUSPECT_SCORE
-    hit = suspect.copy()
-    for k in range(1, min(width, suspect.shape[0]) + 1):
-        hit[k:] |= suspect[:-k]
-    return hit
+    return with_contexts(np.asarray(observed_scores, np.float64) > SUSPECT_SCORE, width)
 
 
 def observed_weights(observed_scores: ArrayLike, width: int | None = None) -> NDArray[np.float64]:
@@ -164,8 +170,9 @@ def weighted_test(
         observed = np.asarray(observed_scores, np.float64)
         if observed.shape != scored_mask.shape:
             raise ValueError("observed_scores needs one value per token")
-        w = observed_weights(observed, config.context_width)[scored_mask]
-        suspected = int(suspected_edits(observed, config.context_width)[scored_mask].sum())
+        hit = suspected_edits(observed, config.context_width)[scored_mask]
+        w = np.where(hit, 0.0, observed_weights(observed[scored_mask]))
+        suspected = int(hit.sum())
     score = float((w * token_scores[scored_mask]).sum())
     null_w = w
     if config.algorithm == "dual_key_gumbel":
