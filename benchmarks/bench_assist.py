@@ -33,9 +33,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from detector.assist import ModelAssist, _top_p, expected_score_of  # noqa: E402
-from detector.stats import gamma_sf  # noqa: E402
-from detector.weighted import weighted_sf  # noqa: E402
+from detector.core.stats import gamma_sf  # noqa: E402
+from detector.evidence.weighted import weighted_sf  # noqa: E402
+from detector.reading.model import ModelAssist, _top_p, expected_score_of  # noqa: E402
 
 ALPHA = 0.01
 PREFIXES = (50, 100, 200)
@@ -113,7 +113,7 @@ def generated_answers(
 def human_chunks(genre: str, count: int, size: int) -> list[np.ndarray]:
     """``count`` chunks of ``size`` SmolLM2 tokens of a human genre (``benchmarks.dispersion``)."""
     from benchmarks.dispersion import chunks, genre_documents
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer()
     docs = genre_documents()[genre][::7][: count * 4]  # spread over the corpus

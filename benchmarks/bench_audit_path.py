@@ -8,7 +8,8 @@ of this process (steadier than wall time on a shared machine), best of three, fo
 3. the same with ``localize_family`` in place of ``combine``: the verdict with span
    localization, one text at a time;
 4. the same with every text's first scan window computed in one batched pass
-   (``detector.localize.first_windows``), as ``provenance/checks/scoring.score_texts`` does;
+   (``detector.evidence.localize.first_windows``), as ``provenance/checks/scoring.score_texts``
+   does;
 5. the same plus the character offsets of the texts in which a span was found, taken from
    the encoding kept from the one tokenization.
 
@@ -28,10 +29,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_web import _texts  # noqa: E402
-from detector.config import KeyConfig  # noqa: E402
-from detector.detect import Document, combine, detect_batch, detect_text  # noqa: E402
-from detector.localize import first_windows, localize_family  # noqa: E402
-from detector.tokenizers import load_tokenizer, offsets_of  # noqa: E402
+from detector.core.config import KeyConfig  # noqa: E402
+from detector.decision.family import combine
+from detector.decision.text import detect_text
+from detector.evidence.detection import Document, detect_batch
+from detector.evidence.localize import first_windows, localize_family  # noqa: E402
+from detector.text.tokenizers import load_tokenizer, offsets_of  # noqa: E402
 
 KEY = 0x5EED_0F_BE_4C_11_AB
 

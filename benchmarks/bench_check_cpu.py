@@ -59,7 +59,7 @@ def _setup() -> tuple[str, list[str]]:
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
 
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
     from provenance.accounts.services import team_create, user_create
     from provenance.keys.services import key_create, tokenizer_default
     from tests.provenance.watermark import HUMAN_TEXT, watermarked_ids

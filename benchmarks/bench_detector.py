@@ -18,10 +18,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.corpus import english_prose  # noqa: E402
-from detector.contexts import build_contexts  # noqa: E402
-from detector.detect import detect_text  # noqa: E402
-from detector.scoring import token_scores  # noqa: E402
-from detector.tokenizers import load_tokenizer  # noqa: E402
+from detector.core.contexts import build_contexts  # noqa: E402
+from detector.core.scoring import token_scores  # noqa: E402
+from detector.decision.text import detect_text
+from detector.text.tokenizers import load_tokenizer  # noqa: E402
 
 KEY = 0x5EED_0F_BE_4C_11_AA
 REPEATS = 5

@@ -6,7 +6,7 @@ dpkg status and APT ``Packages`` stanzas of held-out packages; none of them a so
 table, see benchmarks/dispersion.py), 250-token chunks are tested under many random keys at
 alpha 1%. Under independent tests the per-key flag count is binomial (variance / mean about 1);
 texts that share (context, token) pairs make it over-dispersed, so some keys flag far more than
-alpha. "shipped" skips the pairs of the tokenizer's shipped table (detector.ngrams), as the
+alpha. "shipped" skips the pairs of the tokenizer's shipped table (detector.text.ngrams), as the
 default decision does.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_dispersion.py [--keys 60] [--chunks 500]
@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from benchmarks.dispersion import chunks, dispersion, flag_counts, genre_documents
-from detector.tokenizers import load_tokenizer
+from detector.text.tokenizers import load_tokenizer
 
 
 def main() -> None:

@@ -155,7 +155,7 @@ def throughput(backend: Any, batch: int, tokens: int, repeats: int) -> tuple[flo
 
 def detected_shares(generations: list[Any]) -> dict[int, float]:
     """Share of generations detected at p <= THRESHOLD after each prefix length."""
-    from detector.detect import detect_ids
+    from detector.evidence.detection import detect_ids
 
     shares = {}
     for n in PREFIXES:
@@ -200,7 +200,7 @@ def step_costs(repeats: int) -> None:
     import vllm._C  # noqa: F401  (registers torch.ops._C)
 
     from benchmarks.bench_kernels import cpu_times, smollm2_logits
-    from detector.config import KeyConfig
+    from detector.core.config import KeyConfig
     from generator.core import RowState, SamplingSettings, force_tokens, watermark_step
     from kernels.cpu_scan import warm_up
 

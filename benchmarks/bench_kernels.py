@@ -22,7 +22,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-from detector.config import key_int64  # noqa: E402
+from detector.core.config import key_int64  # noqa: E402
 from kernels.gumbel_sample import gumbel_sample, gumbel_sample_reference  # noqa: E402
 
 

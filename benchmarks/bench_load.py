@@ -61,7 +61,7 @@ class Tally:
 
 
 def _texts() -> list[tuple[str, bool]]:
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
     from tests.provenance.watermark import HUMAN_TEXT, watermarked_ids
 
     tokenizer = load_tokenizer("default")
@@ -274,7 +274,7 @@ def _assist_state() -> str:
     """What the runner's workers do with the demo tokenizer's model (PROVENANCE_MODEL_ASSIST):
     on, checks of its keys are scored by the worker, forward pass included, even with ?wait=;
     "auto" (the default) is on only where the workers have a CUDA device."""
-    from detector.scoring import cuda_available
+    from detector.core.scoring import cuda_available
 
     mode = os.environ.get("PROVENANCE_MODEL_ASSIST", "auto").strip().lower()
     if mode in ("", "auto"):

@@ -18,9 +18,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.corpus import english_prose  # noqa: E402
-from detector.detect import detect_text  # noqa: E402
-from detector.localize import localize_text  # noqa: E402
-from detector.tokenizers import load_tokenizer  # noqa: E402
+from detector.decision.text import detect_text
+from detector.evidence.localize import localize_text  # noqa: E402
+from detector.text.tokenizers import load_tokenizer  # noqa: E402
 from tests.provenance.watermark import watermarked_text  # noqa: E402
 
 KEY = 0x5EED_0F_BE_4C_11_AA

@@ -36,9 +36,9 @@ from benchmarks.bench_generate import (  # noqa: E402
     coding_prompts,
     creative_prompts,
 )
-from detector.detect import detect_ids  # noqa: E402
+from detector.evidence.detection import detect_ids  # noqa: E402
 from detector.paths import data_dir  # noqa: E402
-from detector.tokenizers import load_tokenizer  # noqa: E402
+from detector.text.tokenizers import load_tokenizer  # noqa: E402
 
 PREFIXES = (50, 100, 200)
 THRESHOLD = 0.01

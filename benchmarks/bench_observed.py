@@ -6,7 +6,8 @@ sampled from the prompt-free model's distribution there. Given the text, under t
 the chosen token x with sampling probability ``q_x`` has ``u ~ (1/q_x) u^(1/q_x - 1)``, so
 ``E[s | x] = f(q_x) = psi(1 + 1/q_x) + gamma_E``. Weights that are functions of the text
 (never of the key) keep the null: a weighted sum of i.i.d. Exp(1) with the exact tail of
-``detector.weighted``. Rules compared (each decided as the library does: Bonferroni with the
+``detector.evidence.weighted``. Rules compared (each decided as the library does: Bonferroni with
+the
 Gamma test, ``2 min(p_gamma, p_weighted)``, unless named otherwise):
 
 - ``es``: ``E[s] - 1`` (today's default decision);
@@ -49,9 +50,8 @@ from benchmarks.bench_generate import KEY  # noqa: E402
 from benchmarks.bench_power import cells, generate_cell, human_chunks  # noqa: E402
 from benchmarks.observed_read import cached_read  # noqa: E402
 from benchmarks.power import PREFIXES, THRESHOLD, prepare  # noqa: E402
-from detector.assist import with_contexts  # noqa: E402
-from detector.stats import gamma_sf  # noqa: E402
-from detector.weighted import clean_weights, log_sf_saddlepoint, weighted_sf  # noqa: E402
+from detector.core.stats import gamma_sf  # noqa: E402
+from detector.evidence.weighted import clean_weights, log_sf_saddlepoint, weighted_sf, with_contexts  # noqa: E402
 
 CELL = "code T=0.7 top-p 0.9"
 EULER = 0.5772156649015329

@@ -47,7 +47,7 @@ def _env(tmp: Path) -> dict[str, str]:
 def _long_text(key_value: int, size: int) -> str:
     """A watermarked passage at the start, then distinct human prose up to ``size`` bytes."""
     from benchmarks.corpus import english_prose
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
     from tests.provenance.watermark import watermarked_ids
 
     marked = load_tokenizer("default").decode(watermarked_ids(key_value, 2000, seed=5))

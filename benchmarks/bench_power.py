@@ -11,7 +11,7 @@ on human text of three genres measured in the same run.
    ``$PROVENANCE_DATA_DIR/power/``.
 2. Detection after 50 / 100 / 200 tokens at alpha 1% by each statistic of
    ``benchmarks.power.STATISTICS``. The model-assisted ones need the embedded SmolLM2 to read
-   each text (``detector.assist``, at the cell's own temperature and top-p); its ``E[s]`` per
+   each text (``detector.reading.model``, at the cell's own temperature and top-p); its ``E[s]`` per
    token is cached beside the texts.
 3. False positives in the same run: 200-token chunks of held-out human prose, code and
    templated text (``benchmarks.dispersion``), tested at the same prefixes by the same
@@ -111,9 +111,9 @@ def expected_scores(
     name: str, texts: list[np.ndarray], temperature: float, top_p: float
 ) -> list[Any] | None:
     """The embedded model's reading (``E[s]`` and observed score) of every token of
-    ``texts`` (cached), or None where this checkout has no ``detector.assist``."""
+    ``texts`` (cached), or None where this checkout has no ``detector.reading.model``."""
     try:
-        from detector.assist import ModelReading, load_assist
+        from detector.reading.model import ModelReading, load_assist
     except ImportError:
         return None
     from generator.models import resolve_model
@@ -136,7 +136,7 @@ def expected_scores(
 def human_chunks(limit: int, size: int) -> dict[str, list[np.ndarray]]:
     """Held-out ``size``-token chunks of each genre (the half bench_dispersion tests)."""
     from benchmarks.dispersion import chunks, genre_documents, split
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer()
     out = {}

@@ -7,7 +7,7 @@ code prompts at T=1 and at T=0.7/top-p 0.9 (``--prompts`` per cell, 200 tokens e
 1. Edits: 10/20/30% random token substitutions, insertions and deletions (replacement tokens
    drawn from real prose), and a paraphrase of each text by the same model without
    watermark. Detection rate at p <= 0.01 of the global test and of the localized decision
-   (``detector.localize``: global test and span scan, Bonferroni).
+   (``detector.evidence.localize``: global test and span scan, Bonferroni).
 2. Mixed documents: the first 120 tokens of each text inside ~1,200 human tokens of prose.
    Rates of the 120 tokens tested alone, of the global test on the document and of the
    localized decision on it (target: localized >= 0.8x alone).
@@ -51,7 +51,7 @@ from benchmarks.bench_generate import (  # noqa: E402
     coding_prompts,
     creative_prompts,
 )
-from detector.config import as_key_config  # noqa: E402
+from detector.core.config import as_key_config  # noqa: E402
 
 THRESHOLD = 0.01
 TOKENS = 200
@@ -188,7 +188,8 @@ def intact_mask(origin: np.ndarray, width: int = 4) -> np.ndarray:
 
 
 BASE_COLUMNS = ("global", "localized", "robust", "combined")
-# With --assist: SmolLM2's E[s] per token (detector.assist, as the product reads it: T=1, BOS).
+# With --assist: SmolLM2's E[s] per token (detector.reading.model, as the product reads it: T=1,
+# BOS).
 # "assisted unmasked": the assisted decision with the observed-token weights of every token,
 # suspected edits included (the library's rule before suspected edits weighed 0).
 # "assisted localized": the web product's verdict with a model, Bonferroni over the localized
@@ -207,7 +208,7 @@ _oracle: dict[str, Any] = {}  # "model": the ModelAssist that reads the unedited
 
 
 def expected_of(docs: list[np.ndarray]) -> list[Any]:
-    """The model's reading (``detector.assist.ModelReading``: ``E[s]`` and the observed
+    """The model's reading (``detector.reading.model.ModelReading``: ``E[s]`` and the observed
     token's ``f(q_x)``) of every token of every text, as the product reads it (T=1), cached:
     the keys share them."""
     cache = _assist["cache"]
@@ -219,17 +220,18 @@ def expected_of(docs: list[np.ndarray]) -> list[Any]:
 
 def decisions(ids: np.ndarray, key: int = KEY, expected: Any = None) -> tuple:
     """At THRESHOLD under the benchmark key: the global test, the localized decision, the
-    edit-robust statistic alone (``detector.robust``) and the three combined (Bonferroni).
+    edit-robust statistic alone (``benchmarks.research.robust``) and the three combined
+    (Bonferroni).
     With the model's reading ``expected`` (a ``ModelReading``), also: the weighted test alone
     and the product's assisted decision (Gamma and weighted, Bonferroni x2), both on the
     product's observed-token weights, the weighted edit-robust test
-    (``detector.robust_weighted``, on ``E[s]``) alone, and Gamma, weighted and weighted
+    (``benchmarks.research.robust_weighted``, on ``E[s]``) alone, and Gamma, weighted and weighted
     edit-robust combined (Bonferroni x3)."""
-    from detector.assist import observed_weights
-    from detector.detect import detect_config
-    from detector.localize import exp_scores, localize_ids
-    from detector.robust import robust_scores_log10_p
-    from detector.robust_weighted import weighted_robust_test
+    from benchmarks.research.robust import robust_scores_log10_p
+    from benchmarks.research.robust_weighted import weighted_robust_test
+    from detector.evidence.detection import detect_config
+    from detector.evidence.localize import exp_scores, localize_ids
+    from detector.evidence.weighted import observed_weights
 
     config = as_key_config(key)
     loc = localize_ids(ids, key, threshold=THRESHOLD)
@@ -313,7 +315,7 @@ def read_sources(
     import torch
     from transformers import AutoTokenizer
 
-    from detector.assist import _top_p, expected_score_of
+    from detector.reading.model import _top_p, expected_score_of
 
     tok = AutoTokenizer.from_pretrained(str(assist.path), local_files_only=True)
     product = assist.read(texts)
@@ -342,10 +344,11 @@ def read_sources(
 
 
 def weighted_log_sf(weights: np.ndarray, x: float) -> float:
-    """Natural log of ``P[sum w_i E_i >= x]`` (``detector.weighted.weighted_sf``); where its
+    """Natural log of ``P[sum w_i E_i >= x]`` (``detector.evidence.weighted.weighted_sf``); where
+    its
     closed form for a few distinct weights loses its precision (clustered weights far in the
     tail), the saddlepoint below 1e-30 and the Laplace inversion above, as for many weights."""
-    from detector import weighted as wt
+    from detector.evidence import weighted as wt
 
     try:
         return wt.weighted_sf(weights, x)[1] * math.log(10.0)
@@ -371,11 +374,10 @@ def oracle_log10_ps(
     and the reads depend on the text only, never on the key: every test keeps its size. Last,
     the weighted test on the library's observed-token weights ``min(f(q_x) - 1, 2)`` of the
     product's reading (0.0 when ``reads.observed`` is None)."""
-    from detector.assist import observed_weights
-    from detector.detect import detect_config
-    from detector.localize import exp_scores
-    from detector.stats import gamma_upper_log10
-    from detector.weighted import clean_weights
+    from detector.core.stats import gamma_upper_log10
+    from detector.evidence.detection import detect_config
+    from detector.evidence.localize import exp_scores
+    from detector.evidence.weighted import clean_weights, observed_weights
 
     config = as_key_config(key)
     if config.algorithm != "gumbel":
@@ -530,11 +532,11 @@ def read_observed(
     """``(q, E[s], E[s] at temperature and top-p)`` of every token of every text as the
     product reads it (after the model's BOS token, no prompt): the model's probability at
     temperature 1 of the token that is there, the expected score of a keyed draw at that
-    position (``detector.assist``'s ``E[s]``), and the same at the given sampling (what the
+    position (``detector.reading.model``'s ``E[s]``), and the same at the given sampling (what the
     product reads when a key states its temperature and top-p)."""
     import torch
 
-    from detector.assist import _top_p, expected_score_of
+    from detector.reading.model import _top_p, expected_score_of
 
     bos = getattr(model.model.config, "bos_token_id", None)
     head = [int(bos)] if isinstance(bos, int) else []
@@ -562,7 +564,7 @@ def read_observed(
 def suspected_intact(q: np.ndarray, tau: float, width: int = 4) -> np.ndarray:
     """Tokens that neither are, nor follow within ``width`` tokens, a token of probability
     below ``tau``: the deployable stand-in for ``intact_mask``."""
-    from detector.assist import with_contexts
+    from detector.evidence.weighted import with_contexts
 
     return ~with_contexts(np.asarray(q) < tau, width)
 
@@ -578,9 +580,9 @@ def masked_log10_ps(
     on the scored tokens that ``suspected_intact`` keeps, at every ``tau``. The kept set and
     the weights depend on the text only, never on the key: under the null the kept scores
     are i.i.d. Exp(1) and both tails are exact."""
-    from detector.detect import detect_config
-    from detector.localize import exp_scores
-    from detector.stats import gamma_upper_log10
+    from detector.core.stats import gamma_upper_log10
+    from detector.evidence.detection import detect_config
+    from detector.evidence.localize import exp_scores
 
     config = as_key_config(key)
     det = detect_config(ids, config, THRESHOLD)
@@ -618,10 +620,10 @@ def masked_table(
     half of the prompts, the held-out split the second half; the false-positive rates are
     the unwatermarked generations of every prompt (edited alike) and human prose pieces
     (``human_docs`` x ``human_keys`` keys, each piece read once)."""
-    from detector.detect import detect_config
-    from detector.localize import exp_scores
-    from detector.robust import robust_scores_log10_p
-    from detector.robust_weighted import weighted_robust_test
+    from benchmarks.research.robust import robust_scores_log10_p
+    from benchmarks.research.robust_weighted import weighted_robust_test
+    from detector.evidence.detection import detect_config
+    from detector.evidence.localize import exp_scores
 
     model = _oracle["model"]
     level = math.log10(THRESHOLD)
@@ -719,7 +721,7 @@ def masked_table(
 
 def planted_table(cells: dict[str, Any], human: np.ndarray) -> list[dict[str, Any]]:
     """The first PLANT tokens of each text inside HUMAN_AROUND tokens of prose."""
-    from detector.detect import detect_ids
+    from detector.evidence.detection import detect_ids
 
     rows = []
     rng = np.random.default_rng(11)
@@ -860,25 +862,25 @@ def main() -> None:
         generate(args.prompts, args.generate_only, args.cells, not args.no_paraphrase)
         return
     from benchmarks.corpus import english_prose
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     data = generate(args.prompts, only=args.cells)
     tok = load_tokenizer("default")
     if args.assist:
-        from detector.assist import ModelAssist
+        from detector.reading.model import ModelAssist
         from generator.models import embedded_model_dir
 
         COLUMNS = BASE_COLUMNS + ASSISTED_COLUMNS
         _assist.update(model=ModelAssist(embedded_model_dir()), cache={})
     if args.oracle:
-        from detector.assist import ModelAssist
+        from detector.reading.model import ModelAssist
         from generator.models import embedded_model_dir
 
         ORACLE = ORACLE_COLUMNS
         _oracle["model"] = _assist.get("model") or ModelAssist(embedded_model_dir())
     human = tok.encode(english_prose())
     if args.masked is not None:
-        from detector.assist import ModelAssist
+        from detector.reading.model import ModelAssist
         from generator.models import embedded_model_dir
 
         _oracle["model"] = ModelAssist(embedded_model_dir())

@@ -20,9 +20,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.corpus import english_prose  # noqa: E402
-from detector.detect import detect_ids  # noqa: E402
-from detector.stream import EvidenceStream  # noqa: E402
-from detector.tokenizers import load_tokenizer  # noqa: E402
+from detector.evidence.detection import detect_ids  # noqa: E402
+from detector.evidence.stream import EvidenceStream  # noqa: E402
+from detector.text.tokenizers import load_tokenizer  # noqa: E402
 
 KEY = 0x5EED_0F_BE_4C_11_AA
 LENGTH = 2000

@@ -1,4 +1,4 @@
-"""Derive ``detector.power.DEFAULT_TOKENS_NEEDED``: scored tokens for 80% power on code.
+"""Derive ``detector.evidence.power.DEFAULT_TOKENS_NEEDED``: scored tokens for 80% power on code.
 
 The three-way verdict says ``not_watermarked`` only when a watermarked text of this length and
 kind would have been detected with power >= 0.8. When neither a model nor the key's measured
@@ -43,8 +43,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from benchmarks.bench_generate import KEY, _backend, _key_file, _requests, coding_prompts  # noqa: E402
-from detector import power  # noqa: E402
-from detector.detect import detect_ids  # noqa: E402
+from detector.evidence import power  # noqa: E402
+from detector.evidence.detection import detect_ids  # noqa: E402
 from detector.paths import data_dir  # noqa: E402
 
 OTHER_KEY = KEY ^ 0x0123_4567_89AB_CDEF

@@ -73,7 +73,7 @@ def _setup_db(key_value: int) -> str:
 def _texts(key_value: int, count: int) -> tuple[str, list[str]]:
     """A 1,000-token watermarked text, and `count` audit texts (windows of 40-200 words
     from watermarked and human prose, so the audit mixes both)."""
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
     from tests.provenance.watermark import HUMAN_TEXT, watermarked_ids
 
     tokenizer = load_tokenizer("default")
@@ -147,8 +147,8 @@ def bench_latency(client: httpx.Client, text: str, n: int) -> None:
 
 
 def bench_audit(client: httpx.Client, texts: list[str], key_value: int, pids: list[int]) -> None:
-    from detector.detect import detect_text
-    from detector.tokenizers import load_tokenizer
+    from detector.decision.text import detect_text
+    from detector.text.tokenizers import load_tokenizer
 
     tokenizer = load_tokenizer("default")
 

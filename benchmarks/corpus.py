@@ -7,7 +7,7 @@ from __future__ import annotations
 import sysconfig
 from pathlib import Path
 
-from detector.corpora import docstrings
+from detector.text.corpora import docstrings
 
 LICENSES = Path("/usr/share/common-licenses")
 

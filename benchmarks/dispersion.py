@@ -1,7 +1,7 @@
 """Held-out human corpora in three genres for the per-key dispersion measurement
 (benchmarks/bench_dispersion.py and tests/detector/test_ngrams.py).
 
-None of these documents is a source of the shipped n-gram tables (detector/ngram_sources.py):
+None of these documents is a source of the shipped n-gram tables (detector/text/ngram_sources.py):
 prose is the standard library's docstrings, code its modules, and templated text the dpkg status
 stanzas and APT ``Packages`` stanzas of the packages ``evaluation_package`` holds out."""
 
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from detector.contexts import build_contexts, dedup_mask
-from detector.corpora import docstrings as _docstrings
-from detector.ngram_sources import _apt_lists, _package_name, dpkg_stanzas, evaluation_package
-from detector.ngram_sources import stanzas as split_stanzas
-from detector.ngrams import NgramTable, build_table
-from detector.scoring import token_scores
-from detector.stats import gamma_sf
+from detector.core.contexts import build_contexts, dedup_mask
+from detector.core.scoring import token_scores
+from detector.core.stats import gamma_sf
+from detector.text.corpora import docstrings as _docstrings
+from detector.text.ngram_sources import _apt_lists, _package_name, dpkg_stanzas, evaluation_package
+from detector.text.ngram_sources import stanzas as split_stanzas
+from detector.text.ngrams import NgramTable, build_table
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 STANZAS_PER_DOCUMENT = 5

@@ -1,7 +1,7 @@
 """One model reading per text for the observed-token weighting experiment (issue 14, item 1).
 
 For every token of every text, from the embedded SmolLM2 read after its BOS token (as
-``detector.assist.ModelAssist`` reads), at temperature ``t`` and top-p ``p``:
+``detector.reading.model.ModelAssist`` reads), at temperature ``t`` and top-p ``p``:
 
 - ``es``: ``E[s]`` of a token sampled from the model's distribution ``q`` there (the weight
   basis of today's weighted test, identical to ``ModelAssist.expected_scores``);
@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from detector.assist import EULER_GAMMA, ModelAssist, _top_p, expected_score_of
+from detector.evidence.weighted import EULER_GAMMA
+from detector.reading.model import ModelAssist, _top_p, expected_score_of
 
 K = 1024
 
@@ -87,7 +88,7 @@ def cached_read(
     name: str, docs: Sequence[np.ndarray], temperature: float, top_p: float
 ) -> list[dict[str, np.ndarray]]:
     from benchmarks.generations import cache_dir, fingerprint
-    from detector.assist import load_assist
+    from detector.reading.model import load_assist
     from generator.models import resolve_model
 
     spec = {"ids": [np.asarray(x).tolist() for x in docs], "t": temperature, "p": top_p}

@@ -20,12 +20,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
-from detector.assist import ModelReading
-from detector.config import as_key_config
-from detector.contexts import build_contexts, dedup_mask
-from detector.detect import detect_ids
-from detector.scoring import token_scores
-from detector.stats import gamma_sf
+from detector.core.config import as_key_config
+from detector.core.contexts import build_contexts, dedup_mask
+from detector.core.scoring import token_scores
+from detector.core.stats import gamma_sf
+from detector.evidence.detection import detect_ids
+from detector.reading.model import ModelReading
 
 PREFIXES = (50, 100, 200)
 THRESHOLD = 0.01
@@ -40,7 +40,7 @@ class Prepared:
     ids: NDArray[np.int64]
     contexts: NDArray[np.int64]  # [n, 4]
     mask: NDArray[np.bool_]  # [n] first occurrence of each context
-    expected: NDArray[np.float64] | None = None  # [n] a model's E[s] (detector.assist)
+    expected: NDArray[np.float64] | None = None  # [n] a model's E[s] (detector.reading.model)
     observed: NDArray[np.float64] | None = None  # [n] its observed scores f(q_x)
     _scores: dict[int, NDArray[np.float64]] = field(default_factory=dict, repr=False)
 
@@ -133,10 +133,9 @@ def default_decision(sample: Sample) -> bool:
 
 def weighted_log10_p(sample: Sample) -> float:
     """The model-assisted weighted sum ``sum w_t s_t`` with the library's observed-token
-    weights ``w_t = min(f(q_x) - 1, cap)``, 0 on suspected edits (``detector.assist``),
-    against its exact null tail (``detector.weighted``)."""
-    from detector.assist import observed_weights
-    from detector.weighted import weighted_sf
+    weights ``w_t = min(f(q_x) - 1, cap)``, 0 on suspected edits (``detector.reading.model``),
+    against its exact null tail (``detector.evidence.weighted``)."""
+    from detector.evidence.weighted import observed_weights, weighted_sf
 
     width = as_key_config(sample.key).context_width
     w = observed_weights(sample.observed, width)[sample.text.mask[: sample.length]]
@@ -146,7 +145,7 @@ def weighted_log10_p(sample: Sample) -> float:
 def weighted_es_log10_p(sample: Sample) -> float:
     """The weighted sum with the weights ``w_t = E[s_t] - 1`` (the default before
     2026-12-01), against its exact null tail."""
-    from detector.weighted import weighted_sf
+    from detector.evidence.weighted import weighted_sf
 
     w = np.maximum(sample.expected[sample.text.mask[: sample.length]] - 1.0, 0.0)
     return weighted_sf(w, float((w * sample.scores).sum()))[1]

@@ -2,6 +2,6 @@ from __future__ import annotations
 
 import sys
 
-from detector.cli import main
+from detector.cli.main import main
 
 sys.exit(main())

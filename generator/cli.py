@@ -138,7 +138,7 @@ def run_generate(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
     from generator.models import resolve_model
     from generator.provenance_asgi import DEFAULT_KEY_ENV, MODEL_ENV, TOKENIZER_ENV
 

@@ -1,4 +1,4 @@
-"""The generator's key store: named ``detector.config.KeyConfig`` entries from a key file.
+"""The generator's key store: named ``detector.core.config.KeyConfig`` entries from a key file.
 
 A key file is JSON: ``{"NAME": {"key": <int>, "algorithm": "gumbel", "context_width": 4, ...}}``
 with every field of upstream's ``WatermarkConfig``; a bare upstream config object
@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from detector.config import KeyConfig
+from detector.core.config import KeyConfig
 
 KEYS_FILE_ENV = "PROVENANCE_KEYS_FILE"
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ class KeyFileError(ValueError):
 
 
 def parse_entry(config: Any, name: str | None = None) -> KeyConfig:
-    """One key file entry in vLLM's JSON shape (``detector.config.KeyConfig.from_vllm``)."""
+    """One key file entry in vLLM's JSON shape (``detector.core.config.KeyConfig.from_vllm``)."""
     try:
         return KeyConfig.from_vllm(config, name=name)
     except (TypeError, ValueError) as exc:  # KeyConfig's messages name fields, never values

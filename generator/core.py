@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 import torch
 
-from detector.config import KeyConfig, key_int64
-from detector.prf import derive_key
+from detector.core.config import KeyConfig, key_int64
+from detector.core.prf import derive_key
 from generator.config import KeyStore
 
 log = logging.getLogger(__name__)

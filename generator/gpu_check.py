@@ -87,7 +87,7 @@ def _arm(
 ) -> dict[str, Any]:
     import httpx
 
-    from detector.detect import detect_ids
+    from detector.evidence.detection import detect_ids
 
     proc, url = _serve(extra, env, model, tmp / f"{name}.log")
     try:

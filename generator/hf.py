@@ -46,7 +46,7 @@ class TransformersBackend:
         default_key: str | None = None,
         watermark_enabled: bool = True,
     ) -> None:
-        from detector.tokenizers import load_tokenizer
+        from detector.text.tokenizers import load_tokenizer
         from generator.models import load_hf_model
 
         self.store = store

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from detector.paths import data_dir
-from detector.tokenizers import embedded_gguf_path
+from detector.text.tokenizers import embedded_gguf_path
 
 EMBEDDED_NAME = "smollm2-135m-instruct"
 

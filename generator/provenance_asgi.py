@@ -43,7 +43,7 @@ def _tokenizer_hash() -> str:
     if os.environ.get(TOKENIZER_ENV):
         return os.environ[TOKENIZER_ENV]
     if os.environ.get(MODEL_DIR_ENV):
-        from detector.tokenizers import load_tokenizer
+        from detector.text.tokenizers import load_tokenizer
 
         return load_tokenizer(os.environ[MODEL_DIR_ENV]).content_hash
     return "unknown"

@@ -47,7 +47,7 @@ class VLLMBackend:
     ) -> None:
         from vllm import LLM
 
-        from detector.tokenizers import load_tokenizer
+        from detector.text.tokenizers import load_tokenizer
         from generator.models import resolve_model
         from generator.vllm_v1 import WatermarkLogitsProcessor
 
@@ -146,7 +146,7 @@ def serve_vllm(
     in the list, so it runs first and the headers describe the request it rewrote."""
     import sys
 
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
     from generator.models import resolve_model
     from generator.provenance_asgi import MODEL_ENV, TOKENIZER_ENV
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from detector.config import KeyConfig
+from detector.core.config import KeyConfig
 from generator.config import KeyStore
 from generator.core import (
     RowState,

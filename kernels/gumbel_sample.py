@@ -163,7 +163,7 @@ def gumbel_sample(
     """Sample one token per row; returns int64 ``[B]``.
 
     ``logits`` ``[B, V]`` fp32/bf16/fp16 (already temperature-scaled and masked with -inf);
-    ``keys`` ``[B]`` int64 64-bit key patterns (``detector.config.key_int64`` gives a key's);
+    ``keys`` ``[B]`` int64 64-bit key patterns (``detector.core.config.key_int64`` gives a key's);
     ``contexts`` ``[B, w]`` int token ids, -1 padded; ``watermark_mask`` ``[B]`` bool;
     ``fallback_noise`` optional ``[B, V]`` Gumbel noise for plain rows; ``generator`` the
     source of plain rows' fresh keys (on the logits' device). ``backend``: see ``kernels.utils``.

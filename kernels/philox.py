@@ -1,6 +1,6 @@
 """The watermark PRF (``philox4x32-10-v1``) in torch and as Triton device functions.
 
-Second copy of the PRF (the first is numpy, ``detector/prf.py``); tests pin both to each
+Second copy of the PRF (the first is numpy, ``detector/core/prf.py``); tests pin both to each
 other and to upstream. Spec: ``../shared/spec/gumbel-watermark.md`` section 1.
 
 Torch side: uint32 words live in int64 tensors. A 32x32-bit product fits the 64-bit lane

@@ -171,7 +171,7 @@ class CheckSummaryOutput(FieldsOnce):
 
 
 class SpanOutput(serializers.Serializer):
-    """A stretch of the text that carries one key's watermark (``detector.localize``)."""
+    """A stretch of the text that carries one key's watermark (``detector.evidence.localize``)."""
 
     start_token = serializers.IntegerField()
     end_token = serializers.IntegerField(help_text="exclusive")

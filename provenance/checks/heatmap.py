@@ -13,7 +13,7 @@ from typing import Any
 from django.utils.formats import number_format
 from django.utils.translation import gettext
 
-from detector.detect import first_step_log10
+from detector.decision.family import first_step_log10
 
 CHART_W, CHART_H, PAD = 600, 160, 28
 # Score classes h0..h4 (edges in hundredths, as the scores are sent): under "no watermark" a

@@ -14,7 +14,7 @@ from provenance.keys.models import Tokenizer, WatermarkKey
 
 
 class Verdict(models.TextChoices):
-    """``detector.power``'s three-way verdict (the detector decides; the row stores it)."""
+    """``detector.evidence.power``'s three-way verdict (the detector decides; the row stores it)."""
 
     WATERMARKED = "watermarked", _("watermarked")
     NOT_WATERMARKED = "not_watermarked", _("not watermarked")
@@ -114,7 +114,7 @@ class Check(models.Model):
     # Family-wise verdict over num_hypotheses (Holm-corrected).
     num_hypotheses = models.PositiveIntegerField(null=True, blank=True)
     is_watermarked = models.BooleanField(null=True, blank=True)
-    # Three-way (detector.power): watermarked, not_watermarked (a watermarked text of this
+    # Three-way (detector.evidence.power): watermarked, not_watermarked (a watermarked text of this
     # length and kind would have been detected with power >= 0.8) or inconclusive; and why.
     verdict = models.CharField(
         max_length=20, choices=Verdict.choices, blank=True, default="", db_default=""
@@ -141,7 +141,7 @@ class Check(models.Model):
     # of (gap, length, score in hundredths or -1) per token (provenance/checks/heatmap.py).
     # A 45k-token text's token_data is 1.5 MB of JSON; this parses in a millisecond.
     heatmap_compact = models.JSONField(null=True, blank=True)
-    # Localized spans of every hypothesis (detector.localize): token and character offsets,
+    # Localized spans of every hypothesis (detector.evidence.localize): token and character offsets,
     # scored tokens, family-adjusted p-value, key id. Offsets only: kept after a purge.
     spans = models.JSONField(null=True, blank=True)  # null until scored
     created_at = models.DateTimeField(auto_now_add=True)
@@ -212,7 +212,7 @@ class Hypothesis(models.Model):
     weighted_suspected = models.PositiveIntegerField(null=True, blank=True)
     decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
     # Content hash of the n-gram table that left the pairs common in human text unscored
-    # (detector.ngrams), "" when none applied, null when scored before it was recorded: the
+    # (detector.text.ngrams), "" when none applied, null when scored before it was recorded: the
     # signed report names it, so a re-verification after a table rebuild cannot silently
     # recompute other numbers.
     ngram_table = models.CharField(max_length=64, null=True, blank=True)

@@ -1,10 +1,11 @@
 """Scoring a text against registered keys: the one place the web product calls the detector.
 
-Keys are grouped by tokenizer: each group tokenizes the text once (a ``detector.detect.Document``
+Keys are grouped by tokenizer: each group tokenizes the text once (a
+``detector.evidence.detection.Document``
 holding the group's configurations), and the detector's ``localize_family`` localizes every
 hypothesis and corrects all hypotheses of all groups together, so the verdict (global test and
 span scan combined) accounts for every (key x tokenizer) pair tested. A tokenizer with a
-shipped n-gram table (``detector.ngrams``) leaves the pairs common in human text unscored.
+shipped n-gram table (``detector.text.ngrams``) leaves the pairs common in human text unscored.
 Nothing statistical happens here: this module binds the detector's results to registry rows.
 """
 
@@ -18,21 +19,15 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from detector.config import KeyConfig
-from detector.detect import (
-    Detection,
-    Document,
-    Hypothesis,
-    Verdict,
-    VerdictResult,
-    cumulative_log10_p,
-    detect_batch,
-)
-from detector.localize import Localization, first_windows, localize_family, with_chars
-from detector.ngrams import applied_hash
-from detector.scan import Window
-from detector.tokenizers import Tokenizer as LoadedTokenizer
-from detector.tokenizers import load_tokenizer, offsets_of
+from detector.core.config import KeyConfig
+from detector.decision.family import Hypothesis, Verdict, VerdictResult
+from detector.evidence.chart import cumulative_log10_p
+from detector.evidence.detection import Detection, Document, detect_batch
+from detector.evidence.localize import Localization, first_windows, localize_family, with_chars
+from detector.evidence.scan import Window
+from detector.text.ngrams import applied_hash
+from detector.text.tokenizers import Tokenizer as LoadedTokenizer
+from detector.text.tokenizers import load_tokenizer, offsets_of
 from provenance.keys.crypto import KeyDecryptionError
 from provenance.keys.models import Tokenizer, WatermarkKey
 from provenance.keys.selectors import calibration_facts, key_config
@@ -183,7 +178,7 @@ def assist_budget() -> int:
     mode = settings.PROVENANCE_MODEL_ASSIST
     if not mode:
         return 0
-    from detector.scoring import cuda_available
+    from detector.core.scoring import cuda_available
 
     gpu = cuda_available()
     if mode == "auto" and not gpu:
@@ -194,11 +189,11 @@ def assist_budget() -> int:
 
 
 def assist_for(tokenizer: Tokenizer) -> Any:
-    """The tokenizer's model (``detector.assist.ModelAssist``, loaded once per process), or
+    """The tokenizer's model (``detector.reading.model.ModelAssist``, loaded once per process), or
     None: no model registered, or it cannot be loaded (then the Gamma test decides alone)."""
     if not tokenizer.model_path:
         return None
-    from detector.assist import ModelDirError, load_assist
+    from detector.reading.model import ModelDirError, load_assist
     from provenance.keys.services import model_dir_of
 
     try:
@@ -211,7 +206,7 @@ def assist_for(tokenizer: Tokenizer) -> Any:
 def expected_scores(
     ids: list[list[np.ndarray]], groups: list[KeyGroup], budget: int
 ) -> list[list[Any]]:
-    """``out[t][g]``: the model's reading (``detector.assist.ModelReading``: ``E[s]`` and
+    """``out[t][g]``: the model's reading (``detector.reading.model.ModelReading``: ``E[s]`` and
     the observed score per token) of text t under group g's tokenizer, or None (no model, or
     beyond this task's ``budget`` of tokens: texts are taken in order, one batched read per
     model). Which texts get the model depends on their lengths only."""

@@ -14,8 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from detector import mistral
-from detector.config import MAX_CONTEXT_WIDTH
+from detector.core.config import MAX_CONTEXT_WIDTH
+from detector.text import mistral
 from provenance.accounts.selectors import team_for_user
 from provenance.auth import AuthenticatedRequest
 from provenance.errors import ProblemError

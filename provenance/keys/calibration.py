@@ -2,7 +2,7 @@
 
 A fixed key gives each (context, token) pair a fixed score, so on text of one kind its
 p-values are correlated and its false-positive rate may differ from the threshold's promise
-(issue 14). This measures it: every chunk of three human genres (``detector.corpora``) is
+(issue 14). This measures it: every chunk of three human genres (``detector.text.corpora``) is
 checked under the key alone with the web's own decision (``provenance.checks.scoring``, the
 function a check with this one key runs), so any change to the default decision is measured
 as deployed. Where the key's tokenizer has a model, the generator writes watermarked text with
@@ -24,8 +24,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from detector.calibration import PowerPoint, Rate, clopper_pearson, tokens_needed
-from detector.corpora import CHUNK_TOKENS, GENRES, corpus
+from detector.evidence.calibration import PowerPoint, Rate, clopper_pearson, tokens_needed
+from detector.text.corpora import CHUNK_TOKENS, GENRES, corpus
 from provenance.checks.queue import publish
 from provenance.checks.scoring import (
     KeyGroup,

@@ -9,7 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from detector.config import MAX_CONTEXT_WIDTH, KeyConfig
+from detector.core.config import MAX_CONTEXT_WIDTH, KeyConfig
 from detector.paths import data_dir
 from provenance.accounts.models import Team
 
@@ -52,7 +52,7 @@ class Tokenizer(models.Model):
 
     @property
     def source(self) -> str:
-        """The argument that detector.tokenizers.load_tokenizer expects."""
+        """The argument that detector.text.tokenizers.load_tokenizer expects."""
         if self.source_kind == self.Source.DEFAULT:
             return "default"
         if self.source_kind == self.Source.UPLOAD:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
-from detector.config import KeyConfig
+from detector.core.config import KeyConfig
 from provenance.accounts.models import Membership, Team
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value

@@ -15,10 +15,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from detector import mistral
-from detector.config import parse_key
+from detector.core.config import parse_key
 from detector.paths import data_dir
-from detector.tokenizers import load_tokenizer
+from detector.text import mistral
+from detector.text.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.crypto import encrypt_value, reencrypt
@@ -31,7 +31,7 @@ class RegistryError(ProblemError):
 
 @sensitive_variables("raw")  # hidden from Django's error reports
 def parse_key_value(raw: str | int | None) -> int:
-    """A key value typed by an administrator (``detector.config.parse_key``: decimal or
+    """A key value typed by an administrator (``detector.core.config.parse_key``: decimal or
     0x-hex); None/empty = generate one."""
     if raw is None or (isinstance(raw, str) and raw.strip() == ""):
         return secrets.randbits(64)
@@ -93,7 +93,7 @@ def tokenizer_model_check(model_path: str, *, content_hash: str, vocab_size: int
     """Refuse, with a clear message, a model directory that cannot assist detection with
     this tokenizer: no config or weights, a smaller vocabulary, or a tokenizer of its own
     that differs from this one."""
-    from detector.assist import ModelDirError, check_model_dir
+    from detector.reading.model import ModelDirError, check_model_dir
 
     if model_path != EMBEDDED_MODEL and not Path(model_path).expanduser().is_absolute():
         raise RegistryError("a model directory must be an absolute path on the server")

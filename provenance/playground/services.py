@@ -18,8 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from detector.config import KeyConfig
-from detector.stream import EvidenceStream
+from detector.core.config import KeyConfig
+from detector.evidence.stream import EvidenceStream
 from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.checks.models import Check
 from provenance.checks.scoring import ScoringError, tokenizer_load
@@ -182,7 +182,7 @@ def _awaits_reply(conversation: Conversation) -> bool:
 
 class Meter:
     """The reply's evidence as it streams, under its key: an anytime-valid e-process
-    (``detector.stream``), so the verdict may be read after every token. ``log10_p`` is the
+    (``detector.evidence.stream``), so the verdict may be read after every token. ``log10_p`` is the
     anytime p-value (1 / the largest e-value so far); basic-tier teams see it rounded down to
     its power of ten."""
 

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
-from detector.report import MEDIA_TYPE
+from detector.reports.signed import MEDIA_TYPE
 from provenance.accounts.selectors import oracle_tier
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors as check_selectors

@@ -1,7 +1,7 @@
 """Signed reports of checks and audit items, and the signing keys behind them.
 
 The payload is built from what the check stored (the web layer does not decide again) and
-signed by ``detector.report``; the private key is decrypted only for the signature.
+signed by ``detector.reports.signed``; the private key is decrypted only for the signature.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 import detector
-from detector import report
+from detector.reports import signed as report
 from provenance.accounts.models import Team
 from provenance.checks import tiers
 from provenance.checks.models import Check, Hypothesis, Status

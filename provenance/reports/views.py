@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from detector.report import verify
+from detector.reports.signed import verify
 from provenance.accounts.selectors import oracle_tier
 from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import selectors as check_selectors

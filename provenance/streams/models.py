@@ -19,7 +19,7 @@ class Stream(models.Model):
     key_ids = models.JSONField(help_text="Ids of the keys tested, in order.")
     tokenizer = models.ForeignKey(Tokenizer, on_delete=models.PROTECT, related_name="+")
     threshold = models.FloatField()
-    # detector.stream.EvidenceStream.to_bytes(): counters and seen contexts, no key value.
+    # detector.evidence.stream.EvidenceStream.to_bytes(): counters and seen contexts, no key value.
     state = models.BinaryField(editable=False)
     pending_text = models.TextField(blank=True)  # text whose last word may still grow
     num_tokens = models.PositiveIntegerField(default=0)

@@ -1,5 +1,6 @@
 """Streaming detection over HTTP: open a stream on some keys, append text or token ids, read
-the anytime-valid state (``detector.stream``) after every append. Checking after every append
+the anytime-valid state (``detector.evidence.stream``) after every append. Checking after every
+append
 is valid: the verdict is the e-process reaching 1 / threshold, not a re-run fixed test."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import Http404
 
-from detector.stream import EvidenceStream, StreamState, split_stable
+from detector.evidence.stream import EvidenceStream, StreamState, split_stable
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
 from provenance.checks.models import DetectionLog

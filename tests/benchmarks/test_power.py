@@ -22,7 +22,7 @@ from benchmarks.power import (
     prepare,
     tail_count_log10_p,
 )
-from detector.detect import detect_ids
+from detector.evidence.detection import detect_ids
 from tests.detector.planted import watermark_ids
 
 KEY = 0x5EED_0F_BE_4C_11_AB_01
@@ -37,7 +37,7 @@ def marked():
 @pytest.fixture(scope="module")
 def human():
     from benchmarks.corpus import LICENSES
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     ids = load_tokenizer("default").encode((LICENSES / "GPL-3").read_text())
     return prepare([ids[i : i + 200] for i in range(0, 40 * 200, 200)])
@@ -66,9 +66,9 @@ def test_dispersion_counts_planted_text_only_under_its_own_key(statistic, marked
 
 @pytest.mark.parametrize("statistic", sorted(MODEL_STATISTICS))
 def test_model_statistics_apply_only_where_a_model_read_every_text(statistic, marked, human):
-    pytest.importorskip("detector.assist")
+    pytest.importorskip("detector.reading.model")
     assert statistic not in available(marked)
-    from detector.assist import ModelReading
+    from detector.reading.model import ModelReading
 
     # E[s] = f(q_x) = 2 everywhere: every weight is 1 and the weighted test is the Gamma test.
     def reading(n: int) -> ModelReading:

@@ -18,9 +18,9 @@ from benchmarks.bench_robustness import (
     oracle_log10_ps,
     suspected_intact,
 )
-from detector.contexts import PAD
-from detector.detect import detect_ids
-from detector.weighted import weighted_sf
+from detector.core.contexts import PAD
+from detector.evidence.detection import detect_ids
+from detector.evidence.weighted import weighted_sf
 from tests.detector.toy import keyed_sample, toy_logits
 
 KEY = 0x5EED_0F_BE_4C_11_AB_01
@@ -209,8 +209,8 @@ def test_the_observed_read_is_the_products_read():
     """``read_observed``'s E[s] are ``ModelAssist``'s at temperature 1 and at the sampling;
     its q is the probability of the token that is there (a likely and an unlikely token)."""
     from benchmarks.bench_robustness import read_observed
-    from detector.assist import load_assist
-    from detector.tokenizers import load_tokenizer
+    from detector.reading.model import load_assist
+    from detector.text.tokenizers import load_tokenizer
     from generator.models import embedded_model_dir
 
     assist = load_assist(str(embedded_model_dir()))
@@ -229,11 +229,11 @@ def test_the_observed_read_is_the_products_read():
 
 def test_the_assisted_columns_decide_as_the_product_does():
     from benchmarks.bench_robustness import decisions
-    from detector.assist import ModelReading, observed_weights
-    from detector.config import as_key_config
-    from detector.detect import detect_config
-    from detector.localize import localize_ids
-    from detector.weighted import weighted_sf
+    from detector.core.config import as_key_config
+    from detector.evidence.detection import detect_config
+    from detector.evidence.localize import localize_ids
+    from detector.evidence.weighted import observed_weights, weighted_sf
+    from detector.reading.model import ModelReading
 
     ids, reads = _toy_text(5)
     observed = special.digamma(1.0 + 1.0 / reads.q) + EULER_GAMMA

@@ -25,7 +25,7 @@ TEMPERATURE = 0.4  # toy logits are N(0, 2) / T: mean watermarked score about 2.
 def human_ids() -> np.ndarray:
     """About 250 K token ids of real prose."""
     from benchmarks.corpus import english_prose
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     return load_tokenizer("default").encode(english_prose())
 

@@ -1,4 +1,5 @@
-"""A deliberately simple scalar PRF, written straight from the spec, to pin ``detector.prf``."""
+"""A deliberately simple scalar PRF, written straight from the spec, to pin
+``detector.core.prf``."""
 
 from __future__ import annotations
 

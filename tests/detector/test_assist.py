@@ -11,10 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from detector.assist import (
+from detector.core.config import KeyConfig
+from detector.decision.text import detect_text
+from detector.evidence.detection import detect_ids
+from detector.evidence.weighted import (
     OBSERVED_WEIGHT_CAP,
     SUSPECT_PROBABILITY,
     SUSPECT_SCORE,
+    observed_weights,
+    suspected_edits,
+    weighted_test,
+)
+from detector.reading.model import (
     TOP_K,
     ModelAssist,
     ModelDirError,
@@ -24,13 +32,8 @@ from detector.assist import (
     expected_score_of,
     load_assist,
     observed_score_of,
-    observed_weights,
-    suspected_edits,
-    weighted_test,
 )
-from detector.config import KeyConfig
-from detector.detect import detect_ids, detect_text
-from detector.tokenizers import load_tokenizer
+from detector.text.tokenizers import load_tokenizer
 from generator.models import embedded_model_dir
 
 PROSE = (

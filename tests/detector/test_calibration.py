@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from detector.calibration import PowerPoint, clopper_pearson, tokens_needed
+from detector.evidence.calibration import PowerPoint, clopper_pearson, tokens_needed
 
 
 def test_no_flagged_text_gives_the_closed_form_upper_bound():

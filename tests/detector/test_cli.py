@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from detector.cli import main
-from detector.tokenizers import load_tokenizer
+from detector.cli.main import main
+from detector.text.tokenizers import load_tokenizer
 from tests.detector.test_tokenizers import word_vocabulary
 from tests.detector.toy import keyed_sample
 
@@ -64,7 +64,7 @@ def test_it_prints_the_three_way_verdict_and_its_reason(capsys, tmp_path):
 
 
 def test_it_names_the_ngram_table_that_filtered_the_scored_tokens(capsys, tmp_path):
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     path = tmp_path / "text.txt"
     path.write_text("Permission is hereby granted, free of charge, to any person obtaining")

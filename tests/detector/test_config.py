@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from detector.config import (
+from detector.core.config import (
     MAX_CONTEXT_WIDTH,
     VLLM_FIELDS,
     KeyConfig,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detector.contexts import build_contexts, dedup_mask
+from detector.core.contexts import build_contexts, dedup_mask
 
 
 def naive_first_occurrence(tokens, width, max_history=None):

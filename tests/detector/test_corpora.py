@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from detector import corpora
-from detector.ngram_sources import evaluation_package
-from detector.tokenizers import load_tokenizer
+from detector.text import corpora
+from detector.text.ngram_sources import evaluation_package
+from detector.text.tokenizers import load_tokenizer
 
 
 @pytest.fixture(scope="module")

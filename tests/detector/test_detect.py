@@ -7,17 +7,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from detector import prf
-from detector.config import KeyConfig
-from detector.detect import (
+from detector.core import prf
+from detector.core.config import KeyConfig
+from detector.decision.family import combine, first_step_log10
+from detector.evidence.chart import cumulative_log10_p
+from detector.evidence.detection import (
     Detection,
     Document,
-    combine,
-    cumulative_log10_p,
     detect_batch,
     detect_config,
     detect_ids,
-    first_step_log10,
     survival,
 )
 from tests.detector.toy import keyed_sample, toy_logits

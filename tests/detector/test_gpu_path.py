@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detector import scoring
-from detector.config import KeyConfig
-from detector.detect import Document, detect_batch
+from detector.core import scoring
+from detector.core.config import KeyConfig
+from detector.evidence.detection import Document, detect_batch
 
 CONFIGS = [
     KeyConfig(key=42),

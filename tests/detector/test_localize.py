@@ -5,17 +5,17 @@ import math
 import numpy as np
 import pytest
 
-from detector import scan
-from detector.config import KeyConfig
-from detector.detect import Detection, detect_config
-from detector.localize import (
+from detector.core.config import KeyConfig
+from detector.core.stats import gamma_sf
+from detector.evidence import scan
+from detector.evidence.detection import Detection, detect_config
+from detector.evidence.localize import (
     Localization,
     Span,
     first_windows,
     localize_detection,
     localize_ids,
 )
-from detector.stats import gamma_sf
 from tests.detector.planted import human_ids, plant
 
 KEY = 0x5EED_0F_5A4A
@@ -123,7 +123,7 @@ def test_too_few_scored_tokens_give_no_spans():
 def test_dual_key_scores_map_to_exponentials_under_the_null():
     from scipy import stats
 
-    from detector.localize import exp_scores
+    from detector.evidence.localize import exp_scores
 
     rng = np.random.default_rng(3)
     for alpha in (0.1, 0.5, 0.9):

@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detector.config import KeyConfig
-from detector.localize import char_range, localize_text
-from detector.tokenizers import load_tokenizer
+from detector.core.config import KeyConfig
+from detector.evidence.localize import char_range, localize_text
+from detector.text.tokenizers import load_tokenizer
 from tests.provenance.watermark import watermarked_text
 
 KEY = 0x1234_5678_9ABC

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from detector import mistral
-from detector.detect import detect_text
-from detector.tokenizers import BUILTINS, load_tokenizer
+from detector.decision.text import detect_text
+from detector.text import mistral
+from detector.text.tokenizers import BUILTINS, load_tokenizer
 from tests.detector.toy import keyed_sample
 
 KEY = 42  # the key of vLLM's announcement (--watermark-config '{"algorithm":"gumbel","key":42}')
@@ -98,7 +98,7 @@ def test_offsets_cover_each_tokens_characters_and_decoding_round_trips(pair):
 
 
 def test_the_conversion_is_cached_under_the_data_dir(tmp_path, monkeypatch):
-    from detector import tokenizers
+    from detector.text import tokenizers
 
     tok = load_tokenizer("mistral-v3")  # Tekken takes ~5 s to convert: the same code path
     monkeypatch.setenv("PROVENANCE_DATA_DIR", str(tmp_path))

@@ -5,13 +5,14 @@ import pytest
 from scipy import stats
 
 from benchmarks.dispersion import chunks, dispersion, flag_counts, genre_documents
-from detector import ngrams
-from detector.contexts import build_contexts, dedup_mask
-from detector.detect import detect_ids, detect_text
-from detector.ngram_sources import evaluation_package
-from detector.ngrams import TABLE_DIR, NgramTable, build_table, gram_hashes, shipped_index
-from detector.scoring import token_scores
-from detector.tokenizers import load_tokenizer
+from detector.core.contexts import build_contexts, dedup_mask
+from detector.core.scoring import token_scores
+from detector.decision.text import detect_text
+from detector.evidence.detection import detect_ids
+from detector.text import ngrams
+from detector.text.ngram_sources import evaluation_package
+from detector.text.ngrams import TABLE_DIR, NgramTable, build_table, gram_hashes, shipped_index
+from detector.text.tokenizers import load_tokenizer
 
 
 def test_equal_pairs_hash_equal_and_any_change_hashes_apart():
@@ -80,7 +81,7 @@ def test_the_embedded_tokenizer_ships_a_small_table(tok):
 
 
 def test_a_tokenizer_without_a_table_has_none():
-    from detector.ngrams import table_for
+    from detector.text.ngrams import table_for
 
     assert table_for("0" * 64) is None and table_for(None) is None
 

@@ -1,4 +1,4 @@
-"""detector.power against simulation: the per-token score model and the Gamma-sum power."""
+"""detector.evidence.power against simulation: the per-token score model and the Gamma-sum power."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from detector import power
+from detector.evidence import power
 
 R = 20_000  # simulated texts per power estimate: a Monte Carlo sd of at most 0.0035
 
@@ -110,7 +110,7 @@ def test_more_hypotheses_need_more_tokens():
 def test_critical_sum_reaches_levels_below_float64():
     n = 50
     q = power.critical_sum(n, -400.0)
-    from detector.stats import gamma_upper_log10
+    from detector.core.stats import gamma_upper_log10
 
     assert gamma_upper_log10(n, q) == pytest.approx(-400.0, abs=1e-6)
     assert power.critical_sum(n, -2.0) == pytest.approx(special.gammainccinv(n, 0.01))

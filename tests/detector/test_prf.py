@@ -5,7 +5,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from detector import prf
+from detector.core import prf
 from tests.detector import reference
 
 UPSTREAM_VECTOR = [  # spec section 1: key 42, w = 4

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from detector.detect import detect_ids, detect_text
-from detector.stats import bonferroni, holm
-from detector.tokenizers import load_tokenizer
+from detector.core.stats import bonferroni, holm
+from detector.decision.text import detect_text
+from detector.evidence.detection import detect_ids
+from detector.text.tokenizers import load_tokenizer
 
 # Derandomized so that CI sees the same examples each run; explore more locally with
 # HYPOTHESIS_SEARCH=1 (random seeds, more examples).

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from detector.stats import (
+from detector.core.stats import (
     bonferroni,
     dual_key_sf,
     gamma_sf,

@@ -1,4 +1,5 @@
-"""The anytime-valid e-process (detector/stream.py): closed form, validity, persistence, power."""
+"""The anytime-valid e-process (detector/evidence/stream.py): closed form, validity, persistence,
+power."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import special
 
-from detector.config import KeyConfig
-from detector.stream import EvidenceStream, log_e_dual, log_e_gumbel
+from detector.core.config import KeyConfig
+from detector.evidence.stream import EvidenceStream, log_e_dual, log_e_gumbel
 from tests.detector.toy import keyed_sample, toy_logits
 
 THRESHOLD = 0.01
@@ -72,7 +73,7 @@ def test_a_dual_key_stream_one_token_at_a_time_equals_one_batch():
 
 
 def test_the_scalar_prf_equals_the_vectorized_one():
-    from detector import prf
+    from detector.core import prf
 
     rng = np.random.default_rng(7)
     for width in (1, 4, 5, 9):
@@ -124,14 +125,14 @@ def test_the_repr_shows_no_key_value():
 @pytest.fixture(scope="module")
 def human_token_ids():
     from benchmarks.corpus import english_prose
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     return load_tokenizer("default").encode(english_prose(1_000_000))
 
 
 def _running_gamma_log10_p(ids: np.ndarray, key: int) -> np.ndarray:
     """The fixed-length test re-run after every token (the invalid way)."""
-    from detector.detect import detect_ids
+    from detector.evidence.detection import detect_ids
 
     d = detect_ids(ids, key)
     n = np.cumsum(d.scored_mask)

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detector.detect import detect_text
-from detector.tokenizers import TokenizerError, load_tokenizer
+from detector.decision.text import detect_text
+from detector.text.tokenizers import TokenizerError, load_tokenizer
 from tests.detector.toy import keyed_sample
 
 KEY = 987654321987654321
@@ -72,7 +72,7 @@ def test_a_watermarked_text_is_detected_through_text_and_a_human_text_is_not(tok
 
 
 def test_a_gguf_file_path_loads_the_same_tokenizer_as_the_default(tok):
-    from detector.tokenizers import embedded_gguf_path
+    from detector.text.tokenizers import embedded_gguf_path
 
     by_path = load_tokenizer(embedded_gguf_path())
     assert by_path.content_hash == tok.content_hash

@@ -1,4 +1,5 @@
-"""The three-way verdict on short, long and low-entropy texts (detector.detect + power)."""
+"""The three-way verdict on short, long and low-entropy texts (detector.evidence.detection +
+power)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import numpy as np
 import pytest
 from scipy import special
 
-from detector import power
-from detector.detect import combine, detect_ids, detect_text
-from detector.localize import localize_text
+from detector.decision.family import combine
+from detector.decision.text import detect_text
+from detector.evidence import power
+from detector.evidence.detection import detect_ids
+from detector.evidence.localize import localize_text
 from tests.detector.planted import human_ids, watermark_ids
 from tests.detector.toy import keyed_sample
 
@@ -99,7 +102,7 @@ def test_a_family_needs_power_at_its_corrected_level_for_every_key():
 
 
 def test_text_entry_points_carry_the_family_verdict():
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer()
     text = tok.decode(list(human_ids()[30_000:30_060]))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from detector.weighted import (
+from detector.evidence.weighted import (
     log_sf_exact,
     log_sf_hypoexponential,
     log_sf_saddlepoint,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from detector import prf
-from detector.contexts import PAD
+from detector.core import prf
+from detector.core.contexts import PAD
 
 
 def toy_logits(rng: np.random.Generator, vocab: int, steps: int, temperature: float = 1.0):

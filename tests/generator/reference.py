@@ -1,4 +1,4 @@
-"""A slow, obviously-correct keyed draw over ``detector.prf``, for pinning the generator.
+"""A slow, obviously-correct keyed draw over ``detector.core.prf``, for pinning the generator.
 
 Mirrors vLLM's CPU ``GumbelWatermarker``: float32 uniforms clamped at the smallest normal,
 noise ``-log(-log(u))`` in float32, ``argmax(logits + noise)`` (lowest id on ties).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from detector import prf
+from detector.core import prf
 
 
 def keyed_argmax(logits: torch.Tensor, key: int, context: list[int]) -> int:

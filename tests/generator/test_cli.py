@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from detector.detect import detect_ids
+from detector.evidence.detection import detect_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = 0x1111222233334444

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from detector.config import KeyConfig
+from detector.core.config import KeyConfig
 from generator.config import KeyFileError, KeyStore, parse_entry
 
 SECRET = 0xDEADBEEFCAFEF00D

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from detector.config import KeyConfig
-from detector.prf import derive_key
+from detector.core.config import KeyConfig
+from detector.core.prf import derive_key
 from generator.config import KeyStore
 from generator.core import (
     RowState,

@@ -7,8 +7,8 @@ import pytest
 import torch
 from scipy import stats
 
-from detector.config import KeyConfig
-from detector.detect import detect_ids
+from detector.core.config import KeyConfig
+from detector.evidence.detection import detect_ids
 from generator.config import KeyStore
 from generator.core import RowState, SamplingSettings, keyed_draw, process_logits
 from generator.types import GenerationRequest

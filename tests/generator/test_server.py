@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from detector.detect import detect_ids
+from detector.evidence.detection import detect_ids
 
 pytestmark = pytest.mark.slow
 KEY = 0x0BADC0DE0BADC0DE

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from detector.detect import detect_ids
+from detector.evidence.detection import detect_ids
 from generator.auth import issue_token
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

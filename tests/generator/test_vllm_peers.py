@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from detector.config import KeyConfig
+from detector.core.config import KeyConfig
 from generator.core import RowState, SamplingSettings, _top_k_top_p, keyed_draw, process_logits
 
 pytestmark = pytest.mark.vllm

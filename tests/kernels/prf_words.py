@@ -1,12 +1,12 @@
 """Test-only windows on the kernels' building blocks: a Triton kernel that returns raw PRF
-words (pinned to ``detector.prf`` by the tests), the spec's literal word-to-uniform map, and
+words (pinned to ``detector.core.prf`` by the tests), the spec's literal word-to-uniform map, and
 the int64 key tensors the launchers take."""
 
 from __future__ import annotations
 
 import torch
 
-from detector.config import key_int64
+from detector.core.config import key_int64
 from kernels.philox import philox_candidates, philox_context_state, split_key
 from kernels.utils import UINT32_MASK, tl, triton
 
@@ -27,7 +27,7 @@ def uniform_by_division(words: torch.Tensor) -> torch.Tensor:
 @triton.jit
 def _prf_words_kernel(keys_ptr, ctx_ptr, tok_ptr, out_ptr, n, W: tl.constexpr, BLOCK: tl.constexpr):
     """PRF word of (key, context, token) triples, one lane each (a window on the
-    Triton PRF: exact words against ``detector.prf``)."""
+    Triton PRF: exact words against ``detector.core.prf``)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     valid = offs < n
     k0, k1 = split_key(tl.load(keys_ptr + offs, mask=valid, other=0))

@@ -1,4 +1,5 @@
-"""The torch and Triton copies of the PRF against ``detector.prf`` and upstream's test vector."""
+"""The torch and Triton copies of the PRF against ``detector.core.prf`` and upstream's test
+vector."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from detector import prf as reference_prf
+from detector.core import prf as reference_prf
 from kernels import philox
 from tests.kernels.prf_words import keys_tensor, uniform_by_division
 

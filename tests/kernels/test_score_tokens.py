@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from detector import prf as reference_prf
-from detector.contexts import build_contexts
+from detector.core import prf as reference_prf
+from detector.core.contexts import build_contexts
 from kernels.score_tokens import score_tokens, score_tokens_reference
 from tests.kernels.conftest import requires_cuda
 from tests.kernels.prf_words import keys_tensor

@@ -16,7 +16,7 @@ from django.contrib.auth.models import Permission
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from detector.report import verify
+from detector.reports.signed import verify
 from provenance.accounts.services import user_create
 from provenance.checks.models import Audit
 from provenance.checks.services import audit_submit, check_create, check_score

@@ -100,7 +100,7 @@ def test_registering_a_bad_tokenizer_path_is_a_form_error(admin_client, tmp_path
 
 
 def test_registering_a_gguf_tokenizer_records_its_hash(admin_client, tokenizer_row):
-    from detector.tokenizers import embedded_gguf_path
+    from detector.text.tokenizers import embedded_gguf_path
 
     response = admin_client.post(
         "/admin/keys/tokenizer/add/",

@@ -13,8 +13,8 @@ from celery.signals import before_task_publish
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from detector.corpora import Corpus
-from detector.report import verify
+from detector.reports.signed import verify
+from detector.text.corpora import Corpus
 from provenance.accounts.models import Membership
 from provenance.checks import scoring
 from provenance.checks.services import check_score

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from detector.detect import detect_text
-from detector.localize import localize_text
-from detector.tokenizers import load_tokenizer
+from detector.decision.text import detect_text
+from detector.evidence.localize import localize_text
+from detector.text.tokenizers import load_tokenizer
 from provenance.checks import heatmap
 from provenance.checks.models import Audit, Check
 from provenance.checks.selectors import queue_notice
@@ -229,7 +229,7 @@ def test_a_task_that_fails_for_good_marks_its_rows_failed(cast, alice_key, wm_te
 def test_the_batched_audit_path_matches_the_single_text_path(
     cast, alice_key, tokenizer_row, wm_text, human_text
 ):
-    from detector.tokenizers import embedded_gguf_path
+    from detector.text.tokenizers import embedded_gguf_path
     from provenance.checks.scoring import prepare_keys, score_text, score_texts
     from provenance.keys.services import tokenizer_register
 

@@ -18,7 +18,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
-from detector.detect import detect_config
+from detector.evidence.detection import detect_config
 from generator.config import KeyStore
 from generator.core import RowState, SamplingSettings, watermark_step
 from provenance.checks.models import Check

@@ -7,7 +7,7 @@ import sys
 import pytest
 from django.db import connections
 
-from detector import tokenizers
+from detector.text import tokenizers
 from provenance import preload
 from provenance.keys.models import Tokenizer
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from detector.cli import main as detector_main
-from detector.report import MEDIA_TYPE, ReportError, verify
+from detector.cli.main import main as detector_main
+from detector.reports.signed import MEDIA_TYPE, ReportError, verify
 from provenance.checks.services import check_score
 from provenance.reports.models import SigningKey
 from tests.provenance.conftest import KEY_VALUE
@@ -176,7 +176,7 @@ def test_the_printable_page_shows_the_signed_report(cast, scored, client):
 
 @pytest.fixture
 def shipped_table():
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     return load_tokenizer().ngram_table
 
@@ -184,8 +184,8 @@ def shipped_table():
 def _rebuilt(monkeypatch, table, text):
     """The shipped table replaced by a rebuild whose corpus held the first 40 tokens of
     ``text`` (so its pairs there are now common)."""
-    from detector import ngrams
-    from detector.tokenizers import load_tokenizer
+    from detector.text import ngrams
+    from detector.text.tokenizers import load_tokenizer
 
     added = ngrams.fingerprints(load_tokenizer().encode(text)[:40], table.width)
     hashes = np.union1d(table.hashes, added).astype(np.uint32)
@@ -206,8 +206,8 @@ def test_verify_after_a_table_rebuild_fails_clearly_and_holds_with_the_reports_t
     token, jwks = _report(alice, scored), _jwks(alice)
     reported = verify(token, jwks).payload["hypotheses"][0]
     rebuilt = _rebuilt(monkeypatch, shipped_table, wm_text)
-    from detector.detect import detect_text
-    from detector.tokenizers import load_tokenizer
+    from detector.decision.text import detect_text
+    from detector.text.tokenizers import load_tokenizer
 
     # Recomputed with the rebuild's pairs, the numbers would differ from the report's.
     other = detect_text(wm_text, load_tokenizer(), [KEY_VALUE]).hypotheses[0].detection
@@ -225,7 +225,7 @@ def test_verify_after_a_table_rebuild_fails_clearly_and_holds_with_the_reports_t
 def test_a_report_scored_without_a_table_is_recomputed_without_one(
     alice, alice_key, wm_text, tmp_path, capsys, monkeypatch
 ):
-    from detector import ngrams
+    from detector.text import ngrams
 
     with monkeypatch.context() as patched:
         patched.setattr(ngrams, "table_for", lambda tokenizer_hash: None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from detector.tokenizers import load_tokenizer
+from detector.text.tokenizers import load_tokenizer
 from provenance.checks.models import DetectionLog
 from provenance.checks.services import text_sha256
 from provenance.playground import services as playground

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.contrib.auth.models import Permission
 
-from detector.tokenizers import load_tokenizer
+from detector.text.tokenizers import load_tokenizer
 from provenance.checks.scoring import tokenizer_load
 from provenance.keys.models import Tokenizer
 from provenance.keys.services import tokenizer_builtin

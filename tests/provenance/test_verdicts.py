@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from detector.power import VERDICTS
-from detector.report import verify
+from detector.evidence.power import VERDICTS
+from detector.reports.signed import verify
 from provenance.checks.models import Check, Verdict
 from provenance.checks.services import check_score
 

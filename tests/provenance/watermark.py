@@ -13,8 +13,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from detector import prf
-from detector.tokenizers import Tokenizer, load_tokenizer
+from detector.core import prf
+from detector.text.tokenizers import Tokenizer, load_tokenizer
 
 WORD = re.compile(r"^ [a-z]{3,9}$")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from detector.tokenizers import Tokenizer as LoadedTokenizer
+from detector.text.tokenizers import Tokenizer as LoadedTokenizer
 from provenance.checks.scoring import ScoringError, assist_budget, assist_for, tokenizer_load
 from provenance.keys.models import Tokenizer
 

@@ -42,9 +42,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from detector import prf, scoring
-from detector.config import KeyConfig, as_key_config
-from detector.contexts import PAD, as_token_array
+from detector.core import prf, scoring
+from detector.core.config import KeyConfig, as_key_config
+from detector.core.contexts import PAD, as_token_array
 
 DUAL_GRID = 32  # theta values of the dual-key mixture; the grid's cost is per append, not n
 _LOG10E = math.log10(math.e)

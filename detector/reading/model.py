@@ -21,7 +21,7 @@ dominating the sum. On the real generator's code answers at T=0.7/top-p 0.9 the 
 observed weights were chosen on half of the texts and beat ``E[s] - 1`` on the other half
 (docs/benchmarks.md, "Model-assisted weighted test"). Either way the weights depend on the
 text only, never on the key, so under the null the scores stay i.i.d. Exp(1) and the exact
-tail of ``S_w`` (``detector.weighted``) is its p-value.
+tail of ``S_w`` (``detector.evidence.weighted``) is its p-value.
 
 Edited text: a token substituted by a person is usually one the model finds unlikely where it
 stands, and it breaks the keyed contexts of the ``w`` tokens after it, whose scores are then
@@ -40,7 +40,7 @@ texts are cut into windows of at most ``window`` positions, each after the first
 (vLLM's top-p semantics), else at temperature 1.
 
 ``assisted_detect`` runs the Gamma test and the weighted test on one text and decides with
-both (``detector.detect.Detection.decision_log10_p``: Bonferroni over the two tests).
+both (``detector.evidence.detection.Detection.decision_log10_p``: Bonferroni over the two tests).
 """
 
 from __future__ import annotations
@@ -54,24 +54,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
-from detector.config import KeyConfig, as_key_config
-from detector.contexts import as_token_array
-from detector.weighted import weighted_sf
+from detector.core.contexts import as_token_array
+from detector.evidence.weighted import EULER_GAMMA
 
-EULER_GAMMA = 0.5772156649015329
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-# The largest observed-token weight f(q_x) - 1 (reached at q_x of about 0.1): chosen on a
-# development half of the benchmark's code answers among the caps 1, 2, 3 and none.
-OBSERVED_WEIGHT_CAP = 2.0
-# A token the model reads below this probability (after the reading's temperature and
-# top-p) is taken for a suspected edit: it and the context-width tokens after it weigh 0 in
-# the observed-token weighting. Chosen on the development halves of the benchmarks' edited
-# creative answers (20% substitutions) and clean code answers, among 1e-5 .. 1e-2
-# (docs/benchmarks.md, "Suspected edits").
-SUSPECT_PROBABILITY = 3e-4
-SUSPECT_SCORE = float(special.digamma(1.0 + 1.0 / SUSPECT_PROBABILITY)) + EULER_GAMMA
 TOP_K = 1024  # top-p nuclei are taken from the top TOP_K logits when they fit there
 
 
@@ -88,106 +75,6 @@ class ModelReading:
 
 class ModelDirError(ValueError):
     """A directory that cannot serve as a tokenizer's assisting model; the message says why."""
-
-
-@dataclass(frozen=True)
-class WeightedTest:
-    """The model-assisted test of one text under one key."""
-
-    score: float  # S_w = sum over scored tokens of w_t s_t
-    p_value: float
-    log10_p: float
-    num_scored_tokens: int
-    expected_excess: float  # sum of w_t: the null mean of S_w (its excess under the watermark
-    # when the model is right)
-    expected_scores: NDArray[np.float64]  # E[s] of each scored token, in text order
-    weighting: str = "expected"  # "observed": min(f(q_x) - 1, cap); "expected": E[s] - 1
-    # Scored tokens that weigh 0 because a suspected edit touches them (observed weighting).
-    num_suspected: int = 0
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "score": self.score,
-            "p_value": self.p_value,
-            "log10_p": self.log10_p,
-            "expected_excess": self.expected_excess,
-            "num_suspected": self.num_suspected,
-        }
-
-
-def with_contexts(flags: ArrayLike, width: int) -> NDArray[np.bool_]:
-    """Every flagged position and the ``width`` positions after it (whose keyed contexts
-    hold the flagged token)."""
-    flags = np.asarray(flags, bool)
-    hit = flags.copy()
-    for k in range(1, min(width, flags.shape[0]) + 1):
-        hit[k:] |= flags[:-k]
-    return hit
-
-
-def suspected_edits(observed_scores: ArrayLike, width: int) -> NDArray[np.bool_]:
-    """Positions whose score a suspected edit may have changed: every token the model reads
-    below ``SUSPECT_PROBABILITY`` (observed score above ``SUSPECT_SCORE``) and the ``width``
-    tokens after it, whose contexts hold it. ``observed_scores`` covers the whole text in
-    order (not only the scored tokens)."""
-    return with_contexts(np.asarray(observed_scores, np.float64) > SUSPECT_SCORE, width)
-
-
-def observed_weights(observed_scores: ArrayLike, width: int | None = None) -> NDArray[np.float64]:
-    """``w_t = min(f(q_x) - 1, OBSERVED_WEIGHT_CAP)`` from the observed scores ``f(q_x)``;
-    with ``width`` (the key's context width, and ``observed_scores`` the whole text in order),
-    0 where ``suspected_edits`` finds a suspected edit."""
-    f = np.asarray(observed_scores, np.float64)
-    w = np.clip(f - 1.0, 0.0, OBSERVED_WEIGHT_CAP)
-    if width is not None:
-        w[suspected_edits(f, width)] = 0.0
-    return w
-
-
-def weighted_test(
-    token_scores: NDArray[np.float64],
-    scored_mask: NDArray[np.bool_],
-    expected_scores: ArrayLike,
-    config: KeyConfig,
-    observed_scores: ArrayLike | None = None,
-) -> WeightedTest:
-    """The weighted test from a detection's per-token scores and the text's ``E[s]`` (and
-    observed scores ``f(q_x)``: then the weights are the capped observed ones).
-
-    ``dual_key_gumbel`` scores are ``(1 - a) s_A + a s_B``: the weighted sum is then a sum of
-    ``2n`` independent Exp(1) terms with weights ``(1 - a) w`` and ``a w``, still exact."""
-    expected = np.asarray(expected_scores, np.float64)
-    if expected.shape != scored_mask.shape:
-        raise ValueError(
-            f"expected_scores has {expected.shape[0] if expected.ndim else 0} entries for "
-            f"{scored_mask.shape[0]} tokens"
-        )
-    kept = expected[scored_mask]
-    suspected = 0
-    if observed_scores is None:
-        w = np.maximum(kept - 1.0, 0.0)
-    else:
-        observed = np.asarray(observed_scores, np.float64)
-        if observed.shape != scored_mask.shape:
-            raise ValueError("observed_scores needs one value per token")
-        hit = suspected_edits(observed, config.context_width)[scored_mask]
-        w = np.where(hit, 0.0, observed_weights(observed[scored_mask]))
-        suspected = int(hit.sum())
-    score = float((w * token_scores[scored_mask]).sum())
-    null_w = w
-    if config.algorithm == "dual_key_gumbel":
-        null_w = np.concatenate([(1.0 - config.alpha) * w, config.alpha * w])
-    p_value, log10_p = weighted_sf(null_w, score)
-    return WeightedTest(
-        score=score,
-        p_value=p_value,
-        log10_p=log10_p,
-        num_scored_tokens=int(scored_mask.sum()),
-        expected_excess=float(w.sum()),
-        expected_scores=kept,
-        weighting="expected" if observed_scores is None else "observed",
-        num_suspected=suspected,
-    )
 
 
 def expected_score_of(probs: Any) -> Any:
@@ -224,7 +111,7 @@ def _top_p(logits: Any, top_p: float) -> Any:
 
 
 def _device() -> str:
-    from detector.scoring import cuda_available
+    from detector.core.scoring import cuda_available
 
     return "cuda" if cuda_available() else "cpu"
 
@@ -465,35 +352,3 @@ def _excess_rows(logits: Any, targets: Any, top_p: float) -> tuple[Any, Any]:
 def load_assist(model_dir: str) -> ModelAssist:
     """One ``ModelAssist`` per model directory and process (workers load a model once)."""
     return ModelAssist(model_dir)
-
-
-def assisted_detect(
-    token_ids: ArrayLike,
-    key: int | KeyConfig,
-    assist: ModelAssist | None = None,
-    *,
-    expected_scores: ArrayLike | None = None,
-    observed_scores: ArrayLike | None = None,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    threshold: float = 0.01,
-) -> Any:
-    """Test ``token_ids`` under ``key`` with the Gamma test and the weighted test; the
-    ``Detection`` decides with both (``decided_by``, ``decision_log10_p``). Give either the
-    model (``assist``: the observed-token weights) or the text's ``expected_scores`` (and
-    ``observed_scores``) computed before."""
-    from detector.detect import detect_config
-
-    if expected_scores is None:
-        if assist is None:
-            raise ValueError("give assist or expected_scores")
-        reading = assist.read([token_ids], temperature=temperature, top_p=top_p)[0]
-        expected_scores, observed_scores = reading.expected, reading.observed
-    config = as_key_config(key)
-    return detect_config(
-        token_ids,
-        config,
-        threshold,
-        expected_scores=expected_scores,
-        observed_scores=observed_scores,
-    )

@@ -1,5 +1,5 @@
 """Tokenizers for detection: local Hugging Face directories, GGUF files, the embedded default
-and the built-ins ``mistral-v3`` and ``mistral-tekken`` (detector.mistral).
+and the built-ins ``mistral-v3`` and ``mistral-tekken`` (detector.text.mistral).
 
 Parsing a GGUF file's tokenizer takes 10-20 s here (converting Tekken ~5 s), so the converted
 fast tokenizer is saved under ``data_dir()/tokenizers/`` and later loads take about a second.
@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from detector import mistral
 from detector.paths import data_dir
+from detector.text import mistral
 
 if TYPE_CHECKING:
-    from detector.ngrams import NgramTable
+    from detector.text.ngrams import NgramTable
 
 DEFAULT = "default"
 # Sources that are names, not paths: the embedded default and the mistral-common built-ins.
 BUILTINS: tuple[str, ...] = (DEFAULT, *mistral.BUILTINS)
-# Bump when detector.mistral converts differently: cached conversions are then rebuilt.
+# Bump when detector.text.mistral converts differently: cached conversions are then rebuilt.
 _MISTRAL_CONVERSION = "1"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
@@ -79,8 +79,8 @@ class Tokenizer:
     @property
     def ngram_table(self) -> NgramTable | None:
         """The shipped table of (context, token) pairs common in human text for this tokenizer
-        (``detector.ngrams``), or None when it has none."""
-        from detector.ngrams import table_for
+        (``detector.text.ngrams``), or None when it has none."""
+        from detector.text.ngrams import table_for
 
         return table_for(self.content_hash)
 

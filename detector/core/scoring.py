@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from detector import prf
-from detector.config import KeyConfig, key_int64
+from detector.core import prf
+from detector.core.config import KeyConfig, key_int64
 
 
 def token_scores(key: int, contexts: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray:

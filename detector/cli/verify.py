@@ -9,8 +9,8 @@ from collections.abc import Callable
 from lzma import LZMAError
 from typing import Any
 
-from detector.ngrams import NgramTable
-from detector.report import ReportError, check_text, recompute, verify
+from detector.reports.signed import ReportError, check_text, recompute, verify
+from detector.text.ngrams import NgramTable
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -51,8 +51,8 @@ def _verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], i
     check_text(verified.payload, text)
     lines.append(f"text matches (sha256 {verified.payload['text']['sha256']})")
     if args.key_file:
-        from detector.cli import CliError
-        from detector.tokenizers import TokenizerError, load_tokenizer
+        from detector.cli.errors import CliError
+        from detector.text.tokenizers import TokenizerError, load_tokenizer
 
         try:
             key = read_key(args)

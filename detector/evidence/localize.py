@@ -4,7 +4,8 @@ Procedure, for one key (each step's p-value stays valid for everything before it
 
 1. Score the text as ``detect`` does (de-duplicated, Exp(1) under the null) and take the global
    Gamma test's p-value ``p_g``.
-2. Scan the scored tokens for the window with the smallest Gamma p-value (``detector.scan``:
+2. Scan the scored tokens for the window with the smallest Gamma p-value
+(``detector.evidence.scan``:
    coarse grid, then the two ends refined). Its calibrated p-value ``p_1`` comes from the
    simulated null of that whole search for this number of scored tokens.
 3. The document verdict is ``p_doc = min(1, 2 min(p_g, p_1))`` (Bonferroni over the two
@@ -30,18 +31,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from detector import scan
-from detector.config import KeyConfig, as_key_config
-from detector.detect import (
-    Detection,
-    Document,
-    Verdict,
-    VerdictResult,
-    combine,
-    detect_batch,
-    detect_config,
-)
-from detector.stats import gamma_upper_log10
+from detector.core.config import KeyConfig, as_key_config
+from detector.core.stats import gamma_upper_log10
+from detector.decision.family import Verdict, VerdictResult, combine
+from detector.evidence import scan
+from detector.evidence.detection import Detection, Document, detect_batch, detect_config
 
 MAX_SPANS = 8
 
@@ -295,7 +289,7 @@ def localize_text(
 ) -> TextLocalization:
     """Tokenize once, localize under every key; the family of keys is corrected as
     ``detect_text`` does (``localize_family``)."""
-    from detector.tokenizers import as_tokenizer, offsets_of
+    from detector.text.tokenizers import as_tokenizer, offsets_of
 
     if not isinstance(text, str):
         raise ValueError("text must be a str")

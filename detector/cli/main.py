@@ -2,7 +2,8 @@
 
 ``python -m detector verify REPORT --jwks JWKS [--text FILE] [--key-file K --tokenizer T]
 [--ngram-table FILE]``
-checks a signed report (``detector.report``): exit 0 when it holds, 1 with the reason if not.
+checks a signed report (``detector.reports.signed``): exit 0 when it holds, 1 with the reason if
+not.
 
 Bad input (no text, undecodable bytes, unknown tokenizer, key out of range) prints one line on
 stderr and exits with status 2; the key's value never appears in any output.
@@ -16,13 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from detector.config import ALGORITHMS, KeyConfig, parse_key
+from detector.cli.errors import CliError
+from detector.core.config import ALGORITHMS, KeyConfig, parse_key
 
 EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """A user error: reported as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,9 +110,9 @@ def _read_key(args: argparse.Namespace) -> int:
 
 
 def run_detect(args: argparse.Namespace) -> dict[str, Any]:
-    from detector.detect import detect_text
-    from detector.ngrams import applied_hash
-    from detector.tokenizers import load_tokenizer
+    from detector.decision.text import detect_text
+    from detector.text.ngrams import applied_hash
+    from detector.text.tokenizers import load_tokenizer
 
     if not 0.0 < args.threshold < 1.0:
         raise CliError("--threshold must lie in (0, 1)")
@@ -176,7 +174,7 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
 
 def _localized(result: Any, config: KeyConfig, threshold: float, text: str) -> dict[str, Any]:
     """The localized decision (global test and scan combined) and its spans, with text."""
-    from detector.localize import char_range, localize_detection
+    from detector.evidence.localize import char_range, localize_detection
 
     loc = localize_detection(result.hypotheses[0].detection, config, threshold=threshold)
     out = loc.summary()
@@ -187,12 +185,12 @@ def _localized(result: Any, config: KeyConfig, threshold: float, text: str) -> d
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from detector.tokenizers import TokenizerError
+    from detector.text.tokenizers import TokenizerError
 
     try:
         args = build_parser().parse_args(argv)
         if args.command == "verify":
-            from detector.report_cli import run_verify
+            from detector.cli.verify import run_verify
 
             return run_verify(args, _read_key)
         out = run_detect(args)

@@ -5,9 +5,9 @@ import math
 import numpy as np
 from scipy import stats
 
-from detector import robust
-from detector.config import as_key_config
-from detector.detect import Document, detect_batch, detect_ids
+from benchmarks.research import robust
+from detector.core.config import as_key_config
+from detector.evidence.detection import Document, detect_batch, detect_ids
 from tests.detector.planted import human_ids, watermark_ids
 
 KEY = 0x5EED_0F_5A4A

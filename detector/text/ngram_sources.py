@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from detector.ngrams import INDEX, TABLE_DIR, NgramTable, build_table, shipped_index
+from detector.text.ngrams import INDEX, TABLE_DIR, NgramTable, build_table, shipped_index
 
 GENRES = ("templated", "code", "prose")
 DEFAULT_MIN_DOCS = 3
@@ -184,9 +184,9 @@ def tokenized(tokenizer: Any, cache: Path | None = None) -> dict[str, list[NDArr
 
 
 def build(tokenizer_source: str, *, min_docs: int, cache: Path | None = None) -> Path:
-    """Build and ship the table of one tokenizer: ``detector/ngram_tables/<name>.npz`` plus
+    """Build and ship the table of one tokenizer: ``detector/text/ngram_tables/<name>.npz`` plus
     its entry in the index (keyed by the tokenizer's content hash)."""
-    from detector.tokenizers import load_tokenizer
+    from detector.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer(tokenizer_source)
     per_genre = tokenized(tok, cache)
@@ -216,7 +216,7 @@ def build(tokenizer_source: str, *, min_docs: int, cache: Path | None = None) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m detector.ngrams", description="Build a shipped n-gram table."
+        prog="python -m detector.text.ngram_sources", description="Build a shipped n-gram table."
     )
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build the table of one tokenizer from human corpora")
@@ -227,3 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     path = build(options.tokenizer, min_docs=options.min_docs, cache=options.cache)
     print(f"{path}: {path.stat().st_size / 1e6:.2f} MB")
     return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from detector.prf import check_key
+from detector.core.prf import check_key
 
 Algorithm = Literal["gumbel", "dual_key_gumbel"]
 DedupScope = Literal["single_turn", "all", "none"]

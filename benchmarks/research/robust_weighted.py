@@ -1,9 +1,10 @@
 """The edit-robust statistic with a model's per-token weights, and its per-text simulated null.
 
-``detector.robust`` scores a token of the hidden edit model's carrying state by the Gumbel-max
+``benchmarks.research.robust`` scores a token of the hidden edit model's carrying state by the
+Gumbel-max
 likelihood ratio averaged over a fixed grid of token probabilities: it cannot tell a token that
 was nearly the only choice (no signal) from one drawn among many. With a model's expected score
-``E[s_t]`` per token (``detector.assist``), each token gets its own ratio, at the effective
+``E[s_t]`` per token (``detector.reading.model``), each token gets its own ratio, at the effective
 probability ``p_t`` whose expected score is the model's:
 
     E[s | p] = psi(1 + 1/p) + gamma_E      (a draw among 1/p equally likely tokens)
@@ -11,7 +12,7 @@ probability ``p_t`` whose expected score is the model's:
 
 so a near-deterministic position (``E[s] -> 1``, ``p_t -> 1``) has ratio 1 and weighs nothing,
 and the forward algorithm of the edit model (the same states, edit rates and context width as
-``detector.robust``) runs on these ratios. The statistic is ``R = log mean_e LR_n(e)``.
+``benchmarks.research.robust``) runs on these ratios. The statistic is ``R = log mean_e LR_n(e)``.
 
 Validity: the ``E[s_t]`` depend on the text only, never on the key, and after de-duplication the
 scores are i.i.d. Exp(1) under the null whatever the text (spec section 3); ``E0[f1/f0] = 1`` at
@@ -38,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from detector.robust import EDIT_RATES, WIDTH, _njit
+from benchmarks.research.robust import EDIT_RATES, WIDTH, _njit
 
 EULER_GAMMA = 0.5772156649015329
 SIMS = 2000  # Monte Carlo draws per text at most: p-values resolved down to 5e-4

@@ -196,7 +196,7 @@ def critical_sum(n: int, log10_level: float) -> float:
     level = 10.0**log10_level
     if level > 1e-300:
         return float(special.gammainccinv(n, level))
-    from detector.stats import gamma_upper_log10
+    from detector.core.stats import gamma_upper_log10
 
     lo, hi = float(n), 2.0 * n + 10.0
     while gamma_upper_log10(n, hi) > log10_level:

@@ -9,9 +9,9 @@ stride of about L/16, then a local refinement of the best window's two ends. The
 part of the statistic, so the simulated null covers the whole search.
 
 ``scan_table.json`` (beside this file) holds quantiles of ``T`` for ``n`` on a half-octave
-grid; ``python -m detector.scan --out detector/scan_table.json`` regenerates it. The p-value of
-an observed ``T`` is read from the table where the simulation resolves it, and below the
-table's smallest tail probability from the union bound over every window
+grid; ``python -m detector.evidence.scan --out detector/evidence/scan_table.json``
+regenerates it. The p-value of an observed ``T`` is read from the table where the
+simulation resolves it, and below the table's smallest tail probability from the union bound over every window
 (``N_windows(n) * 10**T``, always valid): see ``scan_p_value``.
 """
 

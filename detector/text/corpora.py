@@ -4,9 +4,9 @@
   with ``ast``, nothing imported);
 - ``code``: the standard library's top-level modules;
 - ``templated``: dpkg's status file, the stanzas of the packages that
-  ``detector.ngram_sources.evaluation_package`` holds out, five stanzas a document.
+  ``detector.text.ngram_sources.evaluation_package`` holds out, five stanzas a document.
 
-None of these is a source of the shipped n-gram tables (``detector/ngram_sources.py``), so a
+None of these is a source of the shipped n-gram tables (``detector/text/ngram_sources.py``), so a
 key's false-positive rate is measured on text the detector was not built from. Each genre's
 documents come in a fixed order; ``human_chunks`` cuts them into texts of 250 tokens of a given
 tokenizer and picks a bounded, evenly spread, deterministic subset.
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from detector.ngram_sources import dpkg_stanzas
-from detector.tokenizers import Tokenizer
+from detector.text.ngram_sources import dpkg_stanzas
+from detector.text.tokenizers import Tokenizer
 
 GENRES = ("prose", "code", "templated")
 CHUNK_TOKENS = 250

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy import special
 
-from detector import robust, robust_weighted
-from detector.config import as_key_config
-from detector.detect import Document, detect_batch, detect_ids
-from detector.localize import exp_scores
+from benchmarks.research import robust, robust_weighted
+from detector.core.config import as_key_config
+from detector.evidence.detection import Document, detect_batch, detect_ids
+from detector.evidence.localize import exp_scores
 from tests.detector.planted import human_ids
 from tests.detector.toy import keyed_sample
 

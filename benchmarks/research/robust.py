@@ -24,7 +24,8 @@ loose: ``R`` drifts below 0 under the null, and at n = 200 its 1% quantile is 0.
 bound reads 0.76). The exact null of ``R`` depends only on ``n``, the number of
 scored tokens: ``robust_table.npz`` (beside this file) holds its simulated upper quantiles for
 every ``n`` up to ``EXACT_N`` (one forward pass over a simulated sequence gives ``R`` at every
-prefix); ``python -m detector.robust`` regenerates it. Longer documents use the bound, so the
+prefix); ``python -m benchmarks.research.robust`` regenerates it. Longer documents use the bound,
+so the
 statistic has little power beyond ``EXACT_N`` scored tokens unless the signal is strong.
 """
 
@@ -44,8 +45,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from detector.config import KeyConfig, as_key_config
-from detector.detect import Detection, detect_config
+from detector.core.config import KeyConfig, as_key_config
+from detector.evidence.detection import Detection, detect_config
 
 WIDTH = 4  # context width of the edit model (the deployed default; the null does not use it)
 EDIT_RATES = (0.0, 0.1, 0.2, 0.3)
@@ -190,7 +191,7 @@ def robust_detection(
 ) -> RobustTest:
     """The edit-robust test from an existing ``Detection`` (its de-duplicated scores, mapped
     to Exp(1) for ``dual_key_gumbel`` as localization does)."""
-    from detector.localize import exp_scores
+    from detector.evidence.localize import exp_scores
 
     scores = exp_scores(detection, config)
     r, lp = robust_scores_log10_p(scores)

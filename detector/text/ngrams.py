@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from detector.contexts import as_token_array, build_contexts
+from detector.core.contexts import as_token_array, build_contexts
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's finaliser constants
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -193,11 +193,3 @@ def table_for(tokenizer_hash: str | None) -> NgramTable | None:
     """The shipped table of the tokenizer with this content hash, or None when it has none."""
     entry = shipped_index().get(tokenizer_hash or "")
     return NgramTable.load(TABLE_DIR / entry["file"]) if entry else None
-
-
-if __name__ == "__main__":
-    import sys
-
-    from detector.ngram_sources import main
-
-    sys.exit(main())

@@ -23,7 +23,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet, OKPKey
 
 if TYPE_CHECKING:
-    from detector.ngrams import NgramTable
+    from detector.text.ngrams import NgramTable
 
 SCHEMA = "provenance.report/v1"
 PRF_VERSION = "philox4x32-10-v1"
@@ -128,9 +128,9 @@ def recompute(
     table file given by the verifier, else the tokenizer's shipped one, whichever has the
     named content hash); a report naming a table neither has fails rather than being
     recomputed with another table's pairs."""
-    from detector.config import KeyConfig
-    from detector.detect import detect_config
-    from detector.tokenizers import as_tokenizer
+    from detector.core.config import KeyConfig
+    from detector.evidence.detection import detect_config
+    from detector.text.tokenizers import as_tokenizer
 
     h = hypothesis_to_check(payload, index)
     tok = as_tokenizer(tokenizer)
@@ -181,7 +181,7 @@ def _table_of(
     raise ReportError(
         f"the report's scored tokens were filtered by n-gram table {str(wanted)[:12]}..., "
         f"and the tables here are not it ({have}): pass that table with --ngram-table FILE "
-        f"(detector/ngram_tables/ of detector version {version})"
+        f"(detector/text/ngram_tables/ of detector version {version})"
     )
 
 

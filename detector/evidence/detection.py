@@ -3,7 +3,7 @@
 
 Scoring follows spec section 3: contexts from the text itself, first occurrence of each
 context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value. With an n-gram
-table (``detector.ngrams``; ``detect_text`` uses its tokenizer's shipped table), the decision
+table (``detector.text.ngrams``; ``detect_text`` uses its tokenizer's shipped table), the decision
 also skips the (context, token) pairs common in human text; the statistic over every
 de-duplicated token, as vLLM's detector computes it, is kept beside it (``vllm_*``).
 """
@@ -13,25 +13,22 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from detector import scoring
-from detector.assist import WeightedTest, weighted_test
-from detector.config import KeyConfig, as_key_config
-from detector.contexts import as_token_array, build_contexts, dedup_mask
-from detector.ngrams import NgramTable
-from detector.power import PowerModel, ThreeWay, decide, power_model
-from detector.stats import (
-    CORRECTIONS,
-    dual_key_scale,
+from detector.core import scoring
+from detector.core.config import KeyConfig
+from detector.core.contexts import as_token_array, build_contexts, dedup_mask
+from detector.core.stats import (
     dual_key_sf,
     gamma_sf,
-    gamma_upper_log10_many,
 )
+from detector.evidence.power import PowerModel, ThreeWay, decide, power_model
+from detector.evidence.weighted import WeightedTest, weighted_test
+from detector.text.ngrams import NgramTable
 
 
 @dataclass(frozen=True)
@@ -46,7 +43,8 @@ class Detection:
     is_watermarked: bool
     token_scores: NDArray[np.float64] = field(repr=False)  # [num_tokens], 0.0 where not scored
     scored_mask: NDArray[np.bool_] = field(repr=False)  # [num_tokens]
-    # The model-assisted test (``detector.assist``), when a model read the text, over the same
+    # The model-assisted test (``detector.reading.model``), when a model read the text, over the
+    # same
     # scored tokens. ``score``, ``p_value`` and ``log10_p`` stay the Gamma sum test's.
     weighted: WeightedTest | None = field(default=None, repr=False)
     # De-duplicated positions left unscored because their pair is common in human text.
@@ -64,7 +62,8 @@ class Detection:
                 object.__setattr__(self, f"vllm_{name}", getattr(self, name))
 
     threshold: float = 0.01
-    # What a watermarked text of this kind would score (detector.power): the model's per-token
+    # What a watermarked text of this kind would score (detector.evidence.power): the model's
+    # per-token
     # expectations, the key's measured power curve, or the shipped default.
     power_model: PowerModel = field(default_factory=power_model, repr=False, compare=False)
 
@@ -151,7 +150,7 @@ class Detection:
 LOG10_2 = math.log10(2.0)
 
 
-def _check_threshold(threshold: float) -> None:
+def check_threshold(threshold: float) -> None:
     if not 0.0 < threshold < 1.0:
         raise ValueError("threshold must lie in (0, 1)")
 
@@ -175,14 +174,15 @@ class Document:
 
     token_ids: ArrayLike
     configs: Sequence[KeyConfig]
-    # A model's E[s] for every token of the text (``detector.assist``): adds the weighted test,
-    # and the three-way verdict's power (detector.power) comes from it (with ``score_variances``
-    # when given). ``tokens_needed``: each configuration's measured scored tokens for 80% power.
+    # A model's E[s] for every token of the text (``detector.reading.model``): adds the
+    # weighted test, and the three-way verdict's power (detector.evidence.power) comes from it
+    # (with ``score_variances`` when given). ``tokens_needed``: each configuration's measured
+    # scored tokens for 80% power.
     expected_scores: ArrayLike | None = None
     score_variances: ArrayLike | None = None
     tokens_needed: Sequence[int | None] | None = None
     # The model's observed score f(q_x) of every token (``ModelAssist.read``): with it the
-    # weighted test uses the capped observed-token weights (``detector.assist``).
+    # weighted test uses the capped observed-token weights (``detector.reading.model``).
     observed_scores: ArrayLike | None = None
 
     def power_models(self, masks: Sequence[NDArray[np.bool_]]) -> list[PowerModel]:
@@ -321,7 +321,7 @@ def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list
     """Test every document under each of its configurations: ``out[d][h]`` is document d's
     hypothesis h. On CUDA, all scores come from one kernel launch per distinct (width,
     algorithm, alpha); on the CPU, numpy scores only the scored positions."""
-    _check_threshold(threshold)
+    check_threshold(threshold)
     arrays = [as_token_array(d.token_ids) for d in docs]
     masks = [_masks(ids, d) for ids, d in zip(arrays, docs, strict=True)]
     models = [
@@ -415,258 +415,3 @@ def detect_ids(
         tokens_needed=tokens_needed,
         observed_scores=observed_scores,
     )
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    """One tested key configuration and its result; ``adjusted_log10_p`` is family-corrected."""
-
-    index: int
-    name: str | None
-    detection: Detection
-    adjusted_log10_p: float
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A family of hypotheses tested on one text, corrected together for their number.
-
-    The family verdict rests on the hypothesis with the smallest corrected p-value
-    (``best``): watermarked when that p-value is at most ``threshold`` and it scored at
-    least one token. ``verdict`` is three-way (``detector.power``): ``not_watermarked`` only
-    when every hypothesis, had its key watermarked the text, would have been detected with
-    power >= 0.8 at the level the correction asks for; ``inconclusive`` otherwise."""
-
-    hypotheses: tuple[Hypothesis, ...]
-    correction: str
-    threshold: float
-    is_watermarked: bool
-    best: int | None
-    p_value: float
-    log10_p: float
-    verdict: str = "inconclusive"
-    verdict_reason: str = ""
-    power: float | None = None  # of the weakest hypothesis; None when watermarked
-    tokens_needed: int | None = None  # its scored tokens for 80% power at the corrected level
-
-    @property
-    def num_hypotheses(self) -> int:
-        return len(self.hypotheses)
-
-
-class VerdictResult:
-    """A result that carries a family verdict (``family``) and answers for it (verdict,
-    verdict_reason, is_watermarked, best, p_value, log10_p, num_hypotheses): text
-    localizations and the web layer's results."""
-
-    family: Verdict
-
-    @property
-    def verdict(self) -> str:
-        return self.family.verdict
-
-    @property
-    def verdict_reason(self) -> str:
-        return self.family.verdict_reason
-
-    @property
-    def tokens_needed(self) -> int | None:
-        return self.family.tokens_needed
-
-    @property
-    def is_watermarked(self) -> bool:
-        return self.family.is_watermarked
-
-    @property
-    def best(self) -> int | None:
-        return self.family.best
-
-    @property
-    def p_value(self) -> float:
-        return self.family.p_value
-
-    @property
-    def log10_p(self) -> float:
-        return self.family.log10_p
-
-    @property
-    def num_hypotheses(self) -> int:
-        return self.family.num_hypotheses
-
-
-def correct(log10_ps: Sequence[float], correction: str = "holm") -> NDArray[np.float64]:
-    """Family-wise corrected log10 p-values (``holm`` or ``bonferroni``)."""
-    if correction not in CORRECTIONS:
-        raise ValueError(f"unknown correction {correction!r}; expected one of {list(CORRECTIONS)}")
-    return CORRECTIONS[correction](np.asarray(log10_ps, np.float64))
-
-
-def first_step_log10(threshold: float, num_hypotheses: int) -> float:
-    """log10 of the p-value the strongest of ``num_hypotheses`` hypotheses must reach for a
-    family verdict at ``threshold``: ``threshold / m``, the first step of Holm and Bonferroni
-    alike."""
-    _check_threshold(threshold)
-    return math.log10(threshold) - math.log10(max(num_hypotheses, 1))
-
-
-def combine(
-    detections: Sequence[Detection],
-    *,
-    names: Sequence[str | None] | None = None,
-    threshold: float = 0.01,
-    correction: str = "holm",
-    tests_per_hypothesis: int = 1,
-) -> Verdict:
-    """Correct a family of detections (hypothesis i is ``detections[i]``, named ``names[i]``).
-    ``tests_per_hypothesis``: how many tests each hypothesis's p-value already combines by
-    Bonferroni (2 for localization: global and scan), for the power of the three-way verdict."""
-    _check_threshold(threshold)
-    names = list(names) if names is not None else [None] * len(detections)
-    if len(names) != len(detections):
-        raise ValueError("one name per detection is needed")
-    adjusted = correct([d.decision_log10_p for d in detections], correction)
-    best = int(np.argmin(adjusted)) if adjusted.size else None
-    best_lp = float(adjusted[best]) if best is not None else 0.0
-    scored = best is not None and detections[best].num_scored_tokens > 0
-    is_watermarked = bool(scored and best_lp <= math.log10(threshold))
-    level = first_step_log10(threshold, len(detections)) - math.log10(tests_per_hypothesis)
-    three = _family_three_way(detections, names, is_watermarked, 10.0**best_lp, threshold, level)
-    return Verdict(
-        hypotheses=tuple(
-            Hypothesis(i, name, d, float(a))
-            for i, (name, d, a) in enumerate(zip(names, detections, adjusted, strict=True))
-        ),
-        correction=correction,
-        threshold=threshold,
-        is_watermarked=is_watermarked,
-        best=best,
-        p_value=10.0**best_lp,
-        log10_p=best_lp,
-        verdict=three.verdict,
-        verdict_reason=three.reason,
-        power=three.power,
-        tokens_needed=three.tokens_needed,
-    )
-
-
-def _family_three_way(
-    detections: Sequence[Detection],
-    names: Sequence[str | None],
-    detected: bool,
-    p_value: float,
-    threshold: float,
-    log10_level: float,
-) -> ThreeWay:
-    """The family's three-way verdict: decided by the hypothesis with the least power (a text
-    is clear only when none of the tested keys could have gone unnoticed)."""
-    if detected or not detections:
-        return decide(
-            detected=detected,
-            p_value=p_value,
-            threshold=threshold,
-            num_scored=0,
-            model=power_model(),
-            log10_level=log10_level,
-        )
-    weakest: ThreeWay | None = None
-    for d, name in zip(detections, names, strict=True):
-        label = f"key {name}" if name and len(detections) > 1 else ""
-        got = decide(
-            detected=False,
-            p_value=p_value,
-            threshold=threshold,
-            num_scored=d.num_scored_tokens,
-            model=d.power_model,
-            # the Gamma test's share of the level (halved when the weighted test also runs)
-            log10_level=log10_level - (LOG10_2 if d.weighted is not None else 0.0),
-            label=label,
-        )
-        if weakest is None or (got.power or 0.0) < (weakest.power or 0.0):
-            weakest = got
-    assert weakest is not None
-    return weakest
-
-
-@dataclass(frozen=True)
-class TextDetection(Verdict):
-    """A text tested under every configuration with one tokenizer (``detect_text``)."""
-
-    token_ids: NDArray[np.int64] = field(repr=False, kw_only=True)
-    tokenizer_hash: str | None = field(default=None, kw_only=True)
-    _encoding: Any = field(default=None, repr=False, compare=False, kw_only=True)
-
-    @functools.cached_property
-    def offsets(self) -> NDArray[np.int64]:
-        """``[n, 2]`` character offsets of every token (computed on first use)."""
-        from detector.tokenizers import offsets_of
-
-        return offsets_of(self._encoding)
-
-
-def detect_text(
-    text: str,
-    tokenizer: Any,
-    keys: Sequence[int | KeyConfig] | int | KeyConfig,
-    *,
-    threshold: float = 0.01,
-    correction: str = "holm",
-    assist: Any = None,
-    common_ngrams: bool = True,
-    tokens_needed: Sequence[int | None] | None = None,
-) -> TextDetection:
-    """Tokenize ``text`` once and test every key configuration, correcting for their number.
-    With ``assist`` (a ``detector.assist.ModelAssist`` for this tokenizer) each key also runs
-    the weighted test and decides with both. With ``common_ngrams`` (the default), pairs in
-    the tokenizer's shipped n-gram table are left unscored; ``common_ngrams=False`` scores
-    every de-duplicated token, as vLLM's detector does. ``tokens_needed``: each key's measured
-    scored tokens for 80% power (the three-way verdict's basis when no model reads the text)."""
-    from detector.tokenizers import as_tokenizer
-
-    if not isinstance(text, str):
-        raise ValueError("text must be a str")
-    if isinstance(keys, (int, KeyConfig)):
-        keys = [keys]
-    configs = [as_key_config(k) for k in keys]
-    if not configs:
-        raise ValueError("at least one key is needed")
-    tok = as_tokenizer(tokenizer)
-    ids, encoding = tok.encode_lazy(text)
-    reading = None if assist is None else assist.read([ids])[0]
-    ngrams = tok.ngram_table if common_ngrams else None
-    doc = Document(
-        ids,
-        configs,
-        None if reading is None else reading.expected,
-        tokens_needed=tokens_needed,
-        ngrams=ngrams,
-        observed_scores=None if reading is None else reading.observed,
-    )
-    detections = detect_batch([doc], threshold)[0]
-    names = [c.name for c in configs]
-    verdict = combine(detections, names=names, threshold=threshold, correction=correction)
-    return TextDetection(
-        **{f.name: getattr(verdict, f.name) for f in fields(Verdict)},
-        token_ids=ids,
-        tokenizer_hash=tok.content_hash,
-        _encoding=encoding,
-    )
-
-
-def cumulative_log10_p(
-    detection: Detection, config: KeyConfig, points: int
-) -> list[tuple[int, float]]:
-    """(token index, log10 p of the tokens up to it) at up to ``points`` evenly spread
-    positions, the last token included: the evidence as it builds up along the text."""
-    n = detection.num_tokens
-    if n == 0:
-        return []
-    sums = np.cumsum(detection.token_scores)
-    counts = np.cumsum(detection.scored_mask)
-    picks = np.unique(np.linspace(0, n - 1, min(n, points)).round().astype(int))
-    shape, x = counts[picks].astype(np.float64), sums[picks].astype(np.float64)
-    if config.algorithm == "dual_key_gumbel":  # survival's moment-matched gamma
-        v = dual_key_scale(config.alpha)
-        shape, x = shape / v, x / v
-    return [
-        (int(i), float(lp)) for i, lp in zip(picks, gamma_upper_log10_many(shape, x), strict=True)
-    ]

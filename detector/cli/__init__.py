@@ -1,0 +1,1 @@
+"""``python -m detector``: detect, localize and verify from the command line."""

@@ -1,0 +1,1 @@
+"""The product's decision: a family of keys tested on a text, corrected together, three-way."""

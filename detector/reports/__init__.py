@@ -1,0 +1,1 @@
+"""Signed reports: a verdict as a compact JWS that anyone can re-verify offline."""
