@@ -11,8 +11,8 @@ part of the statistic, so the simulated null covers the whole search.
 ``scan_table.json`` (beside this file) holds quantiles of ``T`` for ``n`` on a half-octave
 grid; ``python -m detector.evidence.scan --out detector/evidence/scan_table.json``
 regenerates it. The p-value of an observed ``T`` is read from the table where the
-simulation resolves it, and below the table's smallest tail probability from the union bound over every window
-(``N_windows(n) * 10**T``, always valid): see ``scan_p_value``.
+simulation resolves it, and below the table's smallest tail probability from the union
+bound over every window (``N_windows(n) * 10**T``, always valid): see ``scan_p_value``.
 """
 
 from __future__ import annotations
