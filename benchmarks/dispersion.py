@@ -1,5 +1,5 @@
 """Held-out human corpora in three genres for the per-key dispersion measurement
-(benchmarks/bench_dispersion.py and tests/detector/test_ngrams.py).
+(benchmarks/bench_dispersion.py and tests/detector/text/test_ngrams.py).
 
 None of these documents is a source of the shipped n-gram tables (detector/text/ngram_sources.py):
 prose is the standard library's docstrings, code its modules, and templated text the dpkg status

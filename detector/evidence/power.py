@@ -14,8 +14,8 @@ Lugannani-Rice saddlepoint formula on ``sum_i K_{b_i}``, which is exact in the l
 tokens and, for a Gamma(n, 1) sum (every ``b_i = 1``), within 1% relative of scipy's tail
 from n = 10 on. A position's sampled token is really a mixture over the vocabulary, whose
 variance is a little larger than the single-probability token of the same mean, so the model
-slightly overstates power at a power of 0.8; ``tests/detector/test_power.py`` compares it with
-simulated keyed sampling over mixtures.
+slightly overstates power at a power of 0.8; ``tests/detector/evidence/test_power.py``
+compares it with simulated keyed sampling over mixtures.
 
 Without per-token expectations, the key's measured power curve (``tokens_needed``: scored
 tokens for 80% power at the threshold, one hypothesis) gives the per-token mean ``e*`` that

@@ -2,8 +2,8 @@
 
 Re-running the fixed-length Gamma test after every token and stopping at the first p <= 0.01
 is not a 1% test: over a long human stream the running p-value dips below any threshold far
-more often than 1% of the time (``tests/detector/test_stream.py`` measures it). An e-process
-can be checked after every token at no cost in validity.
+more often than 1% of the time (``tests/detector/evidence/test_stream.py`` measures it). An
+e-process can be checked after every token at no cost in validity.
 
 The e-process. Under "no watermark" each scored token's score ``s`` is Exp(1) given the past
 (its context is new, so its keyed uniform is fresh), and for every ``lambda`` in (0, 1]

@@ -17,7 +17,7 @@ out as logarithms:
 - below ``1e-30``: the Lugannani-Rice saddlepoint approximation with Daniels' second-order
   terms, whose relative error there stays within 2% (it tends to about 0.6% as the largest
   weight comes to dominate the far tail), measured against the exact tail in
-  ``tests/detector/test_weighted.py``.
+  ``tests/detector/evidence/test_weighted.py``.
 
 The saddlepoint is found in the variable ``u = 1 - t max(w)``, which keeps ``1 - w_i t``
 exact when the saddlepoint approaches the pole at ``1 / max(w)`` (very large scores).

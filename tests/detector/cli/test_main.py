@@ -10,7 +10,7 @@ import pytest
 
 from detector.cli.main import main
 from detector.text.tokenizers import load_tokenizer
-from tests.detector.test_tokenizers import word_vocabulary
+from tests.detector.text.test_tokenizers import word_vocabulary
 from tests.detector.toy import keyed_sample
 
 KEY = 0xFEEDFACECAFEBEEF
