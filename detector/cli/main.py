@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from detector.cli.errors import CliError
-from detector.core.config import ALGORITHMS, KeyConfig, parse_key
+from detector.core.config import ALGORITHMS, DEFAULT_THRESHOLD, KeyConfig, parse_key
 
 EXIT_USAGE = 2
 
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="score the pairs common in human text too (the tokenizer's n-gram table unused)",
     )
-    det.add_argument("--threshold", type=float, default=0.01)
+    det.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     det.add_argument(
         "--tokens-needed",
         type=int,

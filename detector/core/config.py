@@ -33,6 +33,9 @@ PRFS: tuple[str, ...] = ("philox",)  # the only PRF upstream ships
 # leaves almost no repeated contexts to de-duplicate.
 MAX_CONTEXT_WIDTH = 64
 DEFAULT_MAX_HISTORY = 8192  # upstream's deduplicate_contexts_max_history
+# The family-wise level a verdict is decided at, everywhere unless a caller or a setting says
+# otherwise; the power figures (``tokens_needed``) refer to it.
+DEFAULT_THRESHOLD = 0.01
 _KEY_LITERAL = re.compile(r"-?(?:[0-9]+|0[xX][0-9a-fA-F]+)")  # a sign only to say "out of range"
 
 

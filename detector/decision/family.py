@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from detector.core.config import DEFAULT_THRESHOLD
 from detector.core.stats import CORRECTIONS
 from detector.evidence.detection import LOG10_2, Detection, check_threshold
 from detector.evidence.power import ThreeWay, decide, power_model
@@ -116,7 +117,7 @@ def combine(
     detections: Sequence[Detection],
     *,
     names: Sequence[str | None] | None = None,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
     correction: str = "holm",
     tests_per_hypothesis: int = 1,
 ) -> Verdict:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from detector.core.config import KeyConfig, as_key_config
+from detector.core.config import DEFAULT_THRESHOLD, KeyConfig, as_key_config
 from detector.decision.family import Verdict, combine
 from detector.evidence.detection import Document, detect_batch, detect_config
 
@@ -37,7 +37,7 @@ def detect_text(
     tokenizer: Any,
     keys: Sequence[int | KeyConfig] | int | KeyConfig,
     *,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
     correction: str = "holm",
     assist: Any = None,
     common_ngrams: bool = True,
@@ -90,7 +90,7 @@ def assisted_detect(
     observed_scores: ArrayLike | None = None,
     temperature: float = 1.0,
     top_p: float = 1.0,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> Any:
     """Test ``token_ids`` under ``key`` with the Gamma test and the weighted test; the
     ``Detection`` decides with both (``decided_by``, ``decision_log10_p``). Give either the

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from detector.core import scoring
-from detector.core.config import KeyConfig
+from detector.core.config import DEFAULT_THRESHOLD, KeyConfig
 from detector.core.contexts import as_token_array, build_contexts, dedup_mask
 from detector.core.stats import (
     dual_key_sf,
@@ -61,7 +61,7 @@ class Detection:
             for name in ("score", "p_value", "log10_p", "num_scored_tokens"):
                 object.__setattr__(self, f"vllm_{name}", getattr(self, name))
 
-    threshold: float = 0.01
+    threshold: float = DEFAULT_THRESHOLD
     # What a watermarked text of this kind would score (detector.evidence.power): the model's
     # per-token
     # expectations, the key's measured power curve, or the shipped default.
@@ -295,7 +295,7 @@ def _detection(
 def detect_config(
     token_ids: ArrayLike,
     config: KeyConfig,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
     *,
     expected_scores: ArrayLike | None = None,
     ngrams: NgramTable | None = None,
@@ -317,7 +317,9 @@ def detect_config(
     return detect_batch([doc], threshold)[0][0]
 
 
-def detect_batch(docs: Sequence[Document], threshold: float = 0.01) -> list[list[Detection]]:
+def detect_batch(
+    docs: Sequence[Document], threshold: float = DEFAULT_THRESHOLD
+) -> list[list[Detection]]:
     """Test every document under each of its configurations: ``out[d][h]`` is document d's
     hypothesis h. On CUDA, all scores come from one kernel launch per distinct (width,
     algorithm, alpha); on the CPU, numpy scores only the scored positions."""
@@ -382,7 +384,7 @@ def detect_ids(
     deduplicate: bool = True,
     algorithm: str = "gumbel",
     alpha: float = 0.1,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
     expected_scores: ArrayLike | None = None,
     ngrams: NgramTable | None = None,
     tokens_needed: int | None = None,

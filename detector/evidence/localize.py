@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from detector.core.config import KeyConfig, as_key_config
+from detector.core.config import DEFAULT_THRESHOLD, KeyConfig, as_key_config
 from detector.core.stats import gamma_upper_log10
 from detector.decision.family import Verdict, VerdictResult, combine
 from detector.evidence import scan
@@ -140,7 +140,7 @@ def localize_detection(
     detection: Detection,
     config: KeyConfig,
     *,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
     max_spans: int = MAX_SPANS,
     span_factor: float = 1.0,
     first_window: scan.Window | None = None,
@@ -211,7 +211,7 @@ def localize_ids(
     token_ids: ArrayLike,
     key: int | KeyConfig,
     *,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
     max_spans: int = MAX_SPANS,
 ) -> Localization:
     """Find the spans of ``token_ids`` that carry ``key``'s watermark."""
@@ -225,7 +225,7 @@ def localize_family(
     configs: Sequence[KeyConfig],
     *,
     names: Sequence[str | None] | None = None,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
     correction: str = "holm",
     max_spans: int = MAX_SPANS,
     first_windows: Sequence[scan.Window | None] | None = None,
@@ -283,7 +283,7 @@ def localize_text(
     tokenizer: Any,
     keys: Sequence[int | KeyConfig] | int | KeyConfig,
     *,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
     correction: str = "holm",
     max_spans: int = MAX_SPANS,
 ) -> TextLocalization:

@@ -33,6 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
+from detector.core.config import DEFAULT_THRESHOLD
+
 EULER_GAMMA = float(np.euler_gamma)
 TARGET_POWER = 0.8
 # Scored tokens a watermarked text needs for 80% power at threshold 0.01 (one hypothesis)
@@ -40,7 +42,6 @@ TARGET_POWER = 0.8
 # T = 0.7 / top-p 0.9 on vLLM, the low-entropy case. Fitted 151, bootstrap 95% upper bound
 # 184 over 50 answers, rounded up (benchmarks/bench_verdict_default.py; docs/benchmarks.md).
 DEFAULT_TOKENS_NEEDED = 200
-DEFAULT_THRESHOLD = 0.01  # the threshold ``tokens_needed`` figures refer to
 
 VerdictName = Literal["watermarked", "not_watermarked", "inconclusive"]
 WATERMARKED: VerdictName = "watermarked"

@@ -43,7 +43,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from detector.core import prf, scoring
-from detector.core.config import KeyConfig, as_key_config
+from detector.core.config import DEFAULT_THRESHOLD, KeyConfig, as_key_config
 from detector.core.contexts import PAD, as_token_array
 
 DUAL_GRID = 32  # theta values of the dual-key mixture; the grid's cost is per append, not n
@@ -174,7 +174,10 @@ class EvidenceStream:
     """
 
     def __init__(
-        self, key: int | KeyConfig | Sequence[int | KeyConfig], *, threshold: float = 0.01
+        self,
+        key: int | KeyConfig | Sequence[int | KeyConfig],
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
     ) -> None:
         if not 0.0 < threshold < 1.0:
             raise ValueError("threshold must lie in (0, 1)")
@@ -309,7 +312,7 @@ class EvidenceStream:
         data: bytes,
         key: int | KeyConfig | Sequence[int | KeyConfig],
         *,
-        threshold: float = 0.01,
+        threshold: float = DEFAULT_THRESHOLD,
     ) -> EvidenceStream:
         stream = cls(key, threshold=threshold)
         size = int.from_bytes(data[:4], "big")

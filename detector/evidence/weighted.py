@@ -36,13 +36,13 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import integrate, optimize, special
 
 from detector.core.config import KeyConfig
+from detector.evidence.power import EULER_GAMMA
 
 EXACT_ABOVE_LOG10 = -30.0  # tails above 1e-30 are computed exactly (inversion)
 CENTRE = 0.1  # |t| sqrt(K''(t)) under which the tail is taken by inversion (p near 1/2)
 HYPOEXP_MAX = 64  # at most this many distinct weights: the closed form in mpmath
 _TINY_WEIGHT = 1e-12  # relative to max(w): weights below carry nothing measurable
 _LN10 = math.log(10.0)
-EULER_GAMMA = 0.5772156649015329
 # The largest observed-token weight f(q_x) - 1 (reached at q_x of about 0.1): chosen on a
 # development half of the benchmark's code answers among the caps 1, 2, 3 and none.
 OBSERVED_WEIGHT_CAP = 2.0

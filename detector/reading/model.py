@@ -56,7 +56,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from detector.core.contexts import as_token_array
-from detector.evidence.weighted import EULER_GAMMA
+from detector.evidence.power import EULER_GAMMA
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 TOP_K = 1024  # top-p nuclei are taken from the top TOP_K logits when they fit there
