@@ -1,5 +1,5 @@
-"""bench_robustness's edit record and oracle columns on planted text (the spec's keyed argmax
-over a toy model), no vLLM and no model."""
+"""The robustness benchmark's edit record and oracle columns on planted text (the spec's
+keyed argmax over a toy model), no vLLM and no model."""
 
 from __future__ import annotations
 
@@ -9,15 +9,9 @@ import numpy as np
 import pytest
 from scipy import special
 
-from benchmarks.bench_robustness import (
-    SourceReads,
-    edit,
-    edit_tracked,
-    intact_mask,
-    masked_log10_ps,
-    oracle_log10_ps,
-    suspected_intact,
-)
+from benchmarks.robustness.edits import edit, edit_tracked, intact_mask
+from benchmarks.robustness.masked import masked_log10_ps, suspected_intact
+from benchmarks.robustness.oracle import SourceReads, oracle_log10_ps
 from detector.core.contexts import PAD
 from detector.evidence.detection import detect_ids
 from detector.evidence.weighted import weighted_sf
@@ -208,7 +202,7 @@ def test_the_masked_tests_keep_their_size_under_another_key():
 def test_the_observed_read_is_the_products_read():
     """``read_observed``'s E[s] are ``ModelAssist``'s at temperature 1 and at the sampling;
     its q is the probability of the token that is there (a likely and an unlikely token)."""
-    from benchmarks.bench_robustness import read_observed
+    from benchmarks.robustness.masked import read_observed
     from detector.reading.model import load_assist
     from detector.text.tokenizers import load_tokenizer
     from generator.models import embedded_model_dir
@@ -228,7 +222,7 @@ def test_the_observed_read_is_the_products_read():
 
 
 def test_the_assisted_columns_decide_as_the_product_does():
-    from benchmarks.bench_robustness import decisions
+    from benchmarks.robustness.columns import decisions
     from detector.core.config import as_key_config
     from detector.evidence.detection import detect_config
     from detector.evidence.localize import localize_ids
