@@ -3,7 +3,7 @@
 ``token_ids`` ``[total]`` holds D documents back to back (``cu_seqlens`` ``[D+1]``, starting
 at 0); document d is scored under its key ``keys[d]``. Every position gets a score; the
 context of a position is the ``context_width`` preceding tokens *of the same document*,
-left-padded with -1 (spec section 3). De-duplication is the detector's business: it applies
+left-padded with -1 (docs/spec.md §3). De-duplication is the detector's business: it applies
 its own mask to these scores.
 
 - ``gumbel``: ``s = -log1p(-u)`` in float64 from the float32 uniform (upstream's formula).

@@ -18,7 +18,7 @@ watermark" with the likelihood ratio of that model:
   grid ``EDIT_RATES`` (``e = 0`` keeps the power of the test on unedited text).
 
 Validity: after de-duplication the scores are i.i.d. ``Exp(1)`` under the null whatever the text
-(spec section 3), and ``E0[f1/f0] = 1``, so each ``LR_n(e)`` and their mean are martingales with
+(docs/spec.md §3), and ``E0[f1/f0] = 1``, so each ``LR_n(e)`` and their mean are martingales with
 mean 1: Markov's inequality bounds ``P[R >= r] <= exp(-r)`` for every ``n`` (always valid, but
 loose: ``R`` drifts below 0 under the null, and at n = 200 its 1% quantile is 0.28, where the
 bound reads 0.76). The exact null of ``R`` depends only on ``n``, the number of

@@ -15,7 +15,7 @@ and the forward algorithm of the edit model (the same states, edit rates and con
 ``benchmarks.research.robust``) runs on these ratios. The statistic is ``R = log mean_e LR_n(e)``.
 
 Validity: the ``E[s_t]`` depend on the text only, never on the key, and after de-duplication the
-scores are i.i.d. Exp(1) under the null whatever the text (spec section 3); ``E0[f1/f0] = 1`` at
+scores are i.i.d. Exp(1) under the null whatever the text (docs/spec.md §3); ``E0[f1/f0] = 1`` at
 every position, so each ``LR_n(e)`` is a mean-1 martingale and ``exp(-R)`` bounds the p-value.
 The exact null of ``R`` depends on the text's ``p_t``, so it is simulated for each text: ``sims``
 sequences of i.i.d. Exp(1) scores through the same ratios, drawn independently of the key, give

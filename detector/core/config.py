@@ -5,11 +5,11 @@ how a typed key value is parsed, the signed-int64 view the kernels take, and vLL
 shape (``{"key": 42, "algorithm": "gumbel", ...}``). The generator's key file, the registry
 and the detector all build a :class:`KeyConfig`; none restates a field or a limit.
 
-Detection reads two of the generation settings (spec section 3): with
+Detection reads two of the generation settings (docs/spec.md §3): with
 ``deduplicate_contexts != "none"`` only the first occurrence of each context is scored, and
 ``deduplicate_contexts_max_history`` bounds how far back that search looks, as the
 generator's did (None: the whole text). A bare key (:func:`as_key_config`, the CLI,
-``detect_ids``) searches the whole text, as spec section 3.3 says: skipping a repeat that
+``detect_ids``) searches the whole text, as docs/spec.md §3.3 says: skipping a repeat that
 the generator keyed only drops evidence, while scoring a repeat twice on human text would
 break the Gamma null. Messages never contain a key value.
 """

@@ -1,7 +1,7 @@
 """Contexts of a token sequence and the detection-time de-duplication mask.
 
 The context of position i is the ``width`` tokens before it, left-padded with -1, exactly as
-at generation (spec section 3.2). A context that already occurred earlier reuses the same keyed
+at generation (docs/spec.md §3.2). A context that already occurred earlier reuses the same keyed
 random vector, so its score is not fresh evidence: only first occurrences are scored.
 """
 

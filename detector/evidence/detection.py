@@ -1,7 +1,7 @@
 """Detection entry points: ``detect_ids`` for token ids, ``detect_text`` for text,
 ``detect_batch`` for many tokenized documents, ``combine`` for the verdict of a family.
 
-Scoring follows spec section 3: contexts from the text itself, first occurrence of each
+Scoring follows docs/spec.md §3: contexts from the text itself, first occurrence of each
 context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value. With an n-gram
 table (``detector.text.ngrams``; ``detect_text`` uses its tokenizer's shipped table), the decision
 also skips the (context, token) pairs common in human text; the statistic over every
@@ -157,7 +157,7 @@ def check_threshold(threshold: float) -> None:
 
 def survival(config: KeyConfig, score: float, n: int) -> tuple[float, float]:
     """(p-value, log10 p) of a sum ``score`` of ``n`` scored tokens under the null: Gamma(n, 1)
-    for ``gumbel``, the moment-matched gamma of spec section 4 for ``dual_key_gumbel``."""
+    for ``gumbel``, the moment-matched gamma of docs/spec.md §4 for ``dual_key_gumbel``."""
     if config.algorithm == "dual_key_gumbel":
         return dual_key_sf(score, n, config.alpha)
     return gamma_sf(score, n)

@@ -1,7 +1,7 @@
 """Power of the Gamma-sum test: could a watermarked text of this length and kind be detected?
 
 A token sampled by the keyed Gumbel-max rule with probability ``p`` scores
-``s = -log(1 - R^p)`` with ``R`` uniform (spec section 2), i.e. ``s = -log W`` with
+``s = -log(1 - R^p)`` with ``R`` uniform (docs/spec.md §2), i.e. ``s = -log W`` with
 ``W ~ Beta(1, b)``, ``b = 1/p``. Its mean is ``f(p) = psi(1 + 1/p) + gamma_E`` (1 for a forced
 token, the null's mean) and its cumulant generating function is exact:
 

@@ -1,7 +1,7 @@
 """The scan statistic behind span localization, and its null calibrated by simulation.
 
 After de-duplication the scores of a text are i.i.d. Exp(1) under "no watermark", whatever
-the text (spec section 3), so the null distribution of any statistic computed from the scores
+the text (docs/spec.md §3), so the null distribution of any statistic computed from the scores
 alone depends only on their number ``n`` and on how the statistic is computed. The statistic
 here is ``T = min log10 P[Gamma(L, 1) >= S]`` over windows of ``L >= MIN_WINDOW`` consecutive
 scored tokens with sum ``S``: a coarse scan over lengths in a geometric grid and starts on a

@@ -3,7 +3,7 @@
 The "model" is a fixed random unigram distribution over ordinary word tokens of the SmolLM2
 tokenizer (a space followed by 3-9 lowercase letters), so decoding and re-tokenizing gives
 back the same ids. Each step draws ``argmax_v (logit_v - log(-log(u_v)))`` with
-``u_v = PRF(key, previous 4 generated ids, v)``: exactly the rule of spec section 2.
+``u_v = PRF(key, previous 4 generated ids, v)``: exactly the rule of docs/spec.md §2.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import pytest
 from detector.core import prf
 from tests.detector import reference
 
-UPSTREAM_VECTOR = [  # spec section 1: key 42, w = 4
+UPSTREAM_VECTOR = [  # docs/spec.md §1: key 42, w = 4
     ((1, 2, 3, 4), 7, 425429266),
     ((1, 2, 3, 4), 8, 2706218805),
     ((4, 5, 6, 7), 7, 2494036831),
