@@ -1,0 +1,188 @@
+"""The docs name only what exists: every repository path (``detector/core/prf.py``), every
+dotted module name (``detector.evidence.scan.best_windows``), every pytest node id and every
+link between the pages, anchors included. Read statically: nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+TOP = ("benchmarks", "detector", "docs", "generator", "kernels", "provenance", "scripts", "tests")
+TOP_RE = "|".join(TOP)
+# A path inside the repository: a top-level folder, then names; a trailing "/" for a folder.
+PATH = re.compile(rf"(?<![\w/.<>$-])((?:{TOP_RE})/(?:[\w.-]+/)*[\w.-]*)(?:::([\w\[\]-]+))?")
+# A dotted name under a project package: a module, then at most attributes of it.
+DOTTED = re.compile(rf"(?<![\w/.-])((?:{TOP_RE})(?:\.[A-Za-z_]\w*)+)")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+# A dotted name ending so is a file name (``detector.md``, ``benchmarks.py``), not a module.
+FILE_SUFFIXES = (".md", ".py", ".json", ".npz", ".txt", ".toml", ".yml", ".sh", ".png", ".log")
+FILE_SUFFIXES += (".sqlite3",)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+@cache
+def _anchors(page: Path) -> frozenset[str]:
+    return frozenset(
+        _slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", page.read_text(), re.MULTILINE)
+    )
+
+
+@cache
+def _bound_names(path: Path) -> frozenset[str]:
+    """Names a module binds at its top level (definitions, assignments, imports)."""
+    names: set[str] = set()
+    for node in _top_level(ast.parse(path.read_text(), str(path)).body):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(names)
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a module's top level, those inside ``if`` and ``try`` included."""
+    out = []
+    for node in body:
+        out.append(node)
+        if isinstance(node, ast.If | ast.Try):
+            inner = node.body + node.orelse + getattr(node, "finalbody", [])
+            inner += [s for h in getattr(node, "handlers", []) for s in h.body]
+            out.extend(_top_level(inner))
+    return out
+
+
+@cache
+def _string_names() -> frozenset[str]:
+    """Dotted names the code spells as strings: Celery task and logger names."""
+    found: set[str] = set()
+    for top in ("detector", "generator", "kernels", "provenance"):
+        for path in (ROOT / top).rglob("*.py"):
+            found.update(re.findall(rf"[\"']((?:{TOP_RE})(?:\.\w+)+)[\"']", path.read_text()))
+    return frozenset(found)
+
+
+def _module_file(parts: list[str]) -> Path | None:
+    base = ROOT.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return base if base.is_dir() else None
+
+
+def _dotted_ok(name: str) -> bool:
+    """The longest prefix of ``name`` that is a module or package exists, and the next part,
+    if any, is a submodule or a name that module binds."""
+    if name in _string_names():
+        return True
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        found = _module_file(parts[:cut])
+        if found is None:
+            continue
+        if cut == len(parts):
+            return True
+        return found.suffix == ".py" and parts[cut] in _bound_names(found)
+    return False
+
+
+def _node_ok(path: Path, node: str) -> bool:
+    test = node.split("[")[0]
+    return path.suffix == ".py" and test in _bound_names(path)
+
+
+def _problems(page: Path) -> list[str]:
+    text = page.read_text()
+    out = []
+    for m in PATH.finditer(text):
+        rel, node = m.group(1).rstrip("."), m.group(2)
+        path = ROOT / rel
+        if text[m.end() : m.end() + 1] == "*":  # a glob: it matches something
+            rest = re.match(r"[\w.*/-]*", text[m.end() + 1 :])
+            if not any(ROOT.glob(rel + "*" + (rest.group(0) if rest else ""))):
+                out.append(f"glob {rel}* matches nothing")
+        elif not path.exists():
+            out.append(f"path {rel} does not exist")
+        elif node and not _node_ok(path, node):
+            out.append(f"test {rel}::{node} does not exist")
+    for m in DOTTED.finditer(text):
+        name = m.group(1)
+        end = text[m.end() : m.end() + 1]
+        if name.endswith(FILE_SUFFIXES) or end in ("/", "-"):
+            continue  # a file name or part of a path
+        if not _dotted_ok(name):
+            out.append(f"name {name} does not exist")
+    for m in LINK.finditer(text):
+        target = m.group(1)
+        if re.match(r"[a-z]+:", target):
+            continue  # http(s), mailto
+        file, _, anchor = target.partition("#")
+        linked = (page.parent / file).resolve() if file else page
+        if not linked.exists():
+            out.append(f"link {target} points to no file")
+        elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+            out.append(f"link {target} points to no heading")
+    return out
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+def test_the_page_names_only_what_exists(page):
+    assert _problems(page) == []
+
+
+# Reference, not a diary: no work-item numbers, no commit hashes.
+DIARY = re.compile(
+    r"\b(?:issue|item|ticket)s? #?\d+|(?<![&\w])#\d+\b"
+    r"|(?-i:\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b)",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+def test_the_page_is_no_diary(page):
+    assert DIARY.findall(page.read_text()) == []
+
+
+def test_a_diary_is_caught():
+    found = DIARY.findall("as issue 14 said, fixed in 2f73d78 (#12); &#13; and Ed25519 are not")
+    assert found == ["issue 14", "2f73d78", "#12"]
+
+
+def test_the_checks_catch_what_does_not_exist(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "`detector/core/prf.py` and `detector/core/nothing.py`; `detector.core.prf.uint32` and "
+        "`detector.core.prf.no_such_name`; `tests/test_docs.py::test_no_such_test`; "
+        "[a](architecture.md) [b](#missing-heading)\n\n# A heading\n"
+    )
+    assert sorted(_problems(page)) == [
+        "link #missing-heading points to no heading",
+        "link architecture.md points to no file",
+        "name detector.core.prf.no_such_name does not exist",
+        "path detector/core/nothing.py does not exist",
+        "test tests/test_docs.py::test_no_such_test does not exist",
+    ]
+
+
+def test_slugs_follow_github():
+    assert _slug("Many texts, many keys: `detect_batch` and `combine`") == (
+        "many-texts-many-keys-detect_batch-and-combine"
+    )
+    assert _slug("Ceiling at 10/20/30% substitutions: tests told where the edits are") == (
+        "ceiling-at-102030-substitutions-tests-told-where-the-edits-are"
+    )
