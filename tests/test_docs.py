@@ -5,6 +5,7 @@ link between the pages, anchors included. Read statically: nothing is imported."
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from functools import cache
 from pathlib import Path
@@ -186,3 +187,42 @@ def test_slugs_follow_github():
     assert _slug("Ceiling at 10/20/30% substitutions: tests told where the edits are") == (
         "ceiling-at-102030-substitutions-tests-told-where-the-edits-are"
     )
+
+
+def _import_diagram():
+    spec = importlib.util.spec_from_file_location(
+        "import_diagram", ROOT / "scripts" / "import_diagram.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_architecture_page_shows_the_imports_of_the_code():
+    """The graphs pasted in architecture.md are those ``scripts/import_diagram.py`` derives
+    from the code now (refresh: ``python scripts/import_diagram.py --write``)."""
+    diagram = _import_diagram()
+    assert diagram.pasted((ROOT / "docs" / "architecture.md").read_text()) == diagram.diagrams()
+
+
+def test_the_diagram_draws_the_imports_inside_functions_and_relative_ones(tmp_path, monkeypatch):
+    diagram = _import_diagram()
+    files = {
+        "kernels/__init__.py": "",
+        "kernels/a.py": "import numpy\n",
+        "detector/__init__.py": "",
+        "detector/core/__init__.py": "",
+        "detector/core/x.py": "def f():\n    from kernels import a\n",
+        "detector/cli/__init__.py": "",
+        "detector/cli/m.py": "from ..core import x\nfrom . import m\n",
+        "generator/__init__.py": "",
+        "provenance/__init__.py": "",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    monkeypatch.setattr(diagram, "ROOT", tmp_path)
+    assert diagram._edges(diagram._packages) == [("detector", "kernels")]
+    inside = diagram._edges(diagram._within("detector"), "detector")
+    assert inside == [("cli", "core"), ("core", "kernels")]
