@@ -22,8 +22,7 @@ PATH = re.compile(rf"(?<![\w/.<>$-])((?:{TOP_RE})/(?:[\w.-]+/)*[\w.-]*)(?:::([\w
 DOTTED = re.compile(rf"(?<![\w/.-])((?:{TOP_RE})(?:\.[A-Za-z_]\w*)+)")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 # A dotted name ending so is a file name (``detector.md``, ``benchmarks.py``), not a module.
-FILE_SUFFIXES = (".md", ".py", ".json", ".npz", ".txt", ".toml", ".yml", ".sh", ".png", ".log")
-FILE_SUFFIXES += (".sqlite3",)
+FILE_SUFFIXES = tuple(".md .py .json .npz .txt .toml .yml .sh .png .log .sqlite3".split())
 
 
 def _slug(heading: str) -> str:

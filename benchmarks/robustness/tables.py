@@ -120,12 +120,11 @@ def edit_table(
             )
             if pos_src and max(pos_src) > 0:  # the prompts' second half (their own rates)
                 later = np.asarray(pos_src) >= (max(pos_src) + 1) // 2
-                rows[-1]["held_out"] = dict(
-                    zip(RUN.columns, got[later].mean(0).tolist(), strict=True)
-                )
+                held_out = dict(zip(RUN.columns, got[later].mean(0).tolist(), strict=True))
+                rows[-1]["held_out"] = held_out
                 print(
                     f"  (second half of the prompts, {int(later.sum())} texts: "
-                    + ", ".join(f"{c} {_pct(v)}" for c, v in rows[-1]["held_out"].items())
+                    + ", ".join(f"{c} {_pct(v)}" for c, v in held_out.items())
                     + ")",
                     flush=True,
                 )
