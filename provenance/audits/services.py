@@ -25,14 +25,13 @@ from provenance.checks.scoring import (
     score_text,
     score_texts,
 )
-from provenance.checks.services.detection_log import detection_log_create, text_sha256
-from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
 from provenance.checks.services.validation import audit_texts_validate, team_required
-from provenance.checks.workers import checks_claim
 from provenance.errors import Conflict, ProblemError
+from provenance.heartbeats.services import checks_claim
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
+from provenance.usage.services import detection_log_create, quota_consume, text_sha256
 from provenance.webhooks import services as webhooks
 
 

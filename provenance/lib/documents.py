@@ -1,4 +1,5 @@
-"""Text out of uploaded documents (.txt, .md, .html, .docx, .pdf) and zip archives of them.
+"""Text out of uploaded documents (.txt, .md, .html, .docx, .pdf); zip archives of them are
+read by ``provenance.lib.archives``.
 
 Plain Python, no Django: the API and the form call it, then check the extracted text like a
 pasted one. Every refusal is a ``DocumentError`` whose message names the file and the reason
@@ -98,62 +99,10 @@ def extract(
     return Document(filename=name, kind=kind, text=text)
 
 
-def extract_archive(content: bytes, limits: Limits) -> list[Document]:
-    """Every document of a zip archive, in archive order; file names are paths inside it.
-    Folders, macOS resource forks and hidden files are skipped; anything else that cannot
-    be read refuses the whole archive."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(content))
-    except (zipfile.BadZipFile, ValueError):
-        raise DocumentError("archive", "not a readable zip file", "corrupt") from None
-    members = [info for info in archive.infolist() if _is_document(info)]
-    if not members:
-        raise DocumentError("archive", "the archive holds no documents", "empty")
-    if len(members) > limits.max_files:
-        reason = f"the archive holds {len(members)} documents; the limit is {limits.max_files}"
-        raise DocumentError("archive", reason, "too_many_files")
-    declared = sum(info.file_size for info in members)
-    if declared > limits.max_archive_bytes:
-        reason = (
-            f"the documents add up to {declared} bytes; the limit is {limits.max_archive_bytes}"
-        )
-        raise DocumentError("archive", reason, "too_large")
-    deadline = time.monotonic() + limits.max_archive_seconds
-    found = []
-    for info in members:
-        _in_time("archive", deadline, limits.max_archive_seconds)
-        found.append(_archive_member(archive, info, limits, deadline))
-    return found
-
-
-def _in_time(name: str, deadline: float, seconds: float) -> None:
+def in_time(name: str, deadline: float, seconds: float) -> None:
     if time.monotonic() > deadline:
         reason = f"reading it took longer than the limit of {seconds:g} s; send smaller files"
         raise DocumentError(name, reason, "too_slow")
-
-
-def _is_document(info: zipfile.ZipInfo) -> bool:
-    path = PurePosixPath(info.filename)
-    hidden = any(part.startswith(".") or part == "__MACOSX" for part in path.parts)
-    return not info.is_dir() and not hidden
-
-
-def _archive_member(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits, deadline: float
-) -> Document:
-    name = info.filename[:200]
-    if info.flag_bits & 0x1:
-        raise DocumentError(name, "the archive member is encrypted", "encrypted")
-    if info.file_size > limits.max_bytes:
-        reason = f"the file is {info.file_size} bytes; the limit is {limits.max_bytes}"
-        raise DocumentError(name, reason, "too_large")
-    try:
-        with archive.open(info) as member:
-            data = member.read(limits.max_bytes + 1)  # sizes in headers can lie
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError):
-        raise DocumentError(name, "the archive member cannot be decompressed", "corrupt") from None
-    document = extract(name, data, limits, min(deadline, time.monotonic() + limits.max_seconds))
-    return Document(filename=name, kind=document.kind, text=document.text)
 
 
 # --- readers ------------------------------------------------------------------------------
@@ -216,7 +165,7 @@ def _html_parts(root: Any, name: str, limits: Limits, deadline: float) -> list[s
     walker = etree.iterwalk(root, events=("start", "end", "comment", "pi"))
     for count, (event, element) in enumerate(walker):
         if count % 10_000 == 0:
-            _in_time(name, deadline, limits.max_seconds)
+            in_time(name, deadline, limits.max_seconds)
         tag = element.tag
         if event in ("comment", "pi"):  # no end event; only the text after it shows
             parts.append(_html_text(element.tail, in_pre))
@@ -278,7 +227,7 @@ def _docx_blocks(name: str, document: Any, limits: Limits, deadline: float) -> l
     blocks: list[str] = []
     size = 0
     for block in document.iter_inner_content():
-        _in_time(name, deadline, limits.max_seconds)
+        in_time(name, deadline, limits.max_seconds)
         blocks.append(_docx_block(block))
         size += len(blocks[-1].encode("utf-8", "replace")) + 2
         _text_within(name, size, limits)
@@ -399,7 +348,7 @@ def _pdf_pages(name: str, reader: Any, limits: Limits, deadline: float) -> list[
     size = 0
     with apply_configuration(stream_parsing_work_maximum_count=_PDF_PAGE_BUDGET):
         for page in reader.pages:
-            _in_time(name, deadline, limits.max_seconds)
+            in_time(name, deadline, limits.max_seconds)
             texts.append(_pdf_page_text(page))
             size += len(texts[-1].encode("utf-8", "replace"))
             _text_within(name, size, limits)

@@ -25,6 +25,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from provenance.accounts.models import Team
+from provenance.audits.selectors import audit_get
 from provenance.checks import selectors
 from provenance.checks.models import Audit, Check, Status
 from provenance.errors import ProblemError
@@ -99,7 +100,7 @@ def check_delete(*, user: User, check_id: Any) -> None:
 
 def audit_delete(*, user: User, audit_id: Any) -> None:
     """Purge and hide an audit with all its checks (same permissions as a check)."""
-    audit = selectors.audit_get(user, audit_id)
+    audit = audit_get(user, audit_id)
     if not selectors.may_delete(user, audit):
         raise ProblemError("only the submitter or a team admin may delete this audit", 403)
     now = timezone.now()

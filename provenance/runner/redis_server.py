@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from provenance.processes import stop_process
+from provenance.runner.processes import stop_process
 
 
 class RedisStartError(RuntimeError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from provenance.processes import stop_process
+from provenance.runner.processes import stop_process
 
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 30.0

@@ -11,11 +11,11 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from provenance.audits.services import audit_enqueue
 from provenance.checks import queue
 from provenance.checks.models import Check, Status
-from provenance.checks.services.audits import audit_enqueue
 from provenance.checks.services.checks import check_enqueue
-from provenance.checks.workers import checks_release_dead, workers_reap
+from provenance.heartbeats.services import checks_release_dead, workers_reap
 
 logger = logging.getLogger(__name__)
 

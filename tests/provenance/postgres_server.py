@@ -17,8 +17,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from provenance.processes import stop_process
-from provenance.redis_server import free_port
+from provenance.runner.processes import stop_process
+from provenance.runner.redis_server import free_port
 
 SYSTEM_USER = "postgres"
 

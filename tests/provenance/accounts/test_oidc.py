@@ -16,13 +16,13 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from provenance.accounts.models import ExternalIdentity, Membership
-from provenance.processes import stop_process
-from provenance.redis_server import free_port
+from provenance.runner.processes import stop_process
+from provenance.runner.redis_server import free_port
 from tests.provenance.oidc_provider.setup import PASSWORD
 from tests.provenance.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLIENT_ID, CLIENT_SECRET = "provenance-app", "provenance-app-secret"
 
 

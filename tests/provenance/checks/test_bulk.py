@@ -45,7 +45,7 @@ def test_a_prepared_insert_stores_what_save_stores(cast):
     from django.db import transaction
 
     from provenance.checks.models import Check, DetectionLog
-    from provenance.checks.services.detection_log import detection_log_new
+    from provenance.usage.services import detection_log_new
 
     user, team = cast["alice"], cast["acme"]
     fields = dict(team=team, submitted_by=user, text="t", key_ids=["k"], threshold=0.01)

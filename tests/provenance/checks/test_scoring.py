@@ -15,8 +15,8 @@ from provenance.checks.models import Check
 from provenance.checks.scoring import prepare_keys, score_text
 from provenance.keys.models import EMBEDDED_MODEL
 from provenance.keys.services import RegistryError, tokenizer_default, tokenizer_model_set
-from provenance.processes import stop_process
-from provenance.redis_server import RedisServer
+from provenance.runner.processes import stop_process
+from provenance.runner.redis_server import RedisServer
 from tests.provenance.conftest import point_celery_at, spawn_worker
 from tests.provenance.waiting import wait_until
 

@@ -12,18 +12,14 @@ import redis
 from django.db import connection
 from django.utils import timezone
 
-from provenance.checks import workers
+from provenance.audits.services import audit_submit
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis, Worker
 from provenance.checks.scoring import prepare_keys, score_text
-from provenance.checks.services import (
-    audit_submit,
-    check_create,
-    check_score,
-    checks_sweep,
-    results_store,
-)
+from provenance.checks.services import check_create, check_score, results_store
 from provenance.errors import ProblemError
-from provenance.redis_server import RedisServer
+from provenance.heartbeats import services as workers
+from provenance.runner.redis_server import RedisServer
+from provenance.sweeper.services import checks_sweep
 from tests.provenance.conftest import point_celery_at
 
 

@@ -7,9 +7,10 @@ import io
 
 import pytest
 
-from provenance.checks import documents
+from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Audit, Check, DetectionLog
-from provenance.checks.services import audit_score_chunk, check_score
+from provenance.checks.services import check_score
+from provenance.lib import archives, documents
 from tests.provenance import documents as make
 
 LIMITS = documents.Limits(max_bytes=1_000_000, max_pages=5)
@@ -108,7 +109,7 @@ def test_an_archive_yields_its_documents_in_order_skipping_folders_and_hidden_fi
             "sub/": b"",
         }
     )
-    found = documents.extract_archive(archive, LIMITS)
+    found = archives.extract_archive(archive, LIMITS)
     assert [(d.filename, d.kind, d.text) for d in found] == [
         ("b.txt", "txt", "bee"),
         ("sub/a.docx", "docx", "ay"),
@@ -118,7 +119,7 @@ def test_an_archive_yields_its_documents_in_order_skipping_folders_and_hidden_fi
 def test_a_bad_member_refuses_the_whole_archive_naming_it():
     archive = make.zipped({"ok.txt": b"fine", "scan.pdf": make.image_only_pdf()})
     with pytest.raises(documents.DocumentError) as caught:
-        documents.extract_archive(archive, LIMITS)
+        archives.extract_archive(archive, LIMITS)
     assert caught.value.code == "image_only" and caught.value.message.startswith("scan.pdf")
 
 
@@ -126,12 +127,12 @@ def test_archive_limits_count_and_inflated_size():
     archive = make.zipped({f"{i}.txt": b"x" * 600 for i in range(3)})
     small = documents.Limits(1_000_000, 5, max_files=2)
     with pytest.raises(documents.DocumentError, match="3 documents; the limit is 2"):
-        documents.extract_archive(archive, small)
+        archives.extract_archive(archive, small)
     tight = documents.Limits(1_000_000, 5, max_archive_bytes=1000)
     with pytest.raises(documents.DocumentError, match="1800 bytes; the limit is 1000"):
-        documents.extract_archive(archive, tight)
+        archives.extract_archive(archive, tight)
     with pytest.raises(documents.DocumentError, match="not a readable zip"):
-        documents.extract_archive(b"PK\x03\x04 broken", LIMITS)
+        archives.extract_archive(b"PK\x03\x04 broken", LIMITS)
 
 
 def test_html_keeps_text_around_comments_and_hidden_elements():
@@ -167,7 +168,7 @@ def test_reading_stops_at_the_time_limit(kind):
 def test_an_archive_stops_at_its_time_limit():
     archive = make.zipped({f"{i}.txt": b"text" for i in range(3)})
     with pytest.raises(documents.DocumentError) as caught:
-        documents.extract_archive(archive, documents.Limits(1_000_000, 5, max_archive_seconds=0))
+        archives.extract_archive(archive, documents.Limits(1_000_000, 5, max_archive_seconds=0))
     assert caught.value.code == "too_slow" and caught.value.filename == "archive"
 
 

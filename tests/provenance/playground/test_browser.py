@@ -8,8 +8,9 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from provenance.playground.models import Message
-from provenance.redis_server import free_port
-from tests.provenance import test_browser, test_playground_generator
+from provenance.runner.redis_server import free_port
+from tests.provenance import test_browser
+from tests.provenance.playground import test_embedded as test_playground_generator
 
 # Fixtures shared with those modules (a conftest is not ours to change).
 browser_page = test_browser.browser_page

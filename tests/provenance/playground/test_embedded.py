@@ -20,7 +20,7 @@ from provenance.playground.client import ChatRequest, ClientConfig, GeneratorErr
 from provenance.playground.embedded import EmbeddedGenerator
 from provenance.playground.keyfile import generator_key_name
 from provenance.playground.models import Conversation, Message
-from provenance.redis_server import free_port
+from provenance.runner.redis_server import free_port
 
 pytestmark = pytest.mark.slow
 

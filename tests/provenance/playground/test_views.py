@@ -28,7 +28,7 @@ from provenance.playground import services
 from provenance.playground.client import GeneratorError, _chunks
 from provenance.playground.keyfile import generator_key_name, keyfile_write
 from provenance.playground.models import Conversation, Message
-from provenance.redis_server import free_port
+from provenance.runner.redis_server import free_port
 from tests.provenance.conftest import KEY_VALUE
 from tests.provenance.watermark import watermarked_ids
 

@@ -19,7 +19,7 @@ from provenance.checks.services import check_score
 from provenance.reports.models import SigningKey
 from tests.provenance.conftest import KEY_VALUE
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.django_db
 
 

@@ -13,8 +13,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from provenance.accounts.models import Membership
+from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Check, DetectionLog, Hypothesis
-from provenance.checks.services import audit_score_chunk, check_create, check_score
+from provenance.checks.services import check_create, check_score
 from provenance.playground.models import Conversation, Message
 from provenance.streams.models import Stream
 
@@ -325,7 +326,7 @@ def test_deleting_one_audit_item_leaves_it_out_of_the_audits_pages_and_exports(
 
 @pytest.mark.django_db(transaction=True)  # the sweepers close the connection between passes
 def test_both_sweepers_purge_on_every_pass(cast, alice_key, wm_text):
-    from provenance.embedded import _Sweeper
+    from provenance.runner.embedded import _Sweeper
 
     by_compose = _scored(cast["alice"], wm_text, days_old=31)
     call_command("checks_sweep")  # compose's sweeper service, one pass

@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from provenance.redis_server import free_port
+from provenance.runner.redis_server import free_port
 from tests.provenance.waiting import wait_until
 from tests.provenance.watermark import watermarked_text
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEMO_KEY = 0x0123456789ABCDEF
 
 
@@ -51,7 +51,7 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
     for name in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE"):
         env.pop(name, None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "provenance.embedded"],
+        [sys.executable, "-m", "provenance.runner.embedded"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

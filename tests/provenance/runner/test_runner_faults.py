@@ -17,13 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from provenance.redis_server import free_port
-from tests.provenance.test_embedded import DEMO_KEY, _csrf, _wait_for_login
+from provenance.runner.redis_server import free_port
+from tests.provenance.runner.test_embedded import DEMO_KEY, _csrf, _wait_for_login
 from tests.provenance.waiting import wait_until
 from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NUM_TEXTS = 1200
 
 
@@ -122,7 +122,7 @@ def test_make_run_restarts_the_worker_redis_and_web_during_an_audit(tmp_path):
     for name in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE"):
         env.pop(name, None)
     runner = subprocess.Popen(
-        [sys.executable, "-m", "provenance.embedded"],
+        [sys.executable, "-m", "provenance.runner.embedded"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from provenance.supervisor import Child, CrashLoop, Supervisor, spawn
+from provenance.runner.supervisor import Child, CrashLoop, Supervisor, spawn
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 CRASHER = [sys.executable, "-c", "import sys; print('boom', flush=True); sys.exit(3)"]
@@ -114,7 +114,7 @@ def test_a_child_that_fails_to_start_is_retried(tmp_path):
 
 
 def test_the_web_gets_two_processes_per_core_unless_told(monkeypatch):
-    from provenance.embedded import web_workers
+    from provenance.runner.embedded import web_workers
 
     monkeypatch.delenv("PROVENANCE_WEB_WORKERS", raising=False)
     assert web_workers() == min(max(2 * len(os.sched_getaffinity(0)), 2), 8)
@@ -127,7 +127,7 @@ def test_the_web_gets_two_processes_per_core_unless_told(monkeypatch):
 
 
 def test_the_web_threads_default_to_eight_unless_told(monkeypatch):
-    from provenance.embedded import _web_args, web_threads
+    from provenance.runner.embedded import _web_args, web_threads
 
     monkeypatch.delenv("PROVENANCE_WEB_THREADS", raising=False)
     assert web_threads() == 8

@@ -7,9 +7,9 @@ import pytest
 
 from detector.text.tokenizers import load_tokenizer
 from provenance.checks.models import DetectionLog
-from provenance.checks.services import text_sha256
 from provenance.playground import services as playground
 from provenance.streams.models import Stream
+from provenance.usage.services import text_sha256
 from tests.provenance.conftest import KEY_VALUE
 from tests.provenance.watermark import watermarked_ids
 

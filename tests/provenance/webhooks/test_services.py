@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
+from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Audit, Check
-from provenance.checks.services import audit_score_chunk
 from provenance.webhooks import services
 from provenance.webhooks.models import TeamWebhook, WebhookDelivery
 from provenance.webhooks.tasks import webhook_deliver_task

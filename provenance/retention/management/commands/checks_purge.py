@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from provenance.checks.services.retention import checks_purge
+from provenance.retention.services import checks_purge
 
 
 class Command(BaseCommand):

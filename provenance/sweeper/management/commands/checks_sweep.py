@@ -15,8 +15,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError, close_old_connections
 
-from provenance.checks.services import checks_sweep
-from provenance.checks.services.retention import checks_purge
+from provenance.retention.services import checks_purge
+from provenance.sweeper.services import checks_sweep
 
 
 class Command(BaseCommand):

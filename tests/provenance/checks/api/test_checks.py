@@ -11,8 +11,9 @@ import uuid
 import pytest
 from rest_framework.test import APIClient
 
+from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Audit, Check
-from provenance.checks.services import audit_score_chunk, check_score
+from provenance.checks.services import check_score
 from provenance.keys.services import key_retire
 from tests.provenance.conftest import KEY_VALUE
 

@@ -10,12 +10,13 @@ import pytest
 from detector.decision.text import detect_text
 from detector.evidence.localize import localize_text
 from detector.text.tokenizers import load_tokenizer
-from provenance.checks import heatmap
+from provenance.audits.services import audit_score_chunk, audit_submit
 from provenance.checks.models import Audit, Check
 from provenance.checks.selectors import queue_notice
-from provenance.checks.services import audit_score_chunk, audit_submit, check_create, check_score
+from provenance.checks.services import check_create, check_score
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.services import key_create, key_retire
+from provenance.lib import heatmap
 from tests.provenance.conftest import KEY_VALUE
 from tests.provenance.watermark import watermarked_text
 
@@ -213,7 +214,8 @@ def test_a_key_that_does_not_decrypt_fails_the_check_without_leaking(cast, alice
 
 
 def test_a_task_that_fails_for_good_marks_its_rows_failed(cast, alice_key, wm_text):
-    from provenance.checks.tasks import audit_score_chunk_task, check_score_task
+    from provenance.audits.tasks import audit_score_chunk_task
+    from provenance.checks.tasks import check_score_task
 
     check = check_create(user=cast["alice"], text=wm_text)
     check_score_task.on_failure(RuntimeError("boom"), "task-id", (check.id,), {}, None)
