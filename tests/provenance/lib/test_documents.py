@@ -10,7 +10,7 @@ import pytest
 from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Audit, Check, DetectionLog
 from provenance.checks.services import check_score
-from provenance.lib import archives, documents
+from provenance.lib import documents
 from tests.provenance import documents as make
 
 LIMITS = documents.Limits(max_bytes=1_000_000, max_pages=5)
@@ -99,42 +99,6 @@ def test_size_and_page_limits_are_enforced():
     assert error.code == "too_many_pages" and "3 pages; the limit is 2" in error.message
 
 
-def test_an_archive_yields_its_documents_in_order_skipping_folders_and_hidden_files():
-    archive = make.zipped(
-        {
-            "b.txt": make.txt(["bee"]),
-            "sub/a.docx": make.docx(["ay"]),
-            "__MACOSX/sub/._a.docx": b"resource fork",
-            ".DS_Store": b"junk",
-            "sub/": b"",
-        }
-    )
-    found = archives.extract_archive(archive, LIMITS)
-    assert [(d.filename, d.kind, d.text) for d in found] == [
-        ("b.txt", "txt", "bee"),
-        ("sub/a.docx", "docx", "ay"),
-    ]
-
-
-def test_a_bad_member_refuses_the_whole_archive_naming_it():
-    archive = make.zipped({"ok.txt": b"fine", "scan.pdf": make.image_only_pdf()})
-    with pytest.raises(documents.DocumentError) as caught:
-        archives.extract_archive(archive, LIMITS)
-    assert caught.value.code == "image_only" and caught.value.message.startswith("scan.pdf")
-
-
-def test_archive_limits_count_and_inflated_size():
-    archive = make.zipped({f"{i}.txt": b"x" * 600 for i in range(3)})
-    small = documents.Limits(1_000_000, 5, max_files=2)
-    with pytest.raises(documents.DocumentError, match="3 documents; the limit is 2"):
-        archives.extract_archive(archive, small)
-    tight = documents.Limits(1_000_000, 5, max_archive_bytes=1000)
-    with pytest.raises(documents.DocumentError, match="1800 bytes; the limit is 1000"):
-        archives.extract_archive(archive, tight)
-    with pytest.raises(documents.DocumentError, match="not a readable zip"):
-        archives.extract_archive(b"PK\x03\x04 broken", LIMITS)
-
-
 def test_html_keeps_text_around_comments_and_hidden_elements():
     page = b"<p>a<!-- note -->b<script>x()</script>c<?pi x?>e<style>p {}</style> d</p>"
     assert documents.extract("p.html", page, LIMITS).text == "abce d"
@@ -163,13 +127,6 @@ def test_reading_stops_at_the_time_limit(kind):
     content = make.MAKERS[kind](PARAGRAPHS)
     error = _refusal(f"slow.{kind}", content, documents.Limits(1_000_000, 5, max_seconds=0.0))
     assert error.code == "too_slow" and error.too_large and "longer than the limit" in error.message
-
-
-def test_an_archive_stops_at_its_time_limit():
-    archive = make.zipped({f"{i}.txt": b"text" for i in range(3)})
-    with pytest.raises(documents.DocumentError) as caught:
-        archives.extract_archive(archive, documents.Limits(1_000_000, 5, max_archive_seconds=0))
-    assert caught.value.code == "too_slow" and caught.value.filename == "archive"
 
 
 @pytest.mark.parametrize("kind", ["pdf", "docx"])
