@@ -240,3 +240,16 @@ def _wait_for(predicate, timeout: float, process: subprocess.Popen, log: Path) -
         time.sleep(0.1)
     process.kill()
     raise RuntimeError(f"worker not ready:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def quiet_redis(tmp_path_factory):
+    """A Redis no worker consumes from: what the sweeper queues stays there to be seen."""
+    from provenance.celery import app
+
+    previous = app.conf.broker_url
+    server = RedisServer(tmp_path_factory.mktemp("recovery-redis")).start()
+    point_celery_at(server.url)
+    yield server
+    server.stop()
+    point_celery_at(previous)
