@@ -21,7 +21,7 @@ from provenance.retention import services as retention
 @login_required
 def audit_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(selectors.audits_for_user(request.user), 50).get_page(request.GET.get("page"))
-    return render(request, "checks/audit_list.html", {"page": page})
+    return render(request, "audits/audit_list.html", {"page": page})
 
 
 @login_required
@@ -35,7 +35,7 @@ def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> Http
         "page": page,
         "may_delete": may_delete(request.user, audit),
     }
-    return render(request, "checks/audit_detail.html", context)
+    return render(request, "audits/audit_detail.html", context)
 
 
 @login_required
@@ -48,4 +48,4 @@ def audit_delete(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> Http
     if request.method == "POST":
         retention.audit_delete(user=request.user, audit_id=audit.id)
         return redirect("audit-list")
-    return render(request, "checks/audit_delete.html", {"audit": audit})
+    return render(request, "audits/audit_delete.html", {"audit": audit})
