@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from detector.core.config import (
+    ALGORITHMS,
     DEFAULT_ALGORITHM,
     DEFAULT_ALPHA,
     DEFAULT_CONTEXT_WIDTH,
@@ -65,7 +66,7 @@ class KeyInput(serializers.Serializer):
     value = serializers.CharField(
         required=False, allow_blank=True, help_text="decimal or 0x-hex; omit to generate"
     )
-    algorithm = serializers.ChoiceField(WatermarkKey.Algorithm.values, default=DEFAULT_ALGORITHM)
+    algorithm = serializers.ChoiceField(ALGORITHMS, default=DEFAULT_ALGORITHM)
     alpha = serializers.FloatField(default=DEFAULT_ALPHA, min_value=0.0, max_value=1.0)
     context_width = serializers.IntegerField(
         default=DEFAULT_CONTEXT_WIDTH, min_value=1, max_value=MAX_CONTEXT_WIDTH

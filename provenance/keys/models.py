@@ -76,9 +76,7 @@ EMBEDDED_MODEL = "embedded"  # Tokenizer.model_path of the converted embedded Sm
 
 class WatermarkKey(models.Model):
     # The detector's algorithms (detector.core.config.ALGORITHMS), each labelled by its name.
-    Algorithm = models.TextChoices(
-        "Algorithm", [(name.upper(), (name, name)) for name in ALGORITHMS]
-    )
+    ALGORITHM_CHOICES = [(name, name) for name in ALGORITHMS]
 
     class Status(models.TextChoices):
         ACTIVE = "active", _("active")
@@ -91,7 +89,7 @@ class WatermarkKey(models.Model):
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="keys")
     shared = models.BooleanField(default=False, help_text="Usable by checks of every team.")
     algorithm = models.CharField(
-        max_length=20, choices=Algorithm.choices, default=DEFAULT_ALGORITHM
+        max_length=20, choices=ALGORITHM_CHOICES, default=DEFAULT_ALGORITHM
     )
     alpha = models.FloatField(
         default=DEFAULT_ALPHA, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
