@@ -31,16 +31,16 @@ $(STAMP): pyproject.toml scripts/install-python-deps.sh
 	@touch $@
 
 # The provenance suite runs a second time on a throwaway PostgreSQL server (the production
-# database); the runner and browser tests, which do not depend on it, run once.
-PG_SKIP := --ignore=tests/provenance/test_embedded.py --ignore=tests/provenance/test_runner_faults.py \
-	--ignore=tests/provenance/test_playground_generator.py --ignore=tests/provenance/test_supervisor.py
+# database); the runner's tests (tests/provenance/runner), the generator's in the playground
+# and the browser tests, which do not depend on it, run once.
+PG_SKIP := --ignore=tests/provenance/runner --ignore=tests/provenance/playground/test_embedded.py
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 	PROVENANCE_TEST_DB=postgresql $(PY) -m pytest tests/provenance -m "not browser" $(PG_SKIP) $(PYTEST_ARGS)
 
 run: setup
-	$(PY) -m provenance.embedded
+	$(PY) -m provenance.runner.embedded
 
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -94,8 +94,8 @@ def main() -> int:
         "--profile-sort", default="cumulative", help="pstats order: cumulative, tottime, ..."
     )
     options = parser.parse_args()
-    from provenance.postgres_server import PostgresServer
-    from provenance.redis_server import RedisServer
+    from provenance.runner.redis_server import RedisServer
+    from tests.provenance.postgres_server import PostgresServer
 
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))

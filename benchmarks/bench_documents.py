@@ -1,6 +1,6 @@
 """What hostile documents cost the request that reads them: small uploads built to make text
 extraction slow or large (PDF pages sharing one dense content stream, a .docx of 10 MB of
-XML, flat and deeply nested HTML), read by ``provenance.checks.documents.extract`` under the
+XML, flat and deeply nested HTML), read by ``provenance.lib.documents.extract`` under the
 default limits. Prints each case's file size, seconds, peak memory of the process so far, and
 the outcome (characters extracted or the refusal code).
 
@@ -15,7 +15,7 @@ import time
 import zipfile
 from collections.abc import Callable
 
-from provenance.checks import documents
+from provenance.lib import documents
 from tests.provenance.documents import dense_pdf  # the document tests' own costly PDF
 
 LIMITS = documents.Limits(

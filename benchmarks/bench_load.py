@@ -155,7 +155,7 @@ def _one(api: httpx.Client, text: str, expected: bool, tally: Tally, stop_at: fl
 def _start_embedded(
     tmp: Path, port: int, database_url: str = ""
 ) -> tuple[subprocess.Popen[str], str, list[str]]:
-    from provenance.redis_server import free_port
+    from provenance.runner.redis_server import free_port
 
     env = {
         k: v
@@ -179,7 +179,7 @@ def _start_embedded(
     if database_url:  # the runner migrates and serves whatever DATABASE_URL names
         env["DATABASE_URL"] = database_url
     proc = subprocess.Popen(
-        [sys.executable, "-m", "provenance.embedded"],
+        [sys.executable, "-m", "provenance.runner.embedded"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -232,7 +232,7 @@ def _component(pid: int) -> str:
         ("gunicorn", "web"),
         ("postgres", "postgresql"),
         ("runuser", "postgresql"),
-        ("provenance.embedded", "runner"),
+        ("provenance.runner.embedded", "runner"),
     ):
         if needle in cmd:
             return name
@@ -287,7 +287,7 @@ def _report(
 ) -> None:
     done = len(tally.verdict_ms)
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
-    from provenance.embedded import web_threads, web_workers
+    from provenance.runner.embedded import web_threads, web_workers
 
     how = f"POST ?wait={tally.wait:g}" if tally.wait else "POST, then poll every 20 ms"
     print(
@@ -354,8 +354,8 @@ def main() -> int:
 
 def _run(options: argparse.Namespace, database: str, texts: list[tuple[str, bool]]) -> bool:
     """One load run against a fresh runner; True when any check went wrong."""
-    from provenance.postgres_server import PostgresServer
-    from provenance.redis_server import free_port
+    from provenance.runner.redis_server import free_port
+    from tests.provenance.postgres_server import PostgresServer
 
     with contextlib.ExitStack() as stack:
         tmp_name = stack.enter_context(tempfile.TemporaryDirectory())

@@ -156,7 +156,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=190_000, help="text bytes")
     parser.add_argument("--loads", type=int, default=5)
     options = parser.parse_args()
-    from provenance.redis_server import free_port
+    from provenance.runner.redis_server import free_port
 
     key_value = int.from_bytes(os.urandom(8), "big") | 1
     with tempfile.TemporaryDirectory() as tmp_name:

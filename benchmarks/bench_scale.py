@@ -85,9 +85,9 @@ def _start_workers(count: int, env: dict, logs: Path) -> list[subprocess.Popen]:
 
 
 def _one_run(user, texts: list, workers: int, env: dict, logs: Path) -> float:
+    from provenance.audits.services import audit_submit
     from provenance.checks.models import Audit
-    from provenance.checks.services import audit_submit
-    from provenance.processes import stop_process
+    from provenance.runner.processes import stop_process
 
     started = _start_workers(workers, env, logs)
     time.sleep(2.0)  # tokenizers warm, connections open
@@ -110,8 +110,8 @@ def main() -> int:
     options = parser.parse_args()
     from cryptography.fernet import Fernet
 
-    from provenance.postgres_server import PostgresServer
-    from provenance.redis_server import RedisServer
+    from provenance.runner.redis_server import RedisServer
+    from tests.provenance.postgres_server import PostgresServer
 
     with tempfile.TemporaryDirectory() as tmp, PostgresServer() as pg:
         with RedisServer(Path(tmp) / "redis") as redis:

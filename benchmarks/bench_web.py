@@ -195,7 +195,7 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=100)
     parser.add_argument("--texts", type=int, default=10_000)
     options = parser.parse_args()
-    from provenance.redis_server import RedisServer, free_port
+    from provenance.runner.redis_server import RedisServer, free_port
 
     key_value = int.from_bytes(os.urandom(8), "big")
     with tempfile.TemporaryDirectory() as tmp_name, RedisServer(Path(tmp_name) / "redis") as redis:

@@ -10,4 +10,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance.settings")
 
 app = Celery("provenance")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["provenance.checks", "provenance.keys", "provenance.webhooks"])
+app.autodiscover_tasks(
+    [
+        "provenance.checks",
+        "provenance.audits",
+        "provenance.heartbeats",
+        "provenance.keys",
+        "provenance.webhooks",
+    ]
+)

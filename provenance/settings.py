@@ -13,6 +13,8 @@ from typing import Any
 
 import dj_database_url
 
+from detector.core.config import DEFAULT_THRESHOLD
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -132,6 +134,11 @@ INSTALLED_APPS = [
     "provenance.accounts",
     "provenance.keys",
     "provenance.checks",
+    "provenance.audits",
+    "provenance.usage",
+    "provenance.retention",
+    "provenance.heartbeats",
+    "provenance.sweeper",
     "provenance.playground",
     "provenance.webhooks",
     "provenance.reports",
@@ -313,7 +320,7 @@ PROVENANCE_MAX_TOKENIZER_BYTES = env_int(
     "PROVENANCE_MAX_TOKENIZER_BYTES", 48 * 1024 * 1024, minimum=1
 )
 PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
-PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", 0.01, 0.0, 1.0)
+PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", DEFAULT_THRESHOLD, 0.0, 1.0)
 # A key's calibration (manage.py keys_calibrate, the keys page): human texts per genre, and
 # the power measurement's size where the key's tokenizer has a model (prompts per temperature,
 # tokens per generated text; 0 prompts skips it). About 7 CPU s a key for the rates and 2.5 CPU

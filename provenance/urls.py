@@ -23,6 +23,7 @@ urlpatterns = [
     path("", include("provenance.accounts.urls")),
     path("", include("provenance.keys.urls")),
     path("", include("provenance.checks.urls")),
+    path("", include("provenance.audits.urls")),
     path("", include("provenance.playground.urls")),
     path("", include("provenance.reports.urls")),
     path("", include("provenance.streams.urls")),

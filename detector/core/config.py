@@ -36,6 +36,10 @@ DEFAULT_MAX_HISTORY = 8192  # upstream's deduplicate_contexts_max_history
 # The family-wise level a verdict is decided at, everywhere unless a caller or a setting says
 # otherwise; the power figures (``tokens_needed``) refer to it.
 DEFAULT_THRESHOLD = 0.01
+# A new key's settings unless its creator says otherwise: upstream ``WatermarkConfig``'s.
+DEFAULT_ALGORITHM: Algorithm = "gumbel"
+DEFAULT_ALPHA = 0.1
+DEFAULT_CONTEXT_WIDTH = 4
 _KEY_LITERAL = re.compile(r"-?(?:[0-9]+|0[xX][0-9a-fA-F]+)")  # a sign only to say "out of range"
 
 
@@ -71,9 +75,9 @@ class KeyConfig:
     """
 
     key: int = field(repr=False)
-    algorithm: Algorithm = "gumbel"
-    alpha: float = 0.1
-    context_width: int = 4
+    algorithm: Algorithm = DEFAULT_ALGORITHM
+    alpha: float = DEFAULT_ALPHA
+    context_width: int = DEFAULT_CONTEXT_WIDTH
     deduplicate_contexts: DedupScope = "single_turn"
     deduplicate_contexts_max_history: int | None = DEFAULT_MAX_HISTORY
     prf: str = "philox"

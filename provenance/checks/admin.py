@@ -5,26 +5,15 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
+from provenance.checks.fields import HYPOTHESIS_MODEL_FIELDS
+from provenance.checks.models import Check, Hypothesis
 
 
 class HypothesisInline(admin.TabularInline):
     model = Hypothesis
     extra = 0
     can_delete = False
-    readonly_fields = fields = (
-        "index",
-        "key",
-        "key_name",
-        "tokenizer_name",
-        "algorithm",
-        "score",
-        "num_tokens",
-        "num_scored_tokens",
-        "p_value",
-        "log10_p",
-        "adjusted_log10_p",
-    )
+    readonly_fields = fields = HYPOTHESIS_MODEL_FIELDS
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -66,39 +55,3 @@ class CheckAdmin(admin.ModelAdmin):
     ]
     exclude = ["token_data", "heatmap_compact"]
     inlines = [HypothesisInline]
-
-
-@admin.register(Audit)
-class AuditAdmin(admin.ModelAdmin):
-    list_display = ["id", "team", "submitted_by", "status", "num_texts", "created_at"]
-    list_filter = ["status", "team"]
-    search_fields = ["idempotency_key", "submitted_by__username", "team__name"]
-    readonly_fields = [
-        "request_hash",
-        "status",
-        "num_texts",
-        "key_ids",
-        "threshold",
-        "created_at",
-        "finished_at",
-    ]
-
-
-@admin.register(DetectionLog)
-class DetectionLogAdmin(admin.ModelAdmin):
-    """Read-only: an audit log that can be edited is not one."""
-
-    list_display = ["created_at", "username", "team", "kind", "num_texts", "key_names"]
-    list_filter = ["kind", "team", "created_at"]
-    search_fields = ["username", "text_sha256", "key_names"]
-    date_hierarchy = "created_at"
-    list_select_related = ["team"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -138,7 +138,7 @@ class Check(models.Model):
     # Heatmap of the best hypothesis: offsets, scores, scored mask, cumulative evidence.
     token_data = models.JSONField(null=True, blank=True)
     # The same for the result page, compact: context_width, chart, and "tokens", one string
-    # of (gap, length, score in hundredths or -1) per token (provenance/checks/heatmap.py).
+    # of (gap, length, score in hundredths or -1) per token (provenance/lib/heatmap.py).
     # A 45k-token text's token_data is 1.5 MB of JSON; this parses in a millisecond.
     heatmap_compact = models.JSONField(null=True, blank=True)
     # Localized spans of every hypothesis (detector.evidence.localize): token and character offsets,

@@ -1,5 +1,5 @@
-"""Pages: paste a text, see the verdict and heatmap; history; audits. Thin: parse, call one
-service or selector, render."""
+"""Pages: paste a text, see the verdict and heatmap; history. Thin: parse, call one service or
+selector, render."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from rest_framework.request import Request
 
 from provenance.accounts.selectors import is_auditor, oracle_tier, team_for_user
 from provenance.auth import AuthenticatedHttpRequest
-from provenance.checks import heatmap, selectors, services, tiers
+from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.selectors import GENRE_LABELS, keys_visible_to
+from provenance.lib import heatmap
+from provenance.retention import services as retention
 from provenance.throttling import DetectionThrottle
 
 
@@ -143,7 +145,7 @@ def check_delete(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
     if not selectors.may_delete(request.user, check):
         raise PermissionDenied("only the submitter or a team admin may delete this check")
     if request.method == "POST":
-        services.check_delete(user=request.user, check_id=check.id)
+        retention.check_delete(user=request.user, check_id=check.id)
         return redirect("check-list")
     return render(request, "checks/check_delete.html", {"check": check})
 
@@ -151,45 +153,12 @@ def check_delete(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
 @login_required
 def check_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(selectors.checks_for_user(request.user), 50).get_page(request.GET.get("page"))
-    _tiered(request, page)
+    tiered(request, page)
     return render(request, "checks/check_list.html", {"page": page})
 
 
-def _tiered(request: HttpRequest, page: Any) -> None:
+def tiered(request: HttpRequest, page: Any) -> None:
     if not is_auditor(request.user):
         page.object_list = list(page.object_list)
         for check in page.object_list:
             tiers.basic_view(check, [])
-
-
-@login_required
-def audit_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    page = Paginator(selectors.audits_for_user(request.user), 50).get_page(request.GET.get("page"))
-    return render(request, "checks/audit_list.html", {"page": page})
-
-
-@login_required
-def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> HttpResponse:
-    audit = selectors.audit_get(request.user, audit_id)
-    page = Paginator(selectors.audit_items(audit), 100).get_page(request.GET.get("page"))
-    _tiered(request, page)
-    context = {
-        "audit": audit,
-        "counts": selectors.audit_counts(audit),
-        "page": page,
-        "may_delete": selectors.may_delete(request.user, audit),
-    }
-    return render(request, "checks/audit_detail.html", context)
-
-
-@login_required
-def audit_delete(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> HttpResponse:
-    """GET asks for confirmation (works without JavaScript); POST deletes the audit and
-    purges all its texts."""
-    audit = selectors.audit_get(request.user, audit_id)
-    if not selectors.may_delete(request.user, audit):
-        raise PermissionDenied("only the submitter or a team admin may delete this audit")
-    if request.method == "POST":
-        services.audit_delete(user=request.user, audit_id=audit.id)
-        return redirect("audit-list")
-    return render(request, "checks/audit_delete.html", {"audit": audit})

@@ -14,7 +14,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from detector.core.config import MAX_CONTEXT_WIDTH
+from detector.core.config import (
+    ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    DEFAULT_ALPHA,
+    DEFAULT_CONTEXT_WIDTH,
+    MAX_CONTEXT_WIDTH,
+)
 from detector.text import mistral
 from provenance.accounts.selectors import team_for_user
 from provenance.auth import AuthenticatedRequest
@@ -60,9 +66,11 @@ class KeyInput(serializers.Serializer):
     value = serializers.CharField(
         required=False, allow_blank=True, help_text="decimal or 0x-hex; omit to generate"
     )
-    algorithm = serializers.ChoiceField(WatermarkKey.Algorithm.values, default="gumbel")
-    alpha = serializers.FloatField(default=0.1, min_value=0.0, max_value=1.0)
-    context_width = serializers.IntegerField(default=4, min_value=1, max_value=MAX_CONTEXT_WIDTH)
+    algorithm = serializers.ChoiceField(ALGORITHMS, default=DEFAULT_ALGORITHM)
+    alpha = serializers.FloatField(default=DEFAULT_ALPHA, min_value=0.0, max_value=1.0)
+    context_width = serializers.IntegerField(
+        default=DEFAULT_CONTEXT_WIDTH, min_value=1, max_value=MAX_CONTEXT_WIDTH
+    )
     deduplicate = serializers.BooleanField(default=True)
     shared = serializers.BooleanField(default=False)
 

@@ -9,7 +9,14 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from detector.core.config import MAX_CONTEXT_WIDTH, KeyConfig
+from detector.core.config import (
+    ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    DEFAULT_ALPHA,
+    DEFAULT_CONTEXT_WIDTH,
+    MAX_CONTEXT_WIDTH,
+    KeyConfig,
+)
 from detector.paths import data_dir
 from provenance.accounts.models import Team
 
@@ -68,9 +75,8 @@ EMBEDDED_MODEL = "embedded"  # Tokenizer.model_path of the converted embedded Sm
 
 
 class WatermarkKey(models.Model):
-    class Algorithm(models.TextChoices):
-        GUMBEL = "gumbel", "gumbel"
-        DUAL_KEY_GUMBEL = "dual_key_gumbel", "dual_key_gumbel"
+    # The detector's algorithms (detector.core.config.ALGORITHMS), each labelled by its name.
+    ALGORITHM_CHOICES = [(name, name) for name in ALGORITHMS]
 
     class Status(models.TextChoices):
         ACTIVE = "active", _("active")
@@ -82,12 +88,15 @@ class WatermarkKey(models.Model):
     name = models.CharField(max_length=100)
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="keys")
     shared = models.BooleanField(default=False, help_text="Usable by checks of every team.")
-    algorithm = models.CharField(max_length=20, choices=Algorithm.choices, default="gumbel")
+    algorithm = models.CharField(
+        max_length=20, choices=ALGORITHM_CHOICES, default=DEFAULT_ALGORITHM
+    )
     alpha = models.FloatField(
-        default=0.1, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        default=DEFAULT_ALPHA, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     context_width = models.PositiveSmallIntegerField(
-        default=4, validators=[MinValueValidator(1), MaxValueValidator(MAX_CONTEXT_WIDTH)]
+        default=DEFAULT_CONTEXT_WIDTH,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_CONTEXT_WIDTH)],
     )
     deduplicate = models.BooleanField(default=True)
     tokenizer = models.ForeignKey(Tokenizer, on_delete=models.PROTECT, related_name="keys")

@@ -15,7 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from detector.core.config import parse_key
+from detector.core.config import (
+    DEFAULT_ALGORITHM,
+    DEFAULT_ALPHA,
+    DEFAULT_CONTEXT_WIDTH,
+    parse_key,
+)
 from detector.paths import data_dir
 from detector.text import mistral
 from detector.text.tokenizers import load_tokenizer
@@ -238,9 +243,9 @@ def key_create(
     team: Team,
     tokenizer: Tokenizer,
     value: str | int | None = None,
-    algorithm: str = "gumbel",
-    alpha: float = 0.1,
-    context_width: int = 4,
+    algorithm: str = DEFAULT_ALGORITHM,
+    alpha: float = DEFAULT_ALPHA,
+    context_width: int = DEFAULT_CONTEXT_WIDTH,
     deduplicate: bool = True,
     shared: bool = False,
     created_by: User | None = None,
@@ -274,9 +279,9 @@ def _key_store(
     team: Team,
     tokenizer: Tokenizer,
     ciphertext: bytes,
-    algorithm: str = "gumbel",
-    alpha: float = 0.1,
-    context_width: int = 4,
+    algorithm: str = DEFAULT_ALGORITHM,
+    alpha: float = DEFAULT_ALPHA,
+    context_width: int = DEFAULT_CONTEXT_WIDTH,
     deduplicate: bool = True,
     shared: bool = False,
     created_by: User | None = None,

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from generator.auth import issue_token
 from provenance.playground.keyfile import keyfile_write, keyset_fingerprint
-from provenance.processes import stop_process
-from provenance.supervisor import spawn
+from provenance.runner.processes import stop_process
+from provenance.runner.supervisor import spawn
 
 CHECK_EVERY_S = 5.0
 BACKEND_ENV = "PROVENANCE_GENERATOR_BACKEND"

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from provenance.accounts.selectors import is_auditor
 from provenance.auth import AuthenticatedRequest
-from provenance.checks.api import DETECT_THROTTLES
+from provenance.checks.api.base import DETECT_THROTTLES
 from provenance.streams import services
 from provenance.streams.models import Stream
 

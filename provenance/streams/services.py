@@ -20,11 +20,11 @@ from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
 from provenance.checks.models import DetectionLog
 from provenance.checks.scoring import ScoringError, tokenizer_load
-from provenance.checks.services import detection_log_create, quota_consume
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import key_config, keys_for_check
 from provenance.streams.models import Stream
+from provenance.usage.services import detection_log_create, quota_consume
 
 
 def _team(user: User) -> Team:

@@ -160,7 +160,7 @@ def audit_finished(audit: Any) -> WebhookDelivery | None:
 
 
 def _summary(audit: Any) -> dict[str, Any]:
-    from provenance.checks.selectors import audit_counts
+    from provenance.audits.selectors import audit_counts
 
     return {
         "event": AUDIT_FINISHED,

@@ -20,10 +20,10 @@ from rest_framework.test import APIClient
 from provenance.accounts.services import team_create, user_create
 from provenance.i18n import compile_catalogs
 from provenance.keys.services import key_create, tokenizer_default
-from provenance.postgres_server import PostgresServer
-from provenance.processes import stop_process
-from provenance.redis_server import RedisServer
+from provenance.runner.processes import stop_process
+from provenance.runner.redis_server import RedisServer
 from tests.provenance import capture
+from tests.provenance.postgres_server import PostgresServer
 from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ TEST_KEK = Fernet.generate_key().decode()
 settings.PROVENANCE_KEK = TEST_KEK
 # Model-assisted detection off, here and in every process the tests start (workers, the
 # embedded runner): a SmolLM2 forward pass per check would slow every worker test down. Its
-# own tests (test_model_assist.py) turn it on for their worker.
+# own tests (checks/test_scoring.py) turn it on for their worker.
 os.environ.setdefault("PROVENANCE_MODEL_ASSIST", "0")
 settings.PROVENANCE_MODEL_ASSIST = os.environ["PROVENANCE_MODEL_ASSIST"] != "0"
 # The cast is created for every test: a deliberately slow password hash would dominate.
@@ -240,3 +240,16 @@ def _wait_for(predicate, timeout: float, process: subprocess.Popen, log: Path) -
         time.sleep(0.1)
     process.kill()
     raise RuntimeError(f"worker not ready:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def quiet_redis(tmp_path_factory):
+    """A Redis no worker consumes from: what the sweeper queues stays there to be seen."""
+    from provenance.celery import app
+
+    previous = app.conf.broker_url
+    server = RedisServer(tmp_path_factory.mktemp("recovery-redis")).start()
+    point_celery_at(server.url)
+    yield server
+    server.stop()
+    point_celery_at(previous)

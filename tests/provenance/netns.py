@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from provenance.processes import stop_process
+from provenance.runner.processes import stop_process
 
 
 class NamespacesUnavailable(RuntimeError):

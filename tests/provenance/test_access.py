@@ -18,8 +18,9 @@ from rest_framework.test import APIClient
 
 from detector.reports.signed import verify
 from provenance.accounts.services import user_create
+from provenance.audits.services import audit_submit
 from provenance.checks.models import Audit
-from provenance.checks.services import audit_submit, check_create, check_score
+from provenance.checks.services import check_create, check_score
 from provenance.playground.models import Conversation, Message
 from provenance.streams.services import stream_create
 
@@ -202,7 +203,7 @@ def test_ids_in_urls_and_answers_are_random_uuids(world):
 
 @pytest.mark.parametrize("actor", ACTORS)
 def test_every_form_answers_each_actor_as_the_matrix_says(world, actor, client, settings):
-    from provenance.redis_server import free_port
+    from provenance.runner.redis_server import free_port
 
     settings.PROVENANCE_PLAYGROUND = {
         **settings.PROVENANCE_PLAYGROUND,
@@ -250,7 +251,7 @@ def _numbers(value, found):
 
 
 def _tiered_answers(world, tier):
-    from provenance.checks.services import audit_score_chunk
+    from provenance.audits.services import audit_score_chunk
 
     world["acme"].oracle_tier = tier
     world["acme"].save()

@@ -20,8 +20,8 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
-from provenance.processes import stop_process
-from provenance.redis_server import RedisServer, free_port
+from provenance.runner.processes import stop_process
+from provenance.runner.redis_server import RedisServer, free_port
 from tests.provenance import capture
 from tests.provenance.conftest import (
     REPO,
@@ -259,7 +259,7 @@ def test_make_runs_sweeper_queues_a_check_the_broker_never_got(
     fault_redis, api_for, alice_key, human_text, monkeypatch
 ):
     from provenance.celery import app
-    from provenance.embedded import _Sweeper
+    from provenance.runner.embedded import _Sweeper
 
     point_celery_at("redis://127.0.0.1:1/0")  # nothing listens there: the broker is down
     try:

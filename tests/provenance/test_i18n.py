@@ -10,8 +10,9 @@ import pytest
 from bs4 import BeautifulSoup
 from django.contrib.auth.models import Permission
 
+from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Check
-from provenance.checks.services import audit_score_chunk, check_score
+from provenance.checks.services import check_score
 
 LANGUAGES = ["ja", "zh-hans", "ko"]
 # Names and notation that are the same in every language.

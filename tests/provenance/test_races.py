@@ -49,7 +49,7 @@ def _in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
 def test_concurrent_requests_cannot_both_take_the_last_of_the_quota(
     live_server, cast, alice_key, settings, monkeypatch, sent_tasks
 ):
-    from provenance.checks.services import quota
+    from provenance.usage import services as quota
 
     settings.PROVENANCE_DAILY_QUOTA = 3
     take = quota.quota_take
@@ -115,9 +115,9 @@ def test_two_deliveries_of_one_check_task_racing_store_one_result_set(
 def test_two_deliveries_of_one_audit_chunk_racing_store_one_result_set(
     cast, alice_key, wm_text, human_text, monkeypatch, sent_tasks
 ):
-    from provenance.checks.services import audit_submit
-    from provenance.checks.services import audits as audit_services
-    from provenance.checks.tasks import audit_score_chunk_task
+    from provenance.audits import services as audit_services
+    from provenance.audits.services import audit_submit
+    from provenance.audits.tasks import audit_score_chunk_task
 
     texts = [{"client_id": str(i), "text": t} for i, t in enumerate([wm_text, human_text] * 3)]
     audit, _ = audit_submit(user=cast["alice"], texts=texts)
@@ -138,7 +138,7 @@ def test_a_second_message_for_a_claimed_check_leaves_it_to_the_holder(
 ):
     from provenance.checks.services import check_create
     from provenance.checks.tasks import check_score_task
-    from provenance.checks.workers import checks_claim
+    from provenance.heartbeats.services import checks_claim
 
     check = check_create(user=cast["alice"], text=wm_text)
     checks_claim([check.id], "the-holder")  # a live task holds it

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from rest_framework.authtoken.models import Token
 
-from provenance.processes import stop_process
-from provenance.redis_server import free_port
+from provenance.runner.processes import stop_process
+from provenance.runner.redis_server import free_port
 from tests.provenance.conftest import REPO, worker_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from provenance.postgres_server import PostgresServer, PostgresStartError
 from tests.provenance.netns import Hosts, NamespacesUnavailable
+from tests.provenance.postgres_server import PostgresServer, PostgresStartError
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

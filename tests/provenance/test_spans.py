@@ -9,8 +9,9 @@ import json
 
 import pytest
 
+from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Check
-from provenance.checks.services import audit_score_chunk, check_score
+from provenance.checks.services import check_score
 from tests.provenance.conftest import KEY_VALUE
 from tests.provenance.watermark import watermarked_text
 

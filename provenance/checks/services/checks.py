@@ -24,12 +24,6 @@ from provenance.checks.scoring import (
     prepare_keys,
     score_text,
 )
-from provenance.checks.services.detection_log import (
-    detection_log_create,
-    detection_log_new,
-    text_sha256,
-)
-from provenance.checks.services.quota import quota_consume
 from provenance.checks.services.results import (
     check_fail,
     hypotheses_prepare,
@@ -38,10 +32,16 @@ from provenance.checks.services.results import (
     results_store,
 )
 from provenance.checks.services.validation import team_required, text_validate
-from provenance.checks.workers import checks_claim
 from provenance.errors import ProblemError
+from provenance.heartbeats.services import checks_claim
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
+from provenance.usage.services import (
+    detection_log_create,
+    detection_log_new,
+    quota_consume,
+    text_sha256,
+)
 
 
 def check_create(

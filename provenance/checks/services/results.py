@@ -1,7 +1,7 @@
 """Loading what scoring needs and storing what it produced, shared by checks and audits.
 
 A scoring task may be delivered twice (late acks, the sweeper) and both deliveries may run
-at once: each claims its checks first (``provenance.checks.workers.checks_claim``), and
+at once: each claims its checks first (``provenance.heartbeats.services.checks_claim``), and
 results are stored in one transaction with status "done" only for the checks the task still
 holds, so the loser of such a race stores nothing.
 """
@@ -16,12 +16,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from provenance.checks import bulk, heatmap
+from provenance.checks import bulk
+from provenance.checks.fields import HYPOTHESIS_COLUMNS
 from provenance.checks.models import Check, Hypothesis, Status
 from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
-from provenance.checks.services.retention import purged_cleanup
-from provenance.checks.workers import held
+from provenance.heartbeats.services import held
 from provenance.keys.models import WatermarkKey
+from provenance.lib import heatmap
+from provenance.retention.services import purged_cleanup
 
 logger = logging.getLogger(__name__)
 
@@ -84,8 +86,8 @@ def hypotheses_prepare(
     """Add each check's hypothesis rows to ``inserts``; returns them as (unsaved-id)
     objects, in order."""
     rows = [_hypothesis_row(check, h) for check, result in pairs for h in result.hypotheses]
-    inserts.rows(Hypothesis, HYPOTHESIS_FIELDS, rows)
-    names = bulk.attnames(Hypothesis, HYPOTHESIS_FIELDS)
+    inserts.rows(Hypothesis, HYPOTHESIS_COLUMNS, rows)
+    names = bulk.attnames(Hypothesis, HYPOTHESIS_COLUMNS)
     return [Hypothesis(**dict(zip(names, row, strict=True))) for row in rows]
 
 
@@ -137,25 +139,6 @@ RESULT_FIELDS = [
     "finished_at",
     "scoring_ms",
 ]
-HYPOTHESIS_FIELDS = [
-    "check_run",
-    "index",
-    "key",
-    "key_name",
-    "tokenizer",
-    "tokenizer_name",
-    "algorithm",
-    "score",
-    "num_tokens",
-    "num_scored_tokens",
-    "p_value",
-    "log10_p",
-    "adjusted_log10_p",
-    "weighted_log10_p",
-    "weighted_suspected",
-    "decided_by",
-    "ngram_table",
-]
 
 
 def _result_row(check: Check, result: TextResult, now: datetime) -> tuple[Any, ...]:
@@ -164,23 +147,29 @@ def _result_row(check: Check, result: TextResult, now: datetime) -> tuple[Any, .
 
 
 def _hypothesis_row(check: Check, h: HypothesisResult) -> tuple[Any, ...]:
+    values = hypothesis_values(check, h)
+    return tuple(values[name] for name in HYPOTHESIS_COLUMNS)
+
+
+def hypothesis_values(check: Check, h: HypothesisResult) -> dict[str, Any]:
+    """The columns (``HYPOTHESIS_COLUMNS``) of one hypothesis of ``check``."""
     d = h.detection
-    return (
-        check.id,
-        h.index,
-        h.key.id,
-        h.key.name,
-        h.tokenizer.id,
-        h.tokenizer.name,
-        h.key.algorithm,
-        d.score,
-        d.num_tokens,
-        d.num_scored_tokens,
-        d.p_value,
-        d.log10_p,
-        h.adjusted_log10_p,
-        None if d.weighted is None else d.weighted.log10_p,
-        None if d.weighted is None else d.weighted.num_suspected,
-        h.decided_by,
-        h.ngram_table,
-    )
+    return {
+        "check_run": check.id,
+        "index": h.index,
+        "key": h.key.id,
+        "key_name": h.key.name,
+        "tokenizer": h.tokenizer.id,
+        "tokenizer_name": h.tokenizer.name,
+        "algorithm": h.key.algorithm,
+        "score": d.score,
+        "num_tokens": d.num_tokens,
+        "num_scored_tokens": d.num_scored_tokens,
+        "p_value": d.p_value,
+        "log10_p": d.log10_p,
+        "adjusted_log10_p": h.adjusted_log10_p,
+        "weighted_log10_p": None if d.weighted is None else d.weighted.log10_p,
+        "weighted_suspected": None if d.weighted is None else d.weighted.num_suspected,
+        "decided_by": h.decided_by,
+        "ngram_table": h.ngram_table,
+    }

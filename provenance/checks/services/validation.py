@@ -10,8 +10,8 @@ from django.utils.translation import gettext
 
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
-from provenance.checks import documents
 from provenance.errors import PayloadTooLarge, ProblemError
+from provenance.lib import archives, documents
 
 
 def team_required(user: User) -> Team:
@@ -89,7 +89,7 @@ def document_extract(filename: str, content: bytes) -> documents.Document:
 def archive_texts(content: bytes) -> list[dict[str, str]]:
     """An audit's ``texts`` from a zip of documents, each file's name as its client_id."""
     try:
-        found = documents.extract_archive(content, document_limits())
+        found = archives.extract_archive(content, document_limits())
     except documents.DocumentError as exc:
         raise _document_problem(exc) from None
     return [{"client_id": doc.filename, "text": doc.text} for doc in found]

@@ -1,0 +1,1 @@
+"""Audits: a batch of texts checked against the team's keys, scored in chunks, exported."""

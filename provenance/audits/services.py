@@ -1,0 +1,233 @@
+"""An audit's life: submit a batch (validate every text first, take quota, store, publish in
+chunks), score a chunk (the task body: keys decrypted once, rows written in bulk), finish."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from provenance.accounts.models import Team
+from provenance.checks import bulk, queue
+from provenance.checks.models import Audit, Check, DetectionLog, Status
+from provenance.checks.scoring import (
+    KeyGroup,
+    ScoringError,
+    TextResult,
+    prepare_keys,
+    score_text,
+    score_texts,
+)
+from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
+from provenance.checks.services.validation import audit_texts_validate, team_required
+from provenance.errors import Conflict, ProblemError
+from provenance.heartbeats.services import checks_claim
+from provenance.keys.models import WatermarkKey
+from provenance.keys.selectors import keys_for_check
+from provenance.usage.services import detection_log_create, quota_consume, text_sha256
+from provenance.webhooks import services as webhooks
+
+
+def audit_submit(
+    *,
+    user: User,
+    texts: Any,
+    key_ids: Sequence[Any] | None = None,
+    idempotency_key: str = "",
+    callback_url: str = "",
+) -> tuple[Audit, bool]:
+    """Store an audit and queue it; returns (audit, created). A replayed Idempotency-Key
+    with the same body returns the first audit; with another body it is a conflict."""
+    team = team_required(user)
+    if len(idempotency_key) > 200:
+        raise ProblemError("Idempotency-Key is longer than 200 characters")
+    items = audit_texts_validate(texts)
+    keys = keys_for_check(team, key_ids)
+    if callback_url:
+        callback_url = webhooks.callback_url_validate(callback_url)
+    digest = _request_hash(items, None if key_ids is None else [str(k) for k in key_ids])
+    if idempotency_key:
+        existing = _audit_replay(team, idempotency_key, digest)
+        if existing is not None:
+            return existing, False
+    try:
+        stored = _audit_store(user, team, items, keys, idempotency_key, digest, callback_url)
+        return stored, True
+    except IntegrityError:
+        # A concurrent request with the same Idempotency-Key won the race.
+        existing = _audit_replay(team, idempotency_key, digest)
+        if existing is None:
+            raise
+        return existing, False
+
+
+def _request_hash(items: list[tuple[str, str]], key_ids: Sequence[Any] | None) -> str:
+    canonical = json.dumps({"texts": items, "key_ids": key_ids}, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _audit_replay(team: Team, idempotency_key: str, digest: str) -> Audit | None:
+    existing = Audit.objects.filter(team=team, idempotency_key=idempotency_key).first()
+    if existing is not None and existing.request_hash != digest:
+        raise Conflict("this Idempotency-Key was already used with a different request")
+    return existing
+
+
+CHECK_FIELDS = [
+    "id",
+    "team",
+    "submitted_by",
+    "audit",
+    "position",
+    "client_id",
+    "text",
+    "text_sha256",
+    "key_ids",
+    "threshold",
+    "status",
+    "failure_reason",
+    "created_at",
+]
+
+
+@transaction.atomic
+def _audit_store(
+    user: User,
+    team: Team,
+    items: list[tuple[str, str]],
+    keys: list[WatermarkKey],
+    idempotency_key: str,
+    digest: str,
+    callback_url: str = "",
+) -> Audit:
+    quota_consume(user, len(items))
+    key_ids = [str(key.id) for key in keys]
+    audit = Audit.objects.create(
+        team=team,
+        submitted_by=user,
+        idempotency_key=idempotency_key,
+        request_hash=digest,
+        num_texts=len(items),
+        key_ids=key_ids,
+        threshold=settings.PROVENANCE_THRESHOLD,
+        callback_url=callback_url,
+    )
+    now = timezone.now()
+    check_ids = [uuid.uuid4() for _ in items]
+    rows = (
+        (cid, team.id, user.pk, audit.id, i, client_id, text, text_sha256(text), key_ids)
+        + (audit.threshold, Status.PENDING, "", now)
+        for i, (cid, (client_id, text)) in enumerate(zip(check_ids, items, strict=True))
+    )
+    bulk.insert_rows(Check, CHECK_FIELDS, rows)
+    detection_log_create(
+        user=user,
+        team=team,
+        kind=DetectionLog.Kind.AUDIT,
+        keys=keys,
+        num_texts=len(items),
+        audit=audit,
+    )
+    transaction.on_commit(lambda: audit_enqueue(audit.id, check_ids))
+    return audit
+
+
+def audit_enqueue(audit_id: Any, check_ids: Sequence[Any]) -> int:
+    """Queue an audit's checks in chunks; returns how many checks reached the broker."""
+    size, queued = settings.PROVENANCE_AUDIT_CHUNK, 0
+    for start in range(0, len(check_ids), size):
+        chunk = [str(cid) for cid in check_ids[start : start + size]]
+        if not queue.publish(queue.SCORE_AUDIT_CHUNK, str(audit_id), chunk):
+            break  # the broker is down: the sweeper takes the rest
+        Check.objects.filter(id__in=chunk).update(queued_at=timezone.now())
+        queued += len(chunk)
+    return queued
+
+
+def audit_fail(audit_id: Any, reason: str, check_ids: Sequence[Any]) -> None:
+    """Fail the open checks among ``check_ids`` (one chunk: other chunks may be scoring)."""
+    Check.objects.filter(
+        audit_id=audit_id, id__in=check_ids, status__in=[Status.PENDING, Status.RUNNING]
+    ).update(status=Status.FAILED, failure_reason=reason, finished_at=timezone.now())
+    audit_refresh(audit_id)
+
+
+def audit_score_chunk(audit_id: Any, check_ids: list[Any], claim: str = "") -> None:
+    """Score a slice of an audit (the task body; ``claim`` is its message id): keys
+    decrypted once, rows written in bulk. Only the checks this task could claim are scored;
+    those another live task holds are left to it."""
+    audit = Audit.objects.filter(id=audit_id).only("id", "key_ids").first()
+    if audit is None:
+        return
+    claim = claim or uuid.uuid4().hex
+    checks = checks_claim(check_ids, claim, ("id", "text", "threshold"), audit_id=audit.id)
+    if not checks:
+        audit_refresh(audit_id)
+        return
+    try:
+        groups = prepare_keys(keys_for_scoring(audit.key_ids))
+    except ScoringError as exc:
+        for check in checks:
+            check_fail(check.id, str(exc))
+        audit_refresh(audit_id)
+        return
+    results_store(_score_many(checks, groups), claim)
+    audit_refresh(audit_id)
+
+
+def _score_many(checks: list[Check], groups: list[KeyGroup]) -> list[tuple[Check, TextResult]]:
+    try:
+        results = score_texts(
+            [check.text for check in checks], groups, threshold=_threshold(checks), assist=True
+        )
+        return list(zip(checks, results, strict=True))
+    except (ScoringError, ValueError):
+        return _score_one_by_one(checks, groups)  # isolates the text that cannot be scored
+
+
+def _threshold(checks: list[Check]) -> float:
+    thresholds = {check.threshold for check in checks}
+    if len(thresholds) != 1:  # one audit has one threshold; refuse a silent mix
+        raise ScoringError("the checks of one chunk carry different thresholds")
+    return thresholds.pop()
+
+
+def _score_one_by_one(
+    checks: list[Check], groups: list[KeyGroup]
+) -> list[tuple[Check, TextResult]]:
+    pairs = []
+    for check in checks:
+        try:
+            result = score_text(
+                check.text, groups, threshold=check.threshold, with_tokens=False, assist=True
+            )
+        except (ScoringError, ValueError) as exc:
+            check_fail(check.id, str(exc))
+            continue
+        pairs.append((check, result))
+    return pairs
+
+
+def audit_refresh(audit_id: Any) -> None:
+    """Mark the audit done once none of its checks is pending or running."""
+    with transaction.atomic():
+        open_checks = Check.objects.filter(
+            audit_id=audit_id, status__in=[Status.PENDING, Status.RUNNING]
+        )
+        if open_checks.exists():
+            Audit.objects.filter(id=audit_id, status=Status.PENDING).update(status=Status.RUNNING)
+            return
+        finished = (
+            Audit.objects.filter(id=audit_id)
+            .exclude(status=Status.DONE)
+            .update(status=Status.DONE, finished_at=timezone.now())
+        )
+        if finished:  # this call made the transition: the callback is sent exactly once
+            webhooks.audit_finished(Audit.objects.get(id=audit_id))

@@ -1,0 +1,1 @@
+"""The REST API of checks, one module per resource."""

@@ -1,0 +1,233 @@
+"""The checks resource: submit a text or a document (``POST /api/v1/checks``), list the team's
+checks, read or delete one. One APIView per use case; views parse, call one service, render.
+Every read goes through a team-scoped selector."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
+from rest_framework import serializers, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from provenance.auth import AuthenticatedRequest
+from provenance.checks import selectors, services
+from provenance.checks.api.base import (
+    DETECT_THROTTLES,
+    FINISHED,
+    FieldsOnce,
+    TextField,
+    TieredApi,
+    body_size_guard,
+    read_upload,
+    wait_seconds,
+)
+from provenance.checks.fields import HYPOTHESIS_FIELDS
+from provenance.checks.models import Check, Hypothesis
+from provenance.retention.services import check_delete
+
+
+class HypothesisOutput(FieldsOnce):
+    class Meta:
+        model = Hypothesis
+        fields = list(HYPOTHESIS_FIELDS)
+
+
+class CheckSummaryOutput(FieldsOnce):
+    best_key = serializers.CharField(source="best_key.name", default=None, read_only=True)
+    notice = serializers.SerializerMethodField(
+        help_text="Set while the check waits for the scoring queue (broker down)."
+    )
+
+    def get_notice(self, check: Check) -> str:
+        return selectors.queue_notice(check)
+
+    class Meta:
+        model = Check
+        fields = [
+            "id",
+            "client_id",
+            "filename",
+            "status",
+            "failure_reason",
+            "is_watermarked",
+            "verdict",
+            "verdict_reason",
+            "verdict_tokens_needed",
+            "p_value",
+            "log10_p",
+            "decided_by",
+            "num_hypotheses",
+            "num_tokens",
+            "num_scored_tokens",
+            "best_key",
+            "created_at",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "scoring_ms",
+            "notice",
+        ]
+
+
+class SpanOutput(serializers.Serializer):
+    """A stretch of the text that carries one key's watermark (``detector.evidence.localize``)."""
+
+    start_token = serializers.IntegerField()
+    end_token = serializers.IntegerField(help_text="exclusive")
+    start_char = serializers.IntegerField()
+    end_char = serializers.IntegerField(help_text="exclusive")
+    num_scored_tokens = serializers.IntegerField()
+    p_value = serializers.FloatField(help_text="adjusted for the scan and every hypothesis")
+    log10_p = serializers.FloatField()
+    key_id = serializers.UUIDField()
+
+
+class CheckDetailOutput(CheckSummaryOutput):
+    hypotheses = HypothesisOutput(many=True, read_only=True)
+    key_measured_fpr = serializers.JSONField(
+        read_only=True,
+        allow_null=True,
+        help_text="The best key's measured false-positive rate per genre of human text (its "
+        "latest calibration when the check was scored: rate, 95% interval, texts), or null "
+        "when it was not calibrated then.",
+    )
+
+    spans = serializers.SerializerMethodField(help_text="Where the watermark is (if anywhere).")
+
+    @extend_schema_field(SpanOutput(many=True))
+    def get_spans(self, check: Check) -> list[dict[str, Any]]:
+        return list(SpanOutput(check.spans or [], many=True).data)  # null until scored
+
+    purged_at = serializers.DateTimeField(
+        read_only=True,
+        help_text="When the text and per-token data were removed (retention period over).",
+    )
+
+    class Meta(CheckSummaryOutput.Meta):
+        fields = [
+            *CheckSummaryOutput.Meta.fields,
+            "audit_id",
+            "text",
+            "text_sha256",
+            "purged_at",
+            "hypotheses",
+            "spans",
+            "key_measured_fpr",
+        ]
+
+
+class CheckTokensOutput(CheckDetailOutput):
+    """The detail plus the per-token data (``?tokens=1``): about 35 bytes a token."""
+
+    heatmap = serializers.JSONField(
+        source="token_data",
+        read_only=True,
+        help_text="offsets [[start, end], ...], scores, scored mask, context_width, chart.",
+    )
+
+    class Meta(CheckDetailOutput.Meta):
+        fields = [*CheckDetailOutput.Meta.fields, "heatmap"]
+
+
+# The general and the detection rate in one atomic Redis round trip (provenance.throttling).
+class CheckListCreateApi(TieredApi):
+    throttle_classes = DETECT_THROTTLES
+
+    @extend_schema_serializer(component_name="CheckInput")
+    class InputSerializer(serializers.Serializer):
+        text = TextField(required=False)
+        file = serializers.FileField(
+            required=False,
+            help_text="instead of text (multipart): a .txt, .md, .html, .docx or .pdf file",
+        )
+        key_ids = serializers.ListField(
+            child=serializers.UUIDField(), required=False, allow_empty=False
+        )
+
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("text" in data) == ("file" in data):
+                raise serializers.ValidationError("send exactly one of text and file")
+            return data
+
+    @extend_schema(
+        request={
+            "application/json": InputSerializer,
+            "multipart/form-data": InputSerializer,
+        },
+        responses={201: CheckDetailOutput, 202: CheckDetailOutput},
+        parameters=[
+            OpenApiParameter(
+                "wait",
+                float,
+                description="seconds to wait for the verdict (at most PROVENANCE_MAX_WAIT, 30 by "
+                "default): 201 with the finished check when it came in time, else 202. "
+                "Texts up to PROVENANCE_INLINE_MAX_BYTES (16 KiB) are scored in the request.",
+            )
+        ],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        body_size_guard(request)
+        wait = wait_seconds(request)
+        data = self._input(request)
+        text, filename = data.get("text"), ""
+        if "file" in data:
+            document = services.document_extract(data["file"].name, read_upload(data["file"]))
+            text, filename = document.text, document.filename
+        check = services.check_create(
+            user=request.user,
+            text=text,
+            key_ids=data.get("key_ids"),
+            filename=filename,
+            inline=wait > 0,
+        )
+        if check.status not in FINISHED:  # queued: read what the worker wrote meanwhile
+            if wait > 0:
+                selectors.check_finished(check.id, within=wait)
+            check = selectors.check_get(request.user, check.id)
+        # else scored in this request: answered from what was written, not read back.
+        location = reverse("api-check-detail", args=[check.id])
+        body = CheckDetailOutput(check).data
+        code = status.HTTP_201_CREATED if body["status"] in FINISHED else status.HTTP_202_ACCEPTED
+        return Response(body, status=code, headers={"Location": location})
+
+    def _input(self, request: Request) -> dict[str, Any]:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    @extend_schema(responses=CheckSummaryOutput(many=True))
+    def get(self, request: AuthenticatedRequest) -> Response:
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(selectors.checks_for_user(request.user), request, self)
+        return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
+
+
+class CheckDetailApi(TieredApi):
+    @extend_schema(
+        responses=CheckTokensOutput,
+        parameters=[
+            OpenApiParameter(
+                "tokens", bool, description="1: add the per-token data (heatmap); large"
+            )
+        ],
+    )
+    def get(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> Response:
+        check = selectors.check_get(request.user, check_id)
+        if request.query_params.get("tokens") in ("1", "true"):
+            return Response(CheckTokensOutput(check).data)
+        return Response(CheckDetailOutput(check).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> Response:
+        check_delete(user=request.user, check_id=check_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

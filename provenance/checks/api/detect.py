@@ -1,0 +1,88 @@
+"""``POST /detect``: a drop-in for vLLM's example detection server (same request, same fields,
+plus ours), answered in the request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from provenance.auth import AuthenticatedRequest
+from provenance.checks import services
+from provenance.checks.api.base import DETECT_THROTTLES, TextField, TieredApi, body_size_guard
+from provenance.checks.api.checks import SpanOutput
+from provenance.checks.models import Verdict
+
+
+class DetectApi(TieredApi):
+    """Drop-in for vLLM's example detection server: same request, same fields, plus ours."""
+
+    throttle_classes = DETECT_THROTTLES
+
+    @extend_schema_serializer(component_name="DetectInput")
+    class InputSerializer(serializers.Serializer):
+        text = TextField()
+
+    @extend_schema_serializer(component_name="DetectOutput")
+    class OutputSerializer(serializers.Serializer):
+        score = serializers.FloatField()
+        p_value = serializers.FloatField()
+        num_scored_tokens = serializers.IntegerField()
+        is_watermarked = serializers.BooleanField()
+        verdict = serializers.ChoiceField(choices=Verdict.choices)
+        verdict_reason = serializers.CharField()
+        verdict_tokens_needed = serializers.IntegerField(
+            allow_null=True,
+            help_text="scored tokens a watermarked text of this kind needs for 80% power",
+        )
+        log10_p = serializers.FloatField()
+        num_tokens = serializers.IntegerField()
+        num_hypotheses = serializers.IntegerField()
+        key = serializers.CharField(allow_null=True)
+        tokenizer = serializers.CharField(allow_null=True)
+        hypotheses = serializers.ListField(child=serializers.DictField())
+        spans = SpanOutput(many=True)
+        key_measured_fpr = serializers.JSONField(allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer)
+    def post(self, request: AuthenticatedRequest) -> Response:
+        body_size_guard(request)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = services.detect_now(user=request.user, text=serializer.validated_data["text"])
+        return Response(self.OutputSerializer(_detect_body(result)).data)
+
+
+def _detect_body(result: Any) -> dict[str, Any]:
+    best = result.hypotheses[result.best] if result.best is not None else None
+    return {
+        "score": best.detection.score if best else 0.0,
+        "p_value": result.p_value,
+        "num_scored_tokens": best.detection.num_scored_tokens if best else 0,
+        "is_watermarked": result.is_watermarked,
+        "verdict": result.verdict,
+        "verdict_reason": result.verdict_reason,
+        "verdict_tokens_needed": result.tokens_needed,
+        "log10_p": result.log10_p,
+        "num_tokens": best.detection.num_tokens if best else 0,
+        "num_hypotheses": len(result.hypotheses),
+        "key": best.key.name if best else None,
+        "tokenizer": best.tokenizer.name if best else None,
+        "hypotheses": [
+            {
+                "key_id": str(h.key.id),
+                "key_name": h.key.name,
+                "tokenizer": h.tokenizer.name,
+                "score": h.detection.score,
+                "num_scored_tokens": h.detection.num_scored_tokens,
+                "p_value": h.detection.p_value,
+                "log10_p": h.detection.log10_p,
+                "adjusted_log10_p": h.adjusted_log10_p,
+            }
+            for h in result.hypotheses
+        ],
+        "spans": list(result.spans),
+        "key_measured_fpr": result.key_measured_fpr,
+    }

@@ -1,0 +1,1 @@
+"""Celery workers' heartbeats and their claims on checks: live workers told from dead ones."""

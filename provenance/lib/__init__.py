@@ -1,0 +1,1 @@
+"""Plain helpers the apps share (document extraction, archives, the heatmap's encoding)."""

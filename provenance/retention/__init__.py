@@ -1,0 +1,1 @@
+"""Retention and deletion of submitted texts."""

