@@ -287,6 +287,7 @@ def test_the_compiled_masks_give_the_reference_detection_bit_for_bit(monkeypatch
     the n-gram table, and for a width the table does not apply to."""
     from benchmarks.corpus import english_prose
     from detector.core.contexts import COMPILED_FROM
+    from detector.evidence.localize import localize_family
     from detector.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer()
@@ -313,25 +314,38 @@ def test_the_compiled_masks_give_the_reference_detection_bit_for_bit(monkeypatch
             _same_detection(a, b)
     assert fast[0][0].is_watermarked and fast[0][0].num_common_tokens > 0
     assert not fast[1][0].is_watermarked
+    fast_locs = localize_family(fast[0], configs)[1]
+    slow_locs = localize_family(slow[0], configs)[1]
+    assert fast_locs[0].spans  # the watermarked passage is found
+    assert [loc.spans for loc in fast_locs] == [loc.spans for loc in slow_locs]
 
 
 def test_detect_text_and_its_spans_are_the_same_on_either_path(monkeypatch):
     from benchmarks.corpus import english_prose
     from detector.decision.text import detect_text
-    from detector.evidence.localize import localize_text
+    from detector.evidence.localize import localize_family
     from detector.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer()
     text = english_prose()[200_000:260_000]
-    fast = detect_text(text, tok, [KEY, 7])
-    fast_spans = localize_text(text, tok, [KEY, 7])
+    configs = [KeyConfig(KEY), KeyConfig(7)]
+    ids = tok.encode(text)
+
+    def decide():
+        found = detect_text(text, tok, configs)
+        detections = detect_batch([Document(ids, configs, ngrams=tok.ngram_table)])[0]
+        return found, detections, localize_family(detections, configs)
+
+    fast, fast_detections, (fast_verdict, fast_locs) = decide()
     with monkeypatch.context() as m:
         _reference_paths(m)
-        slow = detect_text(text, tok, [KEY, 7])
-        slow_spans = localize_text(text, tok, [KEY, 7])
-    assert fast.verdict == slow.verdict and fast.p_value == slow.p_value
-    for a, b in zip(fast.hypotheses, slow.hypotheses, strict=True):
-        assert a.adjusted_log10_p == b.adjusted_log10_p
-        _same_detection(a.detection, b.detection)
-    assert fast_spans.family.p_value == slow_spans.family.p_value
-    assert fast_spans.spans == slow_spans.spans
+        slow, slow_detections, (slow_verdict, slow_locs) = decide()
+    assert (fast.verdict, fast.p_value, fast.log10_p) == (slow.verdict, slow.p_value, slow.log10_p)
+    for a, b in zip(fast_detections, slow_detections, strict=True):
+        _same_detection(a, b)
+    assert (fast_verdict.p_value, fast_verdict.verdict) == (
+        slow_verdict.p_value,
+        slow_verdict.verdict,
+    )
+    for a, b in zip(fast_locs, slow_locs, strict=True):
+        assert (a.log10_p, a.scan_log10_p, a.spans) == (b.log10_p, b.scan_log10_p, b.spans)
