@@ -208,3 +208,100 @@ def dedup_mask(
         hashes = _row_hashes(contexts)
     history = -1 if max_history is None else int(max_history)
     return _dedup(hashes, contexts, history)  # type: ignore[no-any-return]
+
+
+# --- the keyed PRF (``detector.core.prf``) of the scored positions, straight from the rows ----
+
+_PHILOX_M0, _PHILOX_M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_PHILOX_W0, _PHILOX_W1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
+_LOW = np.uint64(0xFFFFFFFF)
+_ROUNDS = 10
+
+
+@_njit
+def _philox(c0, c1, c2, c3, k0, k1):  # type: ignore[no-untyped-def]
+    """Philox4x32-10 on uint32 scalars (``prf._philox_rounds``): 32x32 -> 64-bit products."""
+    for _ in range(_ROUNDS):
+        p0 = np.uint64(c0) * _PHILOX_M0
+        p1 = np.uint64(c2) * _PHILOX_M1
+        # Numba widens uint32 arithmetic to 64 bits: every word is cut back to 32 bits
+        c0, c1, c2, c3 = (
+            np.uint32(((p1 >> _S32) ^ c1 ^ k0) & _LOW),
+            np.uint32(p1 & _LOW),
+            np.uint32(((p0 >> _S32) ^ c3 ^ k1) & _LOW),
+            np.uint32(p0 & _LOW),
+        )
+        k0 = np.uint32((k0 + _PHILOX_W0) & _LOW)  # the last bump is never used
+        k1 = np.uint32((k1 + _PHILOX_W1) & _LOW)
+    return c0, c1, c2, c3
+
+
+@_njit
+def _word(contexts, ids, i, k0, k1, context_tag, token_tag):  # type: ignore[no-untyped-def]
+    """``prf.uint32`` of row ``i``: the context compressed into a 4-word state, then the
+    candidate-token call on it."""
+    w = contexts.shape[1]
+    s0, s1, s2, s3 = context_tag, np.uint32(w), np.uint32(0), np.uint32(0)
+    for o in range(0, w, 4):
+        b0 = np.uint32(np.uint64(contexts[i, o]) & _LOW)
+        b1 = np.uint32(np.uint64(contexts[i, o + 1]) & _LOW) if o + 1 < w else np.uint32(0xFFFFFFFE)
+        b2 = np.uint32(np.uint64(contexts[i, o + 2]) & _LOW) if o + 2 < w else np.uint32(0xFFFFFFFD)
+        b3 = np.uint32(np.uint64(contexts[i, o + 3]) & _LOW) if o + 3 < w else np.uint32(0xFFFFFFFC)
+        s0, s1, s2, s3 = _philox(
+            np.uint32(s0 ^ b0),
+            np.uint32(s1 ^ b1),
+            np.uint32(s2 ^ b2),
+            np.uint32(s3 ^ b3),
+            np.uint32(k0 ^ np.uint32(o)),
+            k1,
+        )
+    t = np.uint32(np.uint64(ids[i]) & _LOW)
+    c0, c1, c2, c3 = _philox(
+        np.uint32(t >> np.uint32(2)), s0, s1, s2, np.uint32(k0 ^ s3), np.uint32(k1 ^ token_tag)
+    )
+    lane = np.uint32(t & np.uint32(3))
+    if lane == 0:
+        return c0
+    if lane == 1:
+        return c1
+    if lane == 2:
+        return c2
+    return c3
+
+
+@_njit
+def _uniforms(contexts, ids, mask, count, k0, k1, context_tag, token_tag):  # type: ignore[no-untyped-def]
+    """``prf.uniform(prf.uint32(...))`` of the rows where ``mask`` holds (``count`` of them),
+    in row order: float32 ``(m + 1) / (2**24 + 1)`` of the word's top 24 bits ``m``."""
+    out = np.empty(count, np.float32)
+    k = 0
+    for i in range(ids.shape[0]):
+        if mask[i]:
+            m = _word(contexts, ids, i, k0, k1, context_tag, token_tag) >> np.uint32(8)
+            out[k] = np.float32((np.float64(m) + 1.0) / 16777217.0)
+            k += 1
+    return out
+
+
+def uniforms(
+    key: int, contexts: NDArray[np.int64], ids: NDArray[np.int64], mask: NDArray[np.bool_]
+) -> NDArray[np.float32]:
+    """``prf.uniform(prf.uint32(key, contexts[mask], ids[mask]))`` without the gathers: the
+    PRF of each scored row computed where it lies (``key`` checked by the caller)."""
+    from detector.core import prf
+
+    contexts = np.ascontiguousarray(contexts, np.int64)
+    ids = np.ascontiguousarray(ids, np.int64)
+    mask = np.ascontiguousarray(mask, np.bool_)
+    if contexts.ndim != 2 or contexts.shape[1] < 1 or contexts.shape[0] != ids.shape[0]:
+        raise ValueError("contexts must be [n, w] with w >= 1 and token_ids [n]")
+    return _uniforms(  # type: ignore[no-any-return]
+        contexts,
+        ids,
+        mask,
+        int(np.count_nonzero(mask)),
+        np.uint32(key & 0xFFFFFFFF),
+        np.uint32(key >> 32),
+        np.uint32(prf.CONTEXT_TAG),
+        np.uint32(prf.TOKEN_TAG),
+    )

@@ -368,7 +368,7 @@ def detect_batch(
 def _cpu_scores(ids: NDArray, contexts: NDArray, mask: NDArray, config: KeyConfig) -> NDArray:
     scores = np.zeros(ids.shape[0], np.float64)
     if mask.any():
-        scores[mask] = scoring.config_scores(config, contexts[mask], ids[mask])
+        scores[mask] = scoring.config_scores(config, contexts, ids, mask)
     return scores
 
 
