@@ -7,10 +7,17 @@
   mask is exact for any width, any ids and any ``max_history``.
 - ``HashSet``: an n-gram table's fingerprints in an open-addressing set, built once per
   table, O(1) a look-up.
+- ``uniforms``: the keyed PRF (``detector.core.prf``: Philox4x32-10 on uint32 words) of the
+  scored rows, each computed where it lies, without numpy's gathered copy of the rows and its
+  whole-array passes (``detector.core.scoring.token_scores`` of long inputs). A third
+  compiled copy of the PRF beside ``kernels.philox`` (which needs torch, too costly an import
+  for the detector), pinned bit for bit to the numpy one by tests.
 
 Each answers exactly what the numpy code it stands in for answers (pinned by tests on random
 and real texts): it only avoids that code's temporaries, sorts and per-call set-up. Imported
-on first use by long texts (importing Numba costs ~0.3 s a process); compiled once, cached.
+on first use by a text of ``detector.core.contexts.COMPILED_FROM`` tokens or more: importing
+Numba and loading the cached machine code cost ~0.9 s of CPU once a process (a first compile,
+where no cache exists yet, ~8 s).
 """
 
 from __future__ import annotations
@@ -218,68 +225,75 @@ _LOW = np.uint64(0xFFFFFFFF)
 _ROUNDS = 10
 
 
+_LANES = 64  # rows per batch: the Philox rounds run over them as SIMD lanes
+
+
 @_njit
-def _philox(c0, c1, c2, c3, k0, k1):  # type: ignore[no-untyped-def]
-    """Philox4x32-10 on uint32 scalars (``prf._philox_rounds``): 32x32 -> 64-bit products."""
+def _philox_lanes(c0, c1, c2, c3, k0, k1, m):  # type: ignore[no-untyped-def]
+    """Philox4x32-10 (``prf._philox_rounds``) in place on the first ``m`` lanes of the uint32
+    counter arrays ``c0..c3``; ``k0`` a key word per lane (bumped in place), ``k1`` one for
+    all. Rounds outside, lanes inside: LLVM vectorizes the lanes (32x32 -> 64-bit products).
+    Numba widens uint32 arithmetic to 64 bits, so every word is cut back to 32 bits."""
     for _ in range(_ROUNDS):
-        p0 = np.uint64(c0) * _PHILOX_M0
-        p1 = np.uint64(c2) * _PHILOX_M1
-        # Numba widens uint32 arithmetic to 64 bits: every word is cut back to 32 bits
-        c0, c1, c2, c3 = (
-            np.uint32(((p1 >> _S32) ^ c1 ^ k0) & _LOW),
-            np.uint32(p1 & _LOW),
-            np.uint32(((p0 >> _S32) ^ c3 ^ k1) & _LOW),
-            np.uint32(p0 & _LOW),
-        )
-        k0 = np.uint32((k0 + _PHILOX_W0) & _LOW)  # the last bump is never used
+        for j in range(m):
+            p0 = np.uint64(c0[j]) * _PHILOX_M0
+            p1 = np.uint64(c2[j]) * _PHILOX_M1
+            a = np.uint32(((p1 >> _S32) ^ c1[j] ^ k0[j]) & _LOW)
+            b = np.uint32(((p0 >> _S32) ^ c3[j] ^ k1) & _LOW)
+            c1[j] = np.uint32(p1 & _LOW)
+            c3[j] = np.uint32(p0 & _LOW)
+            c0[j] = a
+            c2[j] = b
+            k0[j] = np.uint32((k0[j] + _PHILOX_W0) & _LOW)  # the last bump is never used
         k1 = np.uint32((k1 + _PHILOX_W1) & _LOW)
-    return c0, c1, c2, c3
 
 
 @_njit
-def _word(contexts, ids, i, k0, k1, context_tag, token_tag):  # type: ignore[no-untyped-def]
-    """``prf.uint32`` of row ``i``: the context compressed into a 4-word state, then the
-    candidate-token call on it."""
-    w = contexts.shape[1]
-    s0, s1, s2, s3 = context_tag, np.uint32(w), np.uint32(0), np.uint32(0)
-    for o in range(0, w, 4):
-        b0 = np.uint32(np.uint64(contexts[i, o]) & _LOW)
-        b1 = np.uint32(np.uint64(contexts[i, o + 1]) & _LOW) if o + 1 < w else np.uint32(0xFFFFFFFE)
-        b2 = np.uint32(np.uint64(contexts[i, o + 2]) & _LOW) if o + 2 < w else np.uint32(0xFFFFFFFD)
-        b3 = np.uint32(np.uint64(contexts[i, o + 3]) & _LOW) if o + 3 < w else np.uint32(0xFFFFFFFC)
-        s0, s1, s2, s3 = _philox(
-            np.uint32(s0 ^ b0),
-            np.uint32(s1 ^ b1),
-            np.uint32(s2 ^ b2),
-            np.uint32(s3 ^ b3),
-            np.uint32(k0 ^ np.uint32(o)),
-            k1,
-        )
-    t = np.uint32(np.uint64(ids[i]) & _LOW)
-    c0, c1, c2, c3 = _philox(
-        np.uint32(t >> np.uint32(2)), s0, s1, s2, np.uint32(k0 ^ s3), np.uint32(k1 ^ token_tag)
-    )
-    lane = np.uint32(t & np.uint32(3))
-    if lane == 0:
-        return c0
-    if lane == 1:
-        return c1
-    if lane == 2:
-        return c2
-    return c3
-
-
-@_njit
-def _uniforms(contexts, ids, mask, count, k0, k1, context_tag, token_tag):  # type: ignore[no-untyped-def]
-    """``prf.uniform(prf.uint32(...))`` of the rows where ``mask`` holds (``count`` of them),
-    in row order: float32 ``(m + 1) / (2**24 + 1)`` of the word's top 24 bits ``m``."""
-    out = np.empty(count, np.float32)
-    k = 0
-    for i in range(ids.shape[0]):
-        if mask[i]:
-            m = _word(contexts, ids, i, k0, k1, context_tag, token_tag) >> np.uint32(8)
-            out[k] = np.float32((np.float64(m) + 1.0) / 16777217.0)
-            k += 1
+def _uniforms(contexts, ids, positions, k0, k1, context_tag, token_tag):  # type: ignore[no-untyped-def]
+    """``prf.uniform(prf.uint32(...))`` of rows ``positions``: the context compressed into a
+    4-word state (``prf._context_state``), the candidate-token call on it, the word of the
+    token's lane, and float32 ``(m + 1) / (2**24 + 1)`` of its top 24 bits ``m``."""
+    n, w = positions.shape[0], contexts.shape[1]
+    out = np.empty(n, np.float32)
+    c0, c1 = np.empty(_LANES, np.uint32), np.empty(_LANES, np.uint32)
+    c2, c3 = np.empty(_LANES, np.uint32), np.empty(_LANES, np.uint32)
+    keys, tokens = np.empty(_LANES, np.uint32), np.empty(_LANES, np.uint32)
+    for start in range(0, n, _LANES):
+        m = min(_LANES, n - start)
+        for j in range(m):
+            c0[j], c1[j], c2[j], c3[j] = context_tag, np.uint32(w), np.uint32(0), np.uint32(0)
+        for o in range(0, w, 4):
+            for j in range(m):
+                i = positions[start + j]
+                # ids wrap to uint32 (-1 padding: 0xFFFFFFFF); past the width: 0xFFFFFFFF - lane
+                c0[j] ^= np.uint32(np.uint64(contexts[i, o]) & _LOW)
+                c1[j] ^= (
+                    np.uint32(np.uint64(contexts[i, o + 1]) & _LOW)
+                    if o + 1 < w
+                    else np.uint32(0xFFFFFFFE)
+                )
+                c2[j] ^= (
+                    np.uint32(np.uint64(contexts[i, o + 2]) & _LOW)
+                    if o + 2 < w
+                    else np.uint32(0xFFFFFFFD)
+                )
+                c3[j] ^= (
+                    np.uint32(np.uint64(contexts[i, o + 3]) & _LOW)
+                    if o + 3 < w
+                    else np.uint32(0xFFFFFFFC)
+                )
+                keys[j] = np.uint32(k0 ^ np.uint32(o))
+            _philox_lanes(c0, c1, c2, c3, keys, k1, m)
+        for j in range(m):  # counter (token >> 2, s0, s1, s2), key (k0 ^ s3, k1 ^ TOKEN_TAG)
+            t = np.uint32(np.uint64(ids[positions[start + j]]) & _LOW)
+            tokens[j] = t
+            keys[j] = np.uint32(k0 ^ c3[j])
+            c3[j], c2[j], c1[j], c0[j] = c2[j], c1[j], c0[j], np.uint32(t >> np.uint32(2))
+        _philox_lanes(c0, c1, c2, c3, keys, np.uint32(k1 ^ token_tag), m)
+        for j in range(m):
+            lane = tokens[j] & np.uint32(3)
+            word = c0[j] if lane == 0 else (c1[j] if lane == 1 else (c2[j] if lane == 2 else c3[j]))
+            out[start + j] = np.float32((np.float64(word >> np.uint32(8)) + 1.0) / 16777217.0)
     return out
 
 
@@ -295,11 +309,12 @@ def uniforms(
     mask = np.ascontiguousarray(mask, np.bool_)
     if contexts.ndim != 2 or contexts.shape[1] < 1 or contexts.shape[0] != ids.shape[0]:
         raise ValueError("contexts must be [n, w] with w >= 1 and token_ids [n]")
+    if mask.shape != ids.shape:
+        raise ValueError("the mask needs one value per token")
     return _uniforms(  # type: ignore[no-any-return]
         contexts,
         ids,
-        mask,
-        int(np.count_nonzero(mask)),
+        np.flatnonzero(mask),
         np.uint32(key & 0xFFFFFFFF),
         np.uint32(key >> 32),
         np.uint32(prf.CONTEXT_TAG),

@@ -1,4 +1,5 @@
-"""Per-token scores ``s = -log(1 - u)``: numpy on the CPU, ``kernels.score_tokens`` on CUDA.
+"""Per-token scores ``s = -log(1 - u)``: numpy (or, for long inputs, the compiled PRF of
+``detector.core.compiled``) on the CPU, ``kernels.score_tokens`` on CUDA.
 
 The GPU path is taken only when a CUDA device is visible (checked without importing torch on
 machines that have no NVIDIA device node) and ``PROVENANCE_DEVICE`` is not ``cpu``. Both paths
