@@ -70,25 +70,10 @@ def _first_of_each(keys: NDArray) -> NDArray[np.bool_]:
     return mask
 
 
-_HASH_FROM = 2048  # rows from which pandas' hash table beats a sort (equal at about 2,000)
-
-
-def first_occurrence(contexts: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """True at the first position of each distinct context.
-
-    Packed keys of long texts go through pandas' hash table (``duplicated``): 4 ms on 260 K
-    tokens here, against 12-20 ms for a sort; below ``_HASH_FROM`` rows a sort is as fast
-    (7 us against 30 us at 200 rows) and spares a web process the import. Byte-string keys
-    (wide contexts, large ids) are sorted.
-    """
-    keys = _row_keys(contexts)
-    if keys.shape[0] == 0:
-        return np.zeros(0, np.bool_)
-    if keys.dtype == np.uint64 and keys.shape[0] >= _HASH_FROM:
-        import pandas as pd  # imported here: it costs 0.2 s, which the CLI's start need not pay
-
-        return ~pd.Series(keys, copy=False).duplicated(keep="first").to_numpy()
-    return _first_of_each(keys)
+COMPILED_FROM = 2048  # positions from which the compiled hashed pass (detector.core.compiled:
+# 5 ms on 260 K tokens here, against 10-14 ms for pandas' hash table, 12-20 ms for a sort, 45 ms
+# for the sorts of a bounded history) is taken; below, a sort is as fast (7 us at 200 rows)
+# and spares a web process the import of Numba
 
 
 def previous_occurrence(contexts: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -115,8 +100,19 @@ def dedup_mask(contexts: ArrayLike, max_history: int | None = None) -> NDArray[n
         raise ValueError("contexts must be [n, w]")
     if max_history is not None and max_history < 1:
         raise ValueError("max_history must be a positive number of positions or None")
+    if ctx.shape[0] >= COMPILED_FROM:
+        from detector.core import compiled
+
+        return compiled.dedup_mask(ctx, max_history)
+    return sorted_dedup(ctx, max_history)
+
+
+def sorted_dedup(contexts: NDArray[np.int64], max_history: int | None = None) -> NDArray[np.bool_]:
+    """``dedup_mask`` by sorting the rows: the reference the compiled pass is pinned to, and
+    the path of short texts."""
     if max_history is None:
-        return first_occurrence(ctx)
-    prev = previous_occurrence(ctx)
-    gap = np.arange(ctx.shape[0]) - prev
+        keys = _row_keys(contexts)
+        return _first_of_each(keys) if keys.shape[0] else np.zeros(0, np.bool_)
+    prev = previous_occurrence(contexts)
+    gap = np.arange(contexts.shape[0]) - prev
     return (prev < 0) | (gap > max_history)

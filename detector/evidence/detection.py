@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from detector.core import scoring
 from detector.core.config import DEFAULT_THRESHOLD, KeyConfig
-from detector.core.contexts import as_token_array, build_contexts, dedup_mask
+from detector.core.contexts import COMPILED_FROM, as_token_array, build_contexts, dedup_mask
 from detector.core.stats import (
     dual_key_sf,
     gamma_sf,
@@ -224,14 +224,28 @@ class _Masks:
 
 
 def _scored_mask(ids: NDArray[np.int64], config: KeyConfig, ngrams: NgramTable | None) -> _Masks:
-    contexts = build_contexts(ids, config.context_width)
+    width = config.context_width
+    contexts = build_contexts(ids, width)
+    table = ngrams if ngrams is not None and ngrams.applies_to(width) else None
+    if table is not None and len(table) and ids.shape[0] >= COMPILED_FROM:
+        # One compiled pass hashes every context and every (context, token) pair; the
+        # de-duplication set is keyed by the same context hashes (detector.core.compiled).
+        from detector.core import compiled
+
+        context_hashes, grams = compiled.gram_hashes(ids, width)
+        common = table.contains(grams)
+        if not config.deduplicate:
+            dedup = np.ones(ids.shape[0], np.bool_)
+        else:
+            dedup = compiled.dedup_mask(contexts, config.max_history, context_hashes)
+        return _Masks(contexts, dedup, dedup & ~common)
     if config.deduplicate:
         dedup = dedup_mask(contexts, config.max_history)
     else:
         dedup = np.ones(ids.shape[0], np.bool_)
-    if ngrams is None or not ngrams.applies_to(config.context_width):
+    if table is None:
         return _Masks(contexts, dedup, dedup)
-    return _Masks(contexts, dedup, dedup & ~ngrams.common_mask(ids, contexts))
+    return _Masks(contexts, dedup, dedup & ~table.common_mask(ids, contexts))
 
 
 def _masks(ids: NDArray[np.int64], doc: Document) -> list[_Masks]:
@@ -354,7 +368,7 @@ def detect_batch(
 def _cpu_scores(ids: NDArray, contexts: NDArray, mask: NDArray, config: KeyConfig) -> NDArray:
     scores = np.zeros(ids.shape[0], np.float64)
     if mask.any():
-        scores[mask] = scoring.config_scores(config, contexts[mask], ids[mask])
+        scores[mask] = scoring.config_scores(config, contexts, ids, mask)
     return scores
 
 

@@ -248,3 +248,104 @@ def test_the_cumulative_evidence_is_the_survival_of_each_prefix(config, scale):
         assert log10_p == pytest.approx(expected, rel=1e-12, abs=1e-12)
     if scale > 1:
         assert curve[-1][1] < -300  # the exact branch, past the float's range
+
+
+def _reference_paths(monkeypatch):
+    """Send every text down the numpy reference paths (sorts, binary search), as short ones."""
+    from detector.core import contexts
+    from detector.evidence import detection
+    from detector.text import ngrams
+
+    for module in (contexts, detection, ngrams):
+        monkeypatch.setattr(module, "COMPILED_FROM", 2**62)
+
+
+def _same_detection(a, b):
+    for name in (
+        "score",
+        "p_value",
+        "log10_p",
+        "num_tokens",
+        "num_scored_tokens",
+        "num_common_tokens",
+        "is_watermarked",
+        "vllm_score",
+        "vllm_p_value",
+        "vllm_log10_p",
+        "vllm_num_scored_tokens",
+        "verdict",
+    ):
+        assert getattr(a, name) == getattr(b, name), name
+    assert np.array_equal(a.scored_mask, b.scored_mask)
+    assert np.array_equal(a.token_scores, b.token_scores)  # bit for bit: == on every float
+
+
+def test_the_compiled_masks_give_the_reference_detection_bit_for_bit(monkeypatch):
+    """Long texts take the compiled passes (detector.core.compiled); the numpy reference gives
+    the very same masks, scores, p-values and verdicts, on human prose with a watermarked
+    passage inside and on random ids, under bounded and unbounded histories, with and without
+    the n-gram table, and for a width the table does not apply to."""
+    from benchmarks.corpus import english_prose
+    from detector.core.contexts import COMPILED_FROM
+    from detector.evidence.localize import localize_family
+    from detector.text.tokenizers import load_tokenizer
+
+    tok = load_tokenizer()
+    human = tok.encode(english_prose()[:120_000])
+    rng = np.random.default_rng(17)
+    marked = keyed_sample(KEY, toy_logits(rng, vocab=500, steps=1500))
+    mixed = np.concatenate([human[:6_000], marked, human[6_000:12_000]])
+    texts = [mixed, rng.integers(0, 49152, 9_000), np.tile(rng.integers(0, 300, 40), 100)]
+    configs = [
+        KeyConfig(KEY),  # upstream's bounded history
+        KeyConfig(KEY, deduplicate_contexts_max_history=None),
+        KeyConfig(KEY, algorithm="dual_key_gumbel", alpha=0.3, context_width=3),
+        KeyConfig(KEY, deduplicate_contexts="none"),
+    ]
+    docs = [Document(ids, configs, ngrams=tok.ngram_table) for ids in texts]
+    docs += [Document(ids, configs) for ids in texts]
+    assert all(ids.shape[0] >= COMPILED_FROM for ids in texts)
+    fast = detect_batch(docs)
+    with monkeypatch.context() as m:
+        _reference_paths(m)
+        slow = detect_batch(docs)
+    for fast_doc, slow_doc in zip(fast, slow, strict=True):
+        for a, b in zip(fast_doc, slow_doc, strict=True):
+            _same_detection(a, b)
+    assert fast[0][0].is_watermarked and fast[0][0].num_common_tokens > 0
+    assert not fast[1][0].is_watermarked
+    fast_locs = localize_family(fast[0], configs)[1]
+    slow_locs = localize_family(slow[0], configs)[1]
+    assert fast_locs[0].spans  # the watermarked passage is found
+    assert [loc.spans for loc in fast_locs] == [loc.spans for loc in slow_locs]
+
+
+def test_detect_text_and_its_spans_are_the_same_on_either_path(monkeypatch):
+    from benchmarks.corpus import english_prose
+    from detector.decision.text import detect_text
+    from detector.evidence.localize import localize_family
+    from detector.text.tokenizers import load_tokenizer
+
+    tok = load_tokenizer()
+    text = english_prose()[200_000:260_000]
+    configs = [KeyConfig(KEY), KeyConfig(7)]
+    ids = tok.encode(text)
+
+    def decide():
+        found = detect_text(text, tok, configs)
+        detections = detect_batch([Document(ids, configs, ngrams=tok.ngram_table)])[0]
+        return found, detections, localize_family(detections, configs)
+
+    fast, fast_detections, (fast_verdict, fast_locs) = decide()
+    with monkeypatch.context() as m:
+        _reference_paths(m)
+        slow, slow_detections, (slow_verdict, slow_locs) = decide()
+    assert (fast.verdict, fast.p_value, fast.log10_p) == (slow.verdict, slow.p_value, slow.log10_p)
+    for a, b in zip(fast_detections, slow_detections, strict=True):
+        _same_detection(a, b)
+    assert (fast_verdict.p_value, fast_verdict.verdict) == (
+        slow_verdict.p_value,
+        slow_verdict.verdict,
+    )
+    for a, b in zip(fast_locs, slow_locs, strict=True):
+        assert (a.log10_p, a.scan_log10_p, a.spans) == (b.log10_p, b.scan_log10_p, b.spans)

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from benchmarks.dispersion import chunks, dispersion, flag_counts, genre_documents
-from detector.core.contexts import build_contexts, dedup_mask
+from detector.core.contexts import COMPILED_FROM, build_contexts, dedup_mask
 from detector.core.scoring import token_scores
 from detector.decision.text import detect_text
 from detector.evidence.detection import detect_ids
@@ -150,23 +150,44 @@ def test_the_shipped_table_removes_the_per_key_dispersion_of_templated_text(tok,
 
 
 def test_binary_search_and_hash_look_ups_agree(tok):
-    """Short texts take the binary search, long ones the hash index: same answers, and the
-    same with the caller's contexts passed in."""
+    """Short texts take the binary search, long ones the compiled pass and hash set: same
+    answers, and the same with the caller's contexts passed in."""
     table = tok.ngram_table
     from benchmarks.corpus import english_prose
 
     ids = tok.encode(english_prose()[:200_000])
-    assert ids.shape[0] > ngrams.SEARCH_BELOW
-    long_mask = table.common_mask(ids)  # the hash index
+    assert ids.shape[0] > COMPILED_FROM
+    long_mask = table.common_mask(ids)  # the compiled hashes and the hash set
     assert 0 < long_mask.sum() < ids.shape[0]
-    for a, n in [(0, 50), (1_000, 300), (20_000, 4_000)]:
+    assert np.array_equal(long_mask, table.searched(ngrams.fingerprints(ids, table.width)))
+    for a, n in [(0, 50), (1_000, 300), (20_000, 1_500)]:
         part = ids[a : a + n]
+        assert part.shape[0] < COMPILED_FROM
         short = table.common_mask(part)  # binary search
-        assert np.array_equal(
-            short, np.asarray(table._index.get_indexer(ngrams.fingerprints(part, table.width)) >= 0)
-        )
+        # past the part's first ``width`` tokens (padded there), the same contexts as in the whole
+        assert np.array_equal(short[table.width :], long_mask[a + table.width : a + n])
         assert np.array_equal(short, table.common_mask(part, build_contexts(part, table.width)))
-    assert short.any()  # the 4,000-token part holds common pairs
+    assert short.any()  # the 1,500-token part holds common pairs
+
+
+def test_the_hash_set_answers_as_the_binary_search_on_random_fingerprints():
+    rng = np.random.default_rng(3)
+    values = np.unique(rng.integers(0, 2**32, 50_000, dtype=np.uint64).astype(np.uint32))
+    for stored in (values, np.concatenate([[0, 2**32 - 1], values]).astype(np.uint32)):
+        table = NgramTable(np.unique(stored))
+        queries = np.concatenate(
+            [
+                table.hashes[::3],  # members
+                rng.integers(0, 2**32, 20_000, dtype=np.uint64).astype(np.uint32),  # mostly not
+                np.array([0, 1, 2**32 - 1, 2**32 - 2], np.uint32),
+            ]
+        )
+        queries = rng.permutation(queries)
+        assert queries.shape[0] >= COMPILED_FROM
+        got = table.contains(queries)
+        assert np.array_equal(got, table.searched(queries))
+        assert np.array_equal(got, np.isin(queries, table.hashes))
+        assert got.sum() >= table.hashes[::3].shape[0]
 
 
 def test_the_content_hash_names_the_skipped_pairs_not_the_build_notes(tmp_path):
