@@ -23,6 +23,7 @@ from provenance.postgres_server import PostgresServer
 from provenance.processes import stop_process
 from provenance.redis_server import RedisServer
 from tests.provenance import capture
+from tests.provenance import chromium as chromium_browser
 from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
 from tests.waiting import wait_until
 
@@ -150,6 +151,19 @@ def api_for(cast):
         return client
 
     return make
+
+
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory: pytest.TempPathFactory):
+    """One headless Chromium for the session's browser tests: its DevTools endpoint
+    (tests/provenance/chromium.py). Its log joins the scan."""
+    if not os.path.exists(chromium_browser.CHROMIUM):
+        pytest.skip("Debian's chromium is not installed")
+    directory = tmp_path_factory.mktemp("chromium")
+    process, endpoint = chromium_browser.start(directory)
+    capture.files.append(directory / "chromium.log")
+    yield endpoint
+    chromium_browser.stop(process)
 
 
 @pytest.fixture(scope="session")
