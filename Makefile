@@ -30,14 +30,25 @@ $(STAMP): pyproject.toml scripts/install-python-deps.sh
 	@bash scripts/install-python-deps.sh $(VENV)
 	@touch $@
 
-# The provenance suite runs a second time on a throwaway PostgreSQL server (the production
-# database); the runner's tests (tests/provenance/runner), the generator's in the playground
-# and the browser tests, which do not depend on it, run once.
+# Two pytest processes side by side, each on its own free ports and temporary directories:
+# the whole suite on SQLite over two xdist workers (the web product's tests together on one,
+# for their shared Redis, Celery worker, Chromium and secret scan; everything else on the
+# other: tests/conftest.py), and the web product's tests again on a throwaway PostgreSQL
+# server (the production database), whose output is kept in $(PG_LOG) and shown after. The
+# runner and browser tests, which do not depend on the database, run once. docs/testing.md.
 PG_SKIP := --ignore=tests/provenance/runner --ignore=tests/provenance/playground/test_embedded.py
+PG_LOG := var/test-postgresql.log
+XDIST := -n 2 --dist loadgroup
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
-	PROVENANCE_TEST_DB=postgresql $(PY) -m pytest tests/provenance -m "not browser" $(PG_SKIP) $(PYTEST_ARGS)
+	@mkdir -p $(dir $(PG_LOG))
+	@PROVENANCE_TEST_DB=postgresql $(PY) -m pytest tests/provenance -m "not browser" $(PG_SKIP) \
+		$(PYTEST_ARGS) >$(PG_LOG) 2>&1 & pg=$$!; \
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS); main=$$?; \
+	wait $$pg; postgresql=$$?; \
+	echo "== the web product's tests on PostgreSQL ($(PG_LOG)):"; cat $(PG_LOG); \
+	echo "== SQLite pass: exit $$main; PostgreSQL pass: exit $$postgresql"; \
+	test $$main -eq 0 && test $$postgresql -eq 0
 
 run: setup
 	$(PY) -m provenance.runner.embedded

@@ -12,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from detector.evidence.detection import detect_ids
 from generator.auth import issue_token
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 pytest.importorskip("vllm")
@@ -45,17 +45,19 @@ def _free_port() -> int:
 
 def _wait(proc: subprocess.Popen, url: str, log: Path, limit: float = 480) -> None:
     # The CPU engine took over 240 s to start on a loaded 2-core machine (load 8-10).
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"vLLM server exited early:\n{log.read_text()[-3000:]}")
+    def healthy() -> bool:
         try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return
+            return httpx.get(url + "/health", timeout=2).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(1)
-    pytest.fail("vLLM server did not become healthy in time")
+            return False
+
+    wait_until(
+        healthy,
+        limit,
+        1.0,
+        alive=lambda: proc.poll() is None,
+        what=lambda: f"vLLM server's /health:\n{log.read_text()[-3000:]}",
+    )
 
 
 @pytest.fixture(scope="module")

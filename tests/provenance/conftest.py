@@ -7,7 +7,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import dj_database_url
@@ -23,8 +22,10 @@ from provenance.keys.services import key_create, tokenizer_default
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import RedisServer
 from tests.provenance import capture
+from tests.provenance import chromium as chromium_browser
 from tests.provenance.postgres_server import PostgresServer
 from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 # One KEK for the whole session, shared with the worker process (never the developer's file).
@@ -153,6 +154,19 @@ def api_for(cast):
 
 
 @pytest.fixture(scope="session")
+def chromium(tmp_path_factory: pytest.TempPathFactory):
+    """One headless Chromium for the session's browser tests: its DevTools endpoint
+    (tests/provenance/chromium.py). Its log joins the scan."""
+    if not os.path.exists(chromium_browser.CHROMIUM):
+        pytest.skip("Debian's chromium is not installed")
+    directory = tmp_path_factory.mktemp("chromium")
+    process, endpoint = chromium_browser.start(directory)
+    capture.files.append(directory / "chromium.log")
+    yield endpoint
+    chromium_browser.stop(process)
+
+
+@pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory):
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server
@@ -215,7 +229,17 @@ def spawn_worker(redis_url: str, log: Path, name: str = "session", **env: str) -
         worker = subprocess.Popen(
             args, cwd=REPO, env=worker_env(redis_url, **env), stdout=out, stderr=subprocess.STDOUT
         )
-    _wait_for(lambda: b"ready." in log.read_bytes()[start:], 60, worker, log)
+    try:
+        wait_until(
+            lambda: b"ready." in log.read_bytes()[start:],
+            60,
+            0.1,
+            alive=lambda: worker.poll() is None,
+            what=lambda: f"worker ready:\n{log.read_text()[-3000:]}",
+        )
+    except AssertionError:
+        worker.kill()
+        raise
     worker.log_path = log  # type: ignore[attr-defined]
     capture.files.append(log)
     return worker
@@ -228,18 +252,6 @@ def celery_worker(django_db_setup, django_db_blocker, redis_server, tmp_path_fac
     worker = spawn_worker(redis_server.url, tmp_path_factory.mktemp("worker") / "worker.log")
     yield worker
     stop_process(worker, timeout=20)
-
-
-def _wait_for(predicate, timeout: float, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if process.poll() is not None:
-            raise RuntimeError(f"worker exited:\n{log.read_text()[-3000:]}")
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"worker not ready:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="module")

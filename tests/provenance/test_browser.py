@@ -4,43 +4,28 @@ verdict and heatmap, as a user would."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+from tests.provenance.chromium import connected
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def browser_page():
-    if not os.path.exists(CHROMIUM) and not shutil.which("chromium"):
-        pytest.skip("Debian's chromium is not installed")
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM work happens before.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page()
+def browser_page(chromium):
+    """A page in a fresh context of the session's Chromium (tests/provenance/chromium.py)."""
+    with connected(chromium) as browser:
+        context = browser.new_context()
+        page = context.new_page()
         page.set_default_timeout(30_000)
         # Chromium reports what the Content-Security-Policy blocked on its console.
         page.csp_violations = []
         page.on("console", lambda msg: _csp(page, msg.text))
         yield page
-        browser.close()
-        assert page.csp_violations == [], "the pages broke their own CSP"
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        context.close()
+    assert page.csp_violations == [], "the pages broke their own CSP"
 
 
 def _csp(page, text: str) -> None:
@@ -155,20 +140,14 @@ def test_the_heatmap_cuts_tokens_where_the_server_did_with_emoji_and_line_breaks
 
 
 def test_the_result_page_of_a_long_text_reads_whole_with_javascript_off(
-    live_server, cast, alice_key, wm_text, human_text
+    live_server, cast, alice_key, wm_text, human_text, chromium
 ):
-    from playwright.sync_api import sync_playwright
-
     from provenance.checks.services import check_create, check_score
 
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed")
     text = "\n\n".join([wm_text, *(f"{i}. {human_text}" for i in range(30))])  # ~9k tokens
     check = check_create(user=cast["alice"], text=text)
     check_score(check.id)
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with connected(chromium) as browser:
         page = browser.new_context(java_script_enabled=False).new_page()
         page.goto(f"{live_server.url}/accounts/login/")
         page.fill("input[name=username]", "alice")
@@ -182,5 +161,3 @@ def test_the_result_page_of_a_long_text_reads_whole_with_javascript_off(
         assert heatmap.is_visible() and heatmap.text_content() == text
         assert heatmap.inner_text().split() == text.split()  # rendered, not hidden by CSS
         assert heatmap.bounding_box()["height"] > 1000  # laid out as lines of text
-        browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

@@ -17,8 +17,10 @@ from datetime import timedelta
 import pytest
 import redis
 from django.conf import settings as django_settings
+from django.db.models import F
 from django.utils import timezone
 
+from provenance.checks import queue
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import RedisServer, free_port
@@ -31,7 +33,7 @@ from tests.provenance.conftest import (
     spawn_worker,
     worker_env,
 )
-from tests.provenance.waiting import wait_until
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -176,16 +178,20 @@ def test_redis_lost_with_checks_queued_the_sweeper_completes_them(
     assert audit.status_code == 202 and "its checks wait" in audit.json()["notice"]
 
     fault_redis.start()  # same port, empty: the three queued messages are gone
-    time.sleep(1.2)
+    ids = [body["id"] for body in queued] + [a.json()["id"] for a in waiting]
+    ids += list(Check.objects.filter(audit_id=audit.json()["id"]).values_list("id", flat=True))
+    # A second later, as the sweeper's clock reads it: the rows are aged, not waited for.
     # Nothing waits in the queue and no worker holds them: the three are lost, and the four
     # the broker never got are queued for the first time.
+    second = timedelta(seconds=1.5)
+    Check.objects.filter(id__in=ids).update(
+        created_at=F("created_at") - second, queued_at=F("queued_at") - second
+    )
     assert "stuck 7, queued 7" in _sweep(fault_redis.url, pending_after=1)
     worker = spawn_worker(fault_redis.url, worker_log, name="fault")
     try:
-        ids = [body["id"] for body in queued] + [a.json()["id"] for a in waiting]
-        ids += list(Check.objects.filter(audit_id=audit.json()["id"]).values_list("id", flat=True))
         wait_until(lambda: Check.objects.filter(id__in=ids, status="done").count() == 7, 90)
-        time.sleep(0.5)
+        wait_until(lambda: queue.backlog() == 0, 30)  # no second copy left to score
         assert "stuck 0" in _sweep(fault_redis.url, pending_after=1)
     finally:
         stop_process(worker, timeout=20)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from provenance.checks.services import check_create, check_score
-from tests.provenance.test_browser import ARGS, CHROMIUM
+from tests.provenance.chromium import connected
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -53,46 +53,32 @@ def _screenshot_dir(tmp_path: Path) -> Path:
 
 
 def test_the_result_page_renders_in_each_language_with_real_glyphs(
-    live_server, result_page, tmp_path
+    live_server, result_page, tmp_path, chromium
 ):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed")
-    from playwright.sync_api import sync_playwright
-
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     directory = _screenshot_dir(tmp_path)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            for language, (verdict, a, b) in LANGUAGES.items():
-                context = browser.new_context(
-                    locale=language, viewport={"width": 1000, "height": 900}
-                )
-                page = context.new_page()
-                page.goto(f"{live_server.url}/accounts/login/")
-                page.fill("input[name=username]", "alice")
-                page.fill("input[name=password]", "alice-pass-123")
-                page.click("button[type=submit]")
-                page.select_option("#id_language", language)  # the switcher, as a user would
-                page.click("#language-submit")
-                page.goto(result_page)
-                assert page.get_attribute("html", "lang") == language, page.content()[:3000]
-                assert page.is_visible("#verdict"), page.content()[:3000]
-                assert verdict in page.text_content("#verdict")
-                glyphs = page.evaluate(GLYPHS, [a, b])
-                assert glyphs["inkA"] > 50 and glyphs["inkB"] > 50, glyphs
-                assert glyphs["differ"] and not glyphs["tofuA"], glyphs
-                shot = directory / f"result-page-{language}.png"
-                page.screenshot(path=str(shot), full_page=True)
-                assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-                page.emulate_media(media="print")
-                assert not page.is_visible("header.top") and page.is_visible("#verdict")
-                assert not page.is_visible("#check-actions")
-                if language == "ja":
-                    page.screenshot(
-                        path=str(directory / "result-page-ja-print.png"), full_page=True
-                    )
-                context.close()
-            browser.close()
-    finally:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    with connected(chromium) as browser:
+        for language, (verdict, a, b) in LANGUAGES.items():
+            context = browser.new_context(locale=language, viewport={"width": 1000, "height": 900})
+            page = context.new_page()
+            page.goto(f"{live_server.url}/accounts/login/")
+            page.fill("input[name=username]", "alice")
+            page.fill("input[name=password]", "alice-pass-123")
+            page.click("button[type=submit]")
+            page.select_option("#id_language", language)  # the switcher, as a user would
+            page.click("#language-submit")
+            page.goto(result_page)
+            assert page.get_attribute("html", "lang") == language, page.content()[:3000]
+            assert page.is_visible("#verdict"), page.content()[:3000]
+            assert verdict in page.text_content("#verdict")
+            glyphs = page.evaluate(GLYPHS, [a, b])
+            assert glyphs["inkA"] > 50 and glyphs["inkB"] > 50, glyphs
+            assert glyphs["differ"] and not glyphs["tofuA"], glyphs
+            shot = directory / f"result-page-{language}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            page.emulate_media(media="print")
+            assert not page.is_visible("header.top") and page.is_visible("#verdict")
+            assert not page.is_visible("#check-actions")
+            if language == "ja":
+                page.screenshot(path=str(directory / "result-page-ja-print.png"), full_page=True)
+            context.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -14,6 +13,7 @@ from rest_framework.authtoken.models import Token
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import free_port
 from tests.provenance.conftest import REPO, worker_env
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 RATE = 4  # detection submissions per minute in this test
@@ -38,13 +38,14 @@ def two_workers(redis_server, tmp_path):
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         try:
-            httpx.get(url + "/accounts/login/", timeout=2)
-            break
+            return httpx.get(url + "/accounts/login/", timeout=2).status_code < 500
         except httpx.HTTPError:
-            time.sleep(0.3)
+            return False
+
+    wait_until(answers, 60, 0.3, alive=lambda: process.poll() is None)
     yield url
     stop_process(process, 10)
     log.close()

@@ -17,6 +17,7 @@ from cryptography.fernet import Fernet
 
 from tests.provenance.netns import Hosts, NamespacesUnavailable
 from tests.provenance.postgres_server import PostgresServer, PostgresStartError
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -158,12 +159,7 @@ def _start_services(hosts: Hosts, env: dict[str, str], logs: Path) -> dict:
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(1.0)
-    raise AssertionError(f"timed out: {what}")
+    wait_until(predicate, timeout, 1.0, what=what)
 
 
 def test_three_worker_hosts_one_killed_mid_audit_score_every_text_once(hosts, postgres, tmp_path):

@@ -7,14 +7,13 @@ key are the only exemption."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from provenance.checks.models import Check
 from provenance.keys.models import WatermarkKey
 from tests.provenance import capture
 from tests.provenance.conftest import KEY_VALUE
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.secret_scan]
 
@@ -26,10 +25,7 @@ def _scenario(celery_worker, api_for, client, cast, alice_key, wm_text) -> None:
     audit = alice.post("/api/v1/audits", {"texts": [{"text": wm_text}]}, format="json").json()
     alice.post("/detect", {"text": wm_text}, format="json")
     alice.post("/detect", {"text": "\x00"}, format="json")  # a 4xx with its message
-    deadline = time.monotonic() + 60
-    while Check.objects.filter(id=check_id, status="done").count() == 0:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: Check.objects.filter(id=check_id, status="done").exists(), 60)
     client.force_login(cast["alice"])
     for url in ("/", f"/checks/{check_id}/", "/checks/", f"/audits/{audit['id']}/", "/keys/"):
         client.get(url)
@@ -37,9 +33,7 @@ def _scenario(celery_worker, api_for, client, cast, alice_key, wm_text) -> None:
     # A key the worker cannot decrypt: its failure text and logs are scanned too.
     WatermarkKey.objects.filter(id=alice_key.id).update(encrypted_value=b"not a fernet token")
     broken = alice.post("/api/v1/checks", {"text": wm_text}, format="json").json()["id"]
-    while Check.objects.get(id=broken).status not in ("done", "failed"):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: Check.objects.get(id=broken).status in ("done", "failed"), 60)
     assert "decrypt" in Check.objects.get(id=broken).failure_reason
 
 

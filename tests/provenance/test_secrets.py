@@ -9,7 +9,6 @@ import json
 import logging
 import re
 import threading
-import time
 import uuid
 from collections import deque
 from urllib.parse import urljoin, urlsplit
@@ -20,7 +19,7 @@ import redis
 from provenance.accounts.services import membership_set, user_create
 from provenance.checks.models import Audit, Check
 from tests.provenance.conftest import KEY_VALUE
-from tests.provenance.waiting import wait_until
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,10 +46,12 @@ class RedisMonitor:
         self.client = redis.Redis.from_url(url)
         self.seen: list[str] = []
         self.stopped = threading.Event()
+        self.ready = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         with self.client.monitor() as monitor:
+            self.ready.set()  # MONITOR answered OK: every later command is seen
             for command in monitor.listen():
                 self.seen.append(str(command.get("command", "")))
                 if self.stopped.is_set():
@@ -58,7 +59,7 @@ class RedisMonitor:
 
     def __enter__(self) -> RedisMonitor:
         self.thread.start()
-        time.sleep(0.2)
+        assert self.ready.wait(10), "MONITOR did not start"
         return self
 
     def __exit__(self, *exc: object) -> None:

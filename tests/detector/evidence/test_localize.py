@@ -7,7 +7,6 @@ import pytest
 
 from detector.core.config import KeyConfig
 from detector.core.stats import gamma_sf
-from detector.evidence import scan
 from detector.evidence.detection import Detection, detect_config
 from detector.evidence.localize import (
     Localization,
@@ -132,22 +131,6 @@ def test_dual_key_scores_map_to_exponentials_under_the_null():
         det = Detection(0.0, 1.0, 0.0, s.size, s.size, False, s, np.ones(s.size, np.bool_))
         e = exp_scores(det, KeyConfig(key=1, algorithm="dual_key_gumbel", alpha=alpha))
         assert stats.kstest(e, "expon").pvalue > 1e-3
-
-
-def test_the_batched_scan_finds_the_same_windows_as_one_text_at_a_time():
-    """``scan.best_windows`` (the audit path) is the per-text scan, window for window: null
-    texts, texts with a planted excess, short and tied ones, in one batch."""
-    rng = np.random.default_rng(11)
-    texts = [rng.standard_exponential(int(n)) for n in rng.integers(0, 900, 120)]
-    for s in texts[::3]:  # a stretch of signal somewhere
-        if s.shape[0] > 80:
-            a = int(rng.integers(0, s.shape[0] - 60))
-            s[a : a + 60] += rng.uniform(0.3, 2.0)
-    texts += [np.ones(40), np.zeros(31), np.zeros(0), np.full(300, 2.0)]  # ties everywhere
-    batched = scan.best_windows(texts)
-    single = [scan.best_window(s, np.zeros(s.shape[0], np.bool_)) for s in texts]
-    assert batched == single
-    assert sum(w is not None for w in batched) > 100
 
 
 def test_localizing_from_a_batched_first_window_changes_nothing():

@@ -19,7 +19,7 @@ from provenance.accounts.models import ExternalIdentity, Membership
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import free_port
 from tests.provenance.oidc_provider.setup import PASSWORD
-from tests.provenance.waiting import wait_until
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 REPO = Path(__file__).resolve().parents[3]

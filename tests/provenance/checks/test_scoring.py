@@ -18,7 +18,7 @@ from provenance.keys.services import RegistryError, tokenizer_default, tokenizer
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import RedisServer
 from tests.provenance.conftest import point_celery_at, spawn_worker
-from tests.provenance.waiting import wait_until
+from tests.waiting import wait_until
 
 
 def _model_copy(tmp_path: Path, **config: object) -> Path:

@@ -9,7 +9,7 @@ import pytest
 
 from provenance.checks.models import Audit, Check
 from provenance.checks.tasks import check_score_task
-from tests.provenance.waiting import wait_until
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,7 +22,7 @@ from provenance.keys import calibration
 from provenance.keys.models import KeyCalibration
 from provenance.keys.selectors import key_measured_fpr, tokens_needed
 from tests.provenance.conftest import KEY_VALUE
-from tests.provenance.waiting import wait_until
+from tests.waiting import wait_until
 
 
 def _calibrate(key, texts: int = 12) -> KeyCalibration:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 
 import httpx
 import pytest
@@ -21,21 +20,20 @@ from provenance.playground.embedded import EmbeddedGenerator
 from provenance.playground.keyfile import generator_key_name
 from provenance.playground.models import Conversation, Message
 from provenance.runner.redis_server import free_port
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 
 def wait_healthy(url: str, process, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError("the generator exited")
+    def healthy() -> bool:
         try:
-            httpx.get(f"{url}/health", timeout=2).raise_for_status()
-            return
+            return httpx.get(f"{url}/health", timeout=2).status_code == 200
         except httpx.HTTPError:
-            time.sleep(0.5)
-    raise RuntimeError("the generator did not start")
+            return False
+
+    alive = None if process is None else (lambda: process.poll() is None)
+    wait_until(healthy, timeout, 0.5, alive=alive, what="the generator's /health")
 
 
 @pytest.fixture(scope="session")

@@ -206,10 +206,11 @@ def test_retry_asks_again_for_the_last_turn_without_repeating_it(
 
 
 class _Silent(BaseHTTPRequestHandler):
-    """A generator that accepts the request and never answers (hung or swamped)."""
+    """A generator that accepts the request and never answers (hung or swamped) while the
+    test runs."""
 
     def do_POST(self) -> None:  # noqa: N802
-        time.sleep(5)
+        self.server.released.wait(30)  # type: ignore[attr-defined]
 
     def log_message(self, *args) -> None:
         pass
@@ -232,12 +233,14 @@ def fake_server():
     def start(handler) -> str:
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         server.daemon_threads = True
+        server.released = threading.Event()  # type: ignore[attr-defined]
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}"
 
     yield start
     for server in servers:
+        server.released.set()  # type: ignore[attr-defined]
         server.shutdown()
         server.server_close()
 

@@ -11,15 +11,14 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from provenance.runner.redis_server import free_port
-from tests.provenance.waiting import wait_until
 from tests.provenance.watermark import watermarked_text
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
@@ -73,7 +72,9 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
         while_running = _modes(data_dir)  # the WAL and shared-memory files exist only now
     finally:
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.5)  # a second signal while the runner stops its children (impatient user)
+        # A second signal while the runner stops its children (an impatient user): sent
+        # once it says it is stopping.
+        wait_until(lambda: "stopping" in "".join(lines), 30, alive=lambda: proc.poll() is None)
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(60)
     assert code == 0
@@ -125,15 +126,14 @@ def _processes_with_data_dir(data_dir: Path) -> list[str]:
 
 
 def _wait_for_login(lines: list[str], proc: subprocess.Popen) -> str:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        found = re.search(r"with password '([^']+)'", "".join(lines))
-        if found:
-            return found.group(1)
-        if proc.poll() is not None:
-            raise AssertionError("".join(lines)[-3000:])
-        time.sleep(0.2)
-    raise AssertionError("no login printed:\n" + "".join(lines)[-3000:])
+    found = wait_until(
+        lambda: re.search(r"with password '([^']+)'", "".join(lines)),
+        180,
+        0.2,
+        alive=lambda: proc.poll() is None,
+        what=lambda: "no login printed:\n" + "".join(lines)[-3000:],
+    )
+    return found.group(1)
 
 
 def _csrf(client: httpx.Client, url: str) -> str:
@@ -157,10 +157,7 @@ def _paste_and_check(port: int, password: str, text: str) -> str:
         response = client.post("/", data={"text": text, "csrfmiddlewaretoken": token})
         url = str(response.url)
         assert "/checks/" in url, response.text[:500]
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            found = re.search(r'data-verdict="([a-z-]+)"', client.get(url).text)
-            if found:
-                return found.group(1)
-            time.sleep(0.2)
-    raise AssertionError("no verdict")
+        found = wait_until(
+            lambda: re.search(r'data-verdict="([a-z-]+)"', client.get(url).text), 60, 0.2
+        )
+        return found.group(1)

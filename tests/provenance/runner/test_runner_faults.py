@@ -19,8 +19,8 @@ import pytest
 
 from provenance.runner.redis_server import free_port
 from tests.provenance.runner.test_embedded import DEMO_KEY, _csrf, _wait_for_login
-from tests.provenance.waiting import wait_until
 from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]

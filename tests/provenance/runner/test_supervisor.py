@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from provenance.runner.supervisor import Child, CrashLoop, Supervisor, spawn
+from tests.waiting import wait_until
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 CRASHER = [sys.executable, "-c", "import sys; print('boom', flush=True); sys.exit(3)"]
@@ -23,11 +23,9 @@ def _child(name: str, args: list[str], tmp_path: Path, **options) -> Child:
     return Child(name, lambda: spawn(args, {}, log), log, **options)
 
 
-def _poll_for(supervisor: Supervisor, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        supervisor.poll()
-        time.sleep(0.02)
+def _poll_until(supervisor: Supervisor, condition, seconds: float = 20) -> None:
+    """Run the supervisor's loop until ``condition()`` holds (a crash loop raises out of it)."""
+    wait_until(lambda: (supervisor.poll(), condition())[1], seconds, 0.02)
 
 
 def test_a_killed_child_is_restarted_and_the_others_keep_running(tmp_path):
@@ -39,7 +37,7 @@ def test_a_killed_child_is_restarted_and_the_others_keep_running(tmp_path):
         first_worker, first_web = worker.process, web.process
         first_worker.send_signal(signal.SIGKILL)
         first_worker.wait()
-        _poll_for(supervisor, 0.5)
+        _poll_until(supervisor, lambda: worker.process is not first_worker)
         assert worker.process is not first_worker and worker.process.poll() is None
         assert web.process is first_web and first_web.poll() is None  # untouched
         assert lines == [f"  worker exited with code -9; restarting in 0.1 s (log: {worker.log})"]
@@ -53,7 +51,7 @@ def test_the_backoff_doubles_while_a_child_keeps_crashing(tmp_path):
     crasher = _child("worker", CRASHER, tmp_path)
     supervisor = Supervisor([crasher], backoff=0.1, max_crashes=10, say=lines.append)
     supervisor.start_all()
-    _poll_for(supervisor, 3.0)
+    _poll_until(supervisor, lambda: len(lines) >= 3)
     supervisor.stop_all()
     delays = [float(line.split("restarting in ")[1].split(" s")[0]) for line in lines]
     assert delays[:3] == [0.1, 0.2, 0.4]
@@ -68,7 +66,7 @@ def test_a_crash_loop_stops_with_the_child_and_its_log_named(tmp_path):
     supervisor.start_all()
     try:
         with pytest.raises(CrashLoop) as stopped:
-            _poll_for(supervisor, 10)
+            _poll_until(supervisor, lambda: False)
     finally:
         supervisor.stop_all()
     message = str(stopped.value)
@@ -84,7 +82,7 @@ def test_an_optional_child_in_a_crash_loop_stays_stopped_while_the_rest_serves(t
     supervisor = Supervisor([sleeper, crasher], backoff=0.01, max_crashes=3, say=lines.append)
     supervisor.start_all()
     try:
-        _poll_for(supervisor, 1.0)
+        _poll_until(supervisor, lambda: crasher.given_up)
         assert crasher.given_up and sleeper.process.poll() is None
     finally:
         supervisor.stop_all()
@@ -106,7 +104,7 @@ def test_a_child_that_fails_to_start_is_retried(tmp_path):
     supervisor = Supervisor([child], backoff=0.01, say=lines.append)
     supervisor.start_all()
     try:
-        _poll_for(supervisor, 0.5)
+        _poll_until(supervisor, lambda: child.process is not None)
         assert len(attempts) == 3 and child.process.poll() is None
     finally:
         supervisor.stop_all()

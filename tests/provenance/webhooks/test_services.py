@@ -20,7 +20,7 @@ from provenance.checks.models import Audit, Check
 from provenance.webhooks import services
 from provenance.webhooks.models import TeamWebhook, WebhookDelivery
 from provenance.webhooks.tasks import webhook_deliver_task
-from tests.provenance.waiting import wait_until
+from tests.waiting import wait_until
 
 
 class Receiver:
