@@ -315,7 +315,8 @@ def read_sources(
     import torch
     from transformers import AutoTokenizer
 
-    from detector.reading.model import _top_p, expected_score_of
+    from detector.core.sampling import top_k_top_p_mask
+    from detector.reading.model import expected_score_of
 
     tok = AutoTokenizer.from_pretrained(str(assist.path), local_files_only=True)
     product = assist.read(texts)
@@ -335,7 +336,7 @@ def read_sources(
             logits = assist.model(input_ids=seq).logits[0, len(head) - 1 : -1]
             logits = logits.to(torch.float64) / temperature
             if top_p < 1.0:
-                logits = _top_p(logits, top_p)
+                logits = top_k_top_p_mask(logits, None, top_p)
             probs = logits.softmax(dim=-1)
             sampled = 1.0 + expected_score_of(probs).numpy()
             q = probs[torch.arange(len(ids)), torch.as_tensor(ids)].numpy()
@@ -536,7 +537,8 @@ def read_observed(
     product reads when a key states its temperature and top-p)."""
     import torch
 
-    from detector.reading.model import _top_p, expected_score_of
+    from detector.core.sampling import top_k_top_p_mask
+    from detector.reading.model import expected_score_of
 
     bos = getattr(model.model.config, "bos_token_id", None)
     head = [int(bos)] if isinstance(bos, int) else []
@@ -551,7 +553,7 @@ def read_observed(
             q = probs[torch.arange(probs.shape[0]), torch.as_tensor(ids[-probs.shape[0] :])]
             sampled = logits / temperature
             if top_p < 1.0:
-                sampled = _top_p(sampled, top_p)
+                sampled = top_k_top_p_mask(sampled, None, top_p)
             e_s = 1.0 + expected_score_of(sampled.softmax(dim=-1)).numpy()
         q_all, e_all, es_all = np.ones(len(ids)), np.ones(len(ids)), np.ones(len(ids))
         q_all[len(ids) - q.shape[0] :] = q.numpy()
