@@ -9,7 +9,8 @@ the setting and its floor; the same floors tell ``generator.provenance_asgi`` th
 it tags was not watermarked.
 
 The defaults are read off ``benchmarks/bench_enforcement.py`` (SmolLM2-135M, docs/security.md):
-each floor is a setting at which a 100-token reply still reaches p <= 1e-6 in expectation.
+each floor is the measured setting nearest to the single-candidate end at which a 100-token
+reply still reaches p <= 1e-4 in expectation (two decades past the detector's threshold).
 Operators change them with ``--min-top-k`` and friends, or the ``PROVENANCE_MIN_*`` variables
 (vLLM's ``--middleware`` passes no arguments).
 """
@@ -36,9 +37,9 @@ class SamplingFloors:
     leave the keyed draw too little choice."""
 
     min_top_k: int = 3
-    min_temperature: float = 0.3
-    min_top_p: float = 0.3
-    max_min_p: float = 0.5
+    min_temperature: float = 0.5
+    min_top_p: float = 0.5
+    max_min_p: float = 0.1
 
     def __post_init__(self) -> None:
         if self.min_top_k < 1:
