@@ -6,7 +6,9 @@ a sampler would (penalties, temperature, min-p, top-k/top-p; see the spec, secti
 each row's context from its generated tokens, decides which rows carry the keyed draw
 (de-duplication, dual-key routing) and calls ``kernels.gumbel_sample`` once per context width.
 The backends then force the chosen token (:func:`force_tokens`), so any downstream sampler
-must pick it.
+must pick it. A row built with ``record=True`` keeps a :class:`DrawRecord` of what the draw
+did (positions with a choice, the expected excess score), from which a server states whether
+the reply carries a watermark and how much evidence a detector is expected to find.
 """
 
 from __future__ import annotations

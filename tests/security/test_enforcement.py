@@ -120,7 +120,7 @@ def test_a_normal_reply_states_the_evidence_a_detector_reaches(setup):
     with _client(setup, enforce=True) as c:
         r = c.post(
             "/v1/chat/completions",
-            json=_body(max_tokens=48, ignore_eos=True),
+            json=_body(max_tokens=48, ignore_eos=True, seed=1),
             headers=_auth(setup, "strict"),
         )
     assert r.status_code == 200 and r.headers["x-provenance-watermarked"] == "true"
