@@ -33,9 +33,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from detector.core.sampling import top_k_top_p_mask  # noqa: E402
 from detector.core.stats import gamma_sf  # noqa: E402
 from detector.evidence.weighted import weighted_sf  # noqa: E402
-from detector.reading.model import ModelAssist, _top_p, expected_score_of  # noqa: E402
+from detector.reading.model import ModelAssist, expected_score_of  # noqa: E402
 
 ALPHA = 0.01
 PREFIXES = (50, 100, 200)
@@ -53,7 +54,7 @@ def distributions(
         logits = assist.model(seq).logits[0, len(assist.prefix) : -1].double()  # [n-1, vocab]
         logits = logits / temperature
         if top_p < 1.0:
-            logits = _top_p(logits, top_p)
+            logits = top_k_top_p_mask(logits, None, top_p)
         q = logits.softmax(-1)
         return q, expected_score_of(q).numpy()
 

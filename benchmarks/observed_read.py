@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from detector.core.sampling import top_k_top_p_mask
 from detector.evidence.weighted import EULER_GAMMA
-from detector.reading.model import ModelAssist, _top_p, expected_score_of
+from detector.reading.model import ModelAssist, expected_score_of
 
 K = 1024
 
@@ -54,7 +55,7 @@ def _rows(logits: Any, targets: Any, temperature: float, top_p: float) -> tuple[
         hit = idx[short] == targets[short][:, None]
         qtop[short] = (ps * hit).sum(-1)
     if long.any():
-        full = _top_p(logits[long], top_p).softmax(-1)
+        full = top_k_top_p_mask(logits[long], None, top_p).softmax(-1)
         es[long] = 1.0 + expected_score_of(full)
         qtop[long] = full.gather(1, targets[long][:, None])[:, 0]
     return es, qtop, qt

@@ -10,12 +10,17 @@ whether it may opt out::
                  "team-a-app": {"token_sha256": "<hex>", "keys": ["team-a"], "opt_out": false}}}
 
 ``AuthGate`` (pure ASGI) answers 401 without a valid token and 403 for a key the token may not
-use (the same answer whether that key exists or not) or a refused opt-out. It then rewrites
+use (the same answer whether that key exists or not) or a refused opt-out, including the
+opt-out by other means: sampling settings below the floors of ``generator.floors`` (top_k 1, a
+top_p or min_p that keeps one token, a near-zero temperature, beam search), under which the
+keyed draw has no real choice and the reply would carry nothing. It then rewrites
 the request's ``vllm_xargs`` to exactly what it authorized, so no field it did not read (a
 duplicate JSON key, a top-level ``watermarking``, an xargs entry) reaches the engine. Only the
 generation routes, the model list and the health probes pass; every other route of vLLM's
 server (adapters, tokenizer, responses, websockets) is closed. Each generation is logged:
-client, key name, model, token count, request id; never the prompt.
+client, key name, model, token count, request id; never the prompt, and only values the gate
+validated (a model name other than the served one, or a key name a key file could not hold,
+is logged as ``other`` / ``invalid``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import tempfile
 import time
@@ -34,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from generator.floors import SamplingFloors
+
 CLIENTS_FILE_ENV = "PROVENANCE_CLIENTS_FILE"
 ENFORCE_ENV = "PROVENANCE_ENFORCE_WATERMARK"
 DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"
@@ -42,8 +50,7 @@ GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
 OPEN_PATHS = ("/health", "/ping")  # liveness probes carry no data
 TOKEN_PATHS = ("/v1/models", "/version")
 ANY_KEY = "*"
-# generator.core.SAMPLING_EPS (pinned by a test; the gate does not import torch for it)
-SAMPLING_EPS = 1e-5
+_KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")  # generator.config's key names
 log = logging.getLogger("generator.access")
 
 
@@ -168,22 +175,36 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def authorize(
-    client: Client, body: dict[str, Any], *, enforce: bool, default_key: str | None
+    client: Client,
+    body: dict[str, Any],
+    *,
+    enforce: bool,
+    default_key: str | None,
+    floors: SamplingFloors | None = None,
 ) -> tuple[str | None, dict[str, Any]]:
-    """(key name or None for an opt-out, the body with its xargs set to what was granted)."""
+    """(key name or None for an opt-out, the body with its xargs set to what was granted).
+
+    Settings below ``floors`` (default ``SamplingFloors()``) count as an opt-out: refused
+    under ``enforce`` or for a client that may not opt out."""
     xargs = body.get("vllm_xargs") or {}
     if not isinstance(xargs, dict):
         raise AccessDenied(400, "vllm_xargs must be an object")
     opting_out = body.get("watermarking") is False or xargs.get("watermarking") in (False, "false")
     rest = {k: v for k, v in xargs.items() if k not in ("watermark_key", "watermarking")}
     clean = {k: v for k, v in body.items() if k != "watermarking"}
-    unmarked = _unwatermarked_decoding(body)
+    unmarked = (floors or SamplingFloors()).refusal(body)
     if unmarked and not opting_out:  # an opt-out by other means: the same permissions
         if enforce:
-            raise AccessDenied(403, f"watermarking is enforced on this server: no {unmarked}")
+            raise AccessDenied(
+                403,
+                f"watermarking is enforced on this server: {unmarked} leaves the keyed draw "
+                "no real choice, so the reply would carry no watermark",
+            )
         if not client.opt_out:
             raise AccessDenied(
-                403, f"this token may not opt out of watermarking ({unmarked} is not watermarked)"
+                403,
+                f"this token may not opt out of watermarking ({unmarked} leaves the keyed draw "
+                "no real choice)",
             )
     if opting_out:
         if enforce:
@@ -202,22 +223,6 @@ def authorize(
     return name, clean | {"vllm_xargs": rest | {"watermark_key": name}}
 
 
-def _unwatermarked_decoding(body: dict[str, Any]) -> str | None:
-    """The decoding a request asks for that the engine serves unwatermarked, if any: greedy
-    (temperature below vLLM's epsilon, as the engine parses it: a numeric string or a boolean
-    counts) and beam search."""
-    temperature = body.get("temperature")
-    try:
-        greedy = temperature is not None and float(temperature) < SAMPLING_EPS
-    except (TypeError, ValueError):
-        greedy = False  # the engine refuses a temperature it cannot read
-    if greedy:
-        return "greedy decoding (temperature 0)"
-    if body.get("use_beam_search") not in (None, False):
-        return "beam search"
-    return None
-
-
 def _error(status: int, message: str) -> tuple[dict[str, Any], bytes]:
     body = json.dumps(
         {"error": {"message": message, "type": "access_denied", "code": status}}
@@ -233,7 +238,8 @@ def _error(status: int, message: str) -> tuple[dict[str, Any], bytes]:
 
 class AuthGate:
     """Pure ASGI gate. With no registry given it reads ``$PROVENANCE_CLIENTS_FILE`` (vLLM's
-    ``--middleware`` passes no arguments); ``$PROVENANCE_ENFORCE_WATERMARK=1`` enforces."""
+    ``--middleware`` passes no arguments); ``$PROVENANCE_ENFORCE_WATERMARK=1`` enforces; the
+    sampling floors come from ``$PROVENANCE_MIN_*`` (``SamplingFloors.from_env``)."""
 
     def __init__(
         self,
@@ -242,6 +248,7 @@ class AuthGate:
         *,
         enforce: bool | None = None,
         default_key: str | None = None,
+        floors: SamplingFloors | None = None,
     ) -> None:
         self.app = app
         if registry is None:
@@ -252,6 +259,7 @@ class AuthGate:
         self.registry = registry
         self.enforce = os.environ.get(ENFORCE_ENV) == "1" if enforce is None else enforce
         self.default_key = default_key or os.environ.get(DEFAULT_KEY_ENV) or None
+        self.floors = floors if floors is not None else SamplingFloors.from_env()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -288,7 +296,9 @@ class AuthGate:
             raise AccessDenied(400, f"the request body is not acceptable JSON ({exc})") from None
         if not isinstance(body, dict):
             raise AccessDenied(400, "the request body must be a JSON object")
-        name, clean = authorize(client, body, enforce=self.enforce, default_key=self.default_key)
+        name, clean = authorize(
+            client, body, enforce=self.enforce, default_key=self.default_key, floors=self.floors
+        )
         rewritten = json.dumps(clean).encode()
         request_id = uuid.uuid4().hex
         headers = [(k, v) for k, v in scope.get("headers", []) if k != b"content-length"]
@@ -321,13 +331,27 @@ class AuthGate:
             log.info(
                 "generation client=%s key=%s model=%s status=%s tokens=%s request_id=%s ms=%.0f",
                 client.name,
-                name or "none",
-                clean.get("model") or os.environ.get(MODEL_ENV, "unknown"),
+                _logged_key(name),
+                _logged_model(clean.get("model")),
                 tally.status,
                 tally.tokens(),
                 request_id,
                 (time.monotonic() - start) * 1000.0,
             )
+
+
+def _logged_key(name: str | None) -> str:
+    """A key name fit for the log: a client with ``*`` may send any string, even a newline."""
+    if name is None:
+        return "none"
+    return name if _KEY_NAME.match(name) else "invalid"
+
+
+def _logged_model(requested: Any) -> str:
+    """The served model's name (the operator's setting), never a client's string: ``other``
+    when the request names another model (the engine refuses it)."""
+    served = os.environ.get(MODEL_ENV, "unknown")
+    return served if requested in (None, served) else "other"
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:

@@ -27,6 +27,7 @@ from generator.auth import (
 )
 from generator.config import KeyFileError, KeyStore
 from generator.core import SamplingSettings, WatermarkRequestError
+from generator.floors import SamplingFloors
 from generator.types import GenerationRequest
 
 BACKENDS = ("transformers", "vllm")
@@ -75,7 +76,37 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get(CLIENTS_FILE_ENV),
         help="clients file: bearer-token digests -> allowed key names, opt-out (required)",
     )
-    srv.add_argument("--enforce", action="store_true", help="refuse opt-outs and keyless calls")
+    srv.add_argument(
+        "--enforce",
+        action="store_true",
+        help="refuse opt-outs, keyless calls and settings under the sampling floors",
+    )
+    floors = SamplingFloors.from_env()
+    srv.add_argument(
+        "--min-top-k",
+        type=int,
+        default=floors.min_top_k,
+        help="refuse top_k from 1 to this minus 1 where watermarking is enforced "
+        f"(default {floors.min_top_k})",
+    )
+    srv.add_argument(
+        "--min-temperature",
+        type=float,
+        default=floors.min_temperature,
+        help=f"refuse a lower temperature (default {floors.min_temperature:g})",
+    )
+    srv.add_argument(
+        "--min-top-p",
+        type=float,
+        default=floors.min_top_p,
+        help=f"refuse a lower top_p (default {floors.min_top_p:g})",
+    )
+    srv.add_argument(
+        "--max-min-p",
+        type=float,
+        default=floors.max_min_p,
+        help=f"refuse a higher min_p (default {floors.max_min_p:g})",
+    )
     srv.add_argument(
         "--no-auth", action="store_true", help="serve without tokens (a private test only)"
     )
@@ -146,9 +177,11 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.key is not None and args.key not in store:
         raise WatermarkRequestError(f"unknown watermark key name {args.key!r}")
     auth = _auth(args)
+    floors = SamplingFloors(args.min_top_k, args.min_temperature, args.min_top_p, args.max_min_p)
     if args.backend == "vllm":
         from generator.vllm_backend import serve_vllm
 
+        os.environ.update(floors.to_env())  # the gate and the headers in vLLM's process
         if auth is not None:  # vLLM builds our gate from the environment
             os.environ[CLIENTS_FILE_ENV] = str(Path(args.clients).resolve())
             os.environ[ENFORCE_ENV] = "1" if args.enforce else "0"
@@ -164,7 +197,9 @@ def run_serve(args: argparse.Namespace) -> int:
     os.environ.update({MODEL_ENV: path.name, TOKENIZER_ENV: load_tokenizer(str(path)).content_hash})
     if args.key:
         os.environ[DEFAULT_KEY_ENV] = args.key
-    app = create_app(_backend(args, store), auth, enforce=args.enforce, default_key=args.key)
+    app = create_app(
+        _backend(args, store), auth, enforce=args.enforce, default_key=args.key, floors=floors
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 

@@ -6,7 +6,9 @@ a sampler would (penalties, temperature, min-p, top-k/top-p; see the spec, secti
 each row's context from its generated tokens, decides which rows carry the keyed draw
 (de-duplication, dual-key routing) and calls ``kernels.gumbel_sample`` once per context width.
 The backends then force the chosen token (:func:`force_tokens`), so any downstream sampler
-must pick it.
+must pick it. A row built with ``record=True`` keeps a :class:`DrawRecord` of what the draw
+did (positions with a choice, the expected excess score), from which a server states whether
+the reply carries a watermark and how much evidence a detector is expected to find.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import torch
 
 from detector.core.config import KeyConfig, key_int64
 from detector.core.prf import derive_key
+from detector.core.sampling import top_k_top_p_mask
+from detector.core.stats import gamma_upper_log10
 from generator.config import KeyStore
 
 log = logging.getLogger(__name__)
@@ -29,6 +33,9 @@ SAMPLING_EPS = 1e-5  # below this temperature vLLM samples greedily; so do we
 KEY_ARG = "watermark_key"
 OPT_OUT_ARG = "watermarking"
 _SUBKEY_DOMAINS = (b"key_a", b"key_b")
+# A keyed position has a choice when the key moves the token off the most likely one with at
+# least this probability (a temperature of 1e-4 leaves about e^-100 on most positions).
+CHOICE_EPS = 1e-6
 
 
 class WatermarkRequestError(ValueError):
@@ -100,6 +107,32 @@ def resolve_settings(
     return name, store[name]
 
 
+@dataclass
+class DrawRecord:
+    """What the keyed draw did for one reply, position by position.
+
+    ``keyed``: positions drawn with the key (the context did not repeat); ``with_choice``: of
+    those, positions where the most likely token had probability at most ``1 - CHOICE_EPS``
+    (so the key could change the token); ``excess``: the sum over the keyed
+    positions of ``E[s] - 1`` at the sampling distribution, the score a detector expects above
+    chance (``detector.reading.model.expected_score_of``).
+    """
+
+    keyed: int = 0
+    with_choice: int = 0
+    excess: float = 0.0
+
+    @property
+    def watermarked(self) -> bool:
+        """Whether the reply carries any watermark: the key chose among candidates somewhere."""
+        return self.with_choice > 0
+
+    def expected_log10_p(self) -> float:
+        """log10 of the p-value a detector reaches at the expected score of the keyed tokens:
+        the Gamma(n, 1) tail at ``n + excess`` (``detector.core.stats``); 0 with no keyed token."""
+        return gamma_upper_log10(self.keyed, self.keyed + self.excess) if self.keyed else 0.0
+
+
 class RowState:
     """One request's watermark state: its settings, its token history, its own randomness.
 
@@ -115,6 +148,8 @@ class RowState:
         output_ids: list[int],
         seed: int | None = None,
         key_name: str | None = None,
+        *,
+        record: bool = False,
     ) -> None:
         self.settings = settings
         self.sampling = sampling
@@ -126,6 +161,9 @@ class RowState:
             seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
         )
         self._keys = self._subkeys(settings)
+        # Filled by keyed_draw when ``record``: a digamma over the vocabulary per step, which
+        # the servers that report a reply's expected evidence pay and vLLM's engine does not.
+        self.record: DrawRecord | None = DrawRecord() if record else None
         self._last_seen: dict[tuple[int, ...], int] = {}  # context -> latest history position
         self._history: list[int] = []
         self._scanned = 0  # output tokens folded into _history
@@ -211,20 +249,6 @@ def _apply_penalties(logits: torch.Tensor, row: SampledRow) -> None:
         logits -= s.frequency_penalty * counts + s.presence_penalty * (counts > 0).to(logits.dtype)
 
 
-def _top_k_top_p(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
-    """Mask to -inf what top-k/top-p drop, as vLLM's PyTorch path does (keeps at least one)."""
-    vocab = logits.shape[-1]
-    sorted_logits, order = logits.sort(dim=-1, descending=False)  # [rows, vocab]
-    k = torch.where((top_k <= 0) | (top_k > vocab), vocab, top_k).to(torch.long)
-    kth = sorted_logits.gather(1, (vocab - k).unsqueeze(1))  # [rows, 1]: smallest kept value
-    sorted_logits = sorted_logits.masked_fill(sorted_logits < kth, float("-inf"))
-    cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
-    drop = cum <= (1 - top_p).unsqueeze(1)
-    drop[:, -1] = False  # the most likely token always survives
-    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-    return torch.empty_like(sorted_logits).scatter_(1, order, sorted_logits)
-
-
 def process_logits(
     logits: torch.Tensor, rows: Sequence[SampledRow], penalties: bool, *, inplace: bool = False
 ) -> torch.Tensor:
@@ -257,7 +281,7 @@ def process_logits(
     if any(0 < s.top_k < vocab or s.top_p < 1 for s in settings):
         top_k = torch.tensor([s.top_k for s in settings], dtype=torch.long, device=dev)
         top_p = torch.tensor([s.top_p for s in settings], dtype=torch.float32, device=dev)
-        out = _top_k_top_p(out, top_k, top_p)
+        out = top_k_top_p_mask(out, top_k, top_p)
     return out
 
 
@@ -290,7 +314,28 @@ def keyed_draw(
         part = processed if len(idx) == len(rows) else processed[idx]  # no copy for one width
         ids = sample(part, keys, contexts, mask, generator=gen)
         chosen[idx] = ids.to(torch.int64).cpu()
+        _record(part, group, mask)
     return chosen
+
+
+def _record(processed: torch.Tensor, rows: Sequence[RowState], mask: torch.Tensor) -> None:
+    """Add this step to the DrawRecord of each keyed row that keeps one."""
+    picked = [i for i, r in enumerate(rows) if r.record is not None and bool(mask[i])]
+    if not picked:
+        return
+    from detector.reading.model import expected_score_of
+
+    part = processed[torch.tensor(picked, device=processed.device)]
+    probs = part.double().softmax(dim=-1)
+    choice = ((1.0 - probs.amax(dim=-1)) >= CHOICE_EPS).tolist()
+    # Below 1e-300 a probability's reciprocal overflows; its share of E[s] is below 1e-297.
+    excess = expected_score_of(probs.masked_fill(probs < 1e-300, 0.0)).tolist()
+    for i, chose, e in zip(picked, choice, excess, strict=True):
+        record = rows[i].record
+        assert record is not None
+        record.keyed += 1
+        record.with_choice += int(chose)
+        record.excess += float(e)
 
 
 def watermark_step(

@@ -2,7 +2,9 @@
 
 For machines without vLLM. Batched decoding with a KV cache and left padding; every row goes
 through :func:`generator.core.watermark_step`, rows that are not watermarked (opt-out, greedy)
-through the same logits processing and an ordinary draw.
+through the same logits processing and an ordinary draw. Each reply states what the keyed
+draw did (``generator.core.DrawRecord``): ``watermarked`` only where the key chose among
+candidates, and the log10 p a detector is expected to reach.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class TransformersBackend:
             )
             if settings is not None:
                 return name, RowState(
-                    settings, request.sampling, prompt, output, request.seed, name
+                    settings, request.sampling, prompt, output, request.seed, name, record=True
                 )
         return None, _Plain(request.sampling, prompt, output)
 
@@ -168,13 +170,16 @@ class TransformersBackend:
         ):
             stopped = bool(out) and out[-1] in self.eos_ids and not req.ignore_eos
             text_ids = out[:-1] if stopped else out
+            record = row.record if isinstance(row, RowState) else None
+            marked = record is not None and record.watermarked
             results.append(
                 Generation(
                     text=self.tokenizer.decode(text_ids, skip_special_tokens=True),
                     token_ids=tuple(out),
                     prompt_token_ids=tuple(prompt),
-                    key_name=name,
-                    watermarked=isinstance(row, RowState),
+                    key_name=name if marked else None,
+                    watermarked=marked,
+                    expected_log10_p=record.expected_log10_p() if record is not None else 0.0,
                     model=self.model_name,
                     tokenizer_hash=self.tokenizer_hash,
                     finish_reason=("stop" if stopped else "length") if fin else "",

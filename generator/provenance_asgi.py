@@ -3,6 +3,11 @@
 Used by our own server and, through ``--middleware``, by vLLM's OpenAI server (whose JSON we do
 not rewrite): headers ``x-provenance-key`` (name, or ``none``), ``x-provenance-watermarked``,
 ``x-provenance-model``, ``x-provenance-tokenizer`` (sha256 of the tokenizer's canonical JSON).
+Our own server adds ``x-provenance-expected-log10-p`` from what its sampler did
+(``generator.core.DrawRecord``); vLLM's engine keeps that record in its own process, so on
+vLLM's server ``x-provenance-watermarked`` follows the request's settings: false for an opt-out
+and for settings under the floors of ``generator.floors`` (which the gate refuses wherever
+watermarking is enforced).
 Model and tokenizer come from ``$PROVENANCE_MODEL_NAME`` / ``$PROVENANCE_TOKENIZER_HASH``, set by
 ``python -m generator serve`` (else the hash is computed once from ``$PROVENANCE_MODEL_DIR``).
 Key values never appear: only names.
@@ -15,26 +20,36 @@ import json
 import os
 from typing import Any
 
-from generator.core import SAMPLING_EPS, SamplingSettings, WatermarkRequestError
+from generator.core import WatermarkRequestError
+from generator.floors import SamplingFloors
 
 MODEL_ENV = "PROVENANCE_MODEL_NAME"
 TOKENIZER_ENV = "PROVENANCE_TOKENIZER_HASH"
 MODEL_DIR_ENV = "PROVENANCE_MODEL_DIR"
 DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"
+EXPECTED_HEADER = b"x-provenance-expected-log10-p"
 _PATHS = ("/v1/completions", "/v1/chat/completions")
 
 
-def request_provenance(body: dict[str, Any], default_key: str | None) -> tuple[str | None, bool]:
-    """(key name, watermarked) for an OpenAI-style request body, as our processor resolves it."""
+def request_provenance(
+    body: dict[str, Any], default_key: str | None, floors: SamplingFloors | None = None
+) -> tuple[str | None, bool]:
+    """(key name, watermarked) for an OpenAI-style request body, as our processor resolves it;
+    settings under ``floors`` leave the keyed draw no choice, so they count as unwatermarked."""
     args = dict(body.get("vllm_xargs") or {})
     if body.get("watermarking") is False:
         args["watermarking"] = False
-    temperature = body.get("temperature")
-    sampling = SamplingSettings(temperature=1.0 if temperature is None else float(temperature))
     if args.get("watermarking") in (False, "false"):
         return None, False
     name = args.get("watermark_key", default_key)
-    return (name if isinstance(name, str) else None), sampling.temperature >= SAMPLING_EPS
+    marked = (floors or SamplingFloors()).refusal(body) is None
+    return (name if isinstance(name, str) and marked else None), marked
+
+
+def expected_header(log10_p: float) -> tuple[bytes, bytes]:
+    """``x-provenance-expected-log10-p``: the log10 p a detector reaches at the reply's
+    expected score (one decimal; 0 for a reply that carries nothing)."""
+    return EXPECTED_HEADER, f"{round(min(log10_p, 0.0), 1) + 0.0:.1f}".encode()  # no "-0.0"
 
 
 @functools.cache
@@ -61,8 +76,9 @@ def provenance_headers(name: str | None, watermarked: bool) -> list[tuple[bytes,
 class ProvenanceHeaders:
     """Pure ASGI: buffer the request body, replay it, tag the response start."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, floors: SamplingFloors | None = None) -> None:
         self.app = app
+        self.floors = floors if floors is not None else SamplingFloors.from_env()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if (
@@ -81,7 +97,9 @@ class ProvenanceHeaders:
         try:
             parsed = json.loads(body or b"{}")
             name, marked = request_provenance(
-                parsed if isinstance(parsed, dict) else {}, os.environ.get(DEFAULT_KEY_ENV)
+                parsed if isinstance(parsed, dict) else {},
+                os.environ.get(DEFAULT_KEY_ENV),
+                self.floors,
             )
         except (ValueError, TypeError, WatermarkRequestError):
             name, marked = None, False  # the app answers the malformed request itself

@@ -4,7 +4,12 @@
 ``GET /v1/models``, ``GET /health``. Keys come only from the key file given by path; a request
 picks one by name with ``vllm_xargs: {"watermark_key": NAME}`` (as on vLLM's server) and opts
 out with ``vllm_xargs: {"watermarking": false}`` or ``"watermarking": false``. Every response
-carries ``provenance: {key, watermarked, model, tokenizer_hash}`` and the same as headers.
+carries ``provenance: {key, watermarked, model, tokenizer_hash, expected_log10_p}`` and the same
+as headers (``generator.provenance_asgi``): ``watermarked`` is what the keyed draw did (false
+when it never had a choice), ``expected_log10_p`` the log10 p a detector reaches at the
+reply's expected score. A stream's headers leave before the reply exists: they describe its
+first token, and its last event's ``provenance`` the whole reply. ``/health`` (open to
+probes) gives the number of keys, never their names.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from starlette.types import Receive, Scope, Send
 
 from generator.auth import AuthGate, ClientRegistry
 from generator.core import SamplingSettings, WatermarkRequestError
-from generator.provenance_asgi import provenance_headers
+from generator.floors import SamplingFloors
+from generator.provenance_asgi import expected_header, provenance_headers
 from generator.types import Generation, GenerationRequest
 
 _SAMPLING_FIELDS = (
@@ -149,6 +155,7 @@ def create_app(
     *,
     enforce: bool = False,
     default_key: str | None = None,
+    floors: SamplingFloors | None = None,
 ) -> Any:
     """The app over a backend with ``generate``/``stream`` (TransformersBackend); behind
     ``generator.auth.AuthGate`` when a client registry is given (the CLI always gives one
@@ -156,15 +163,21 @@ def create_app(
     app = _app(backend)
     if auth is None:
         return app
-    return AuthGate(app, auth, enforce=enforce, default_key=default_key)
+    return AuthGate(
+        app, auth, enforce=enforce, default_key=default_key, floors=floors or SamplingFloors()
+    )
 
 
 def _app(backend: Any) -> Starlette:
 
-    def _headers(g: Generation) -> dict[str, str]:
-        return {
-            k.decode(): v.decode() for k, v in provenance_headers(g.key_name, g.watermarked)[:2]
-        } | {"x-provenance-model": g.model, "x-provenance-tokenizer": g.tokenizer_hash}
+    def _headers(g: Generation, whole: bool = True) -> dict[str, str]:
+        pairs = provenance_headers(g.key_name, g.watermarked)[:2]
+        if whole and g.expected_log10_p is not None:
+            pairs.append(expected_header(g.expected_log10_p))
+        return {k.decode(): v.decode() for k, v in pairs} | {
+            "x-provenance-model": g.model,
+            "x-provenance-tokenizer": g.tokenizer_hash,
+        }
 
     def _sse(
         rid: str, first: Generation, steps: Iterator[Generation], chat: bool, ids: bool
@@ -199,7 +212,7 @@ def _app(backend: Any) -> Starlette:
                     steps,
                     _sse(rid, first, steps, chat, body.get("return_token_ids") is True),
                     media_type="text/event-stream",
-                    headers=_headers(first),
+                    headers=_headers(first, whole=False),
                 )
             g = (await run_in_threadpool(backend.generate, [req]))[0]
         except WatermarkRequestError as exc:
@@ -228,7 +241,7 @@ def _app(backend: Any) -> Starlette:
                 "backend": backend.name,
                 "model": backend.model_name,
                 "tokenizer_hash": backend.tokenizer_hash,
-                "keys": sorted(backend.store or []),
+                "keys": len(backend.store or []),  # names only to authenticated callers
             }
         )
 

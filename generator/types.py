@@ -50,10 +50,12 @@ class Generation:
     token_ids: tuple[int, ...]
     prompt_token_ids: tuple[int, ...]
     key_name: str | None  # None: not watermarked
-    watermarked: bool
+    watermarked: bool  # the keyed draw chose among candidates at some position
     model: str
     tokenizer_hash: str
     finish_reason: str  # "stop" or "length"
+    # log10 p a detector reaches at the reply's expected score (DrawRecord); None: not measured
+    expected_log10_p: float | None = None
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -61,4 +63,5 @@ class Generation:
             "watermarked": self.watermarked,
             "model": self.model,
             "tokenizer_hash": self.tokenizer_hash,
+            "expected_log10_p": self.expected_log10_p,
         }

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from generator.config import KEYS_FILE_ENV, KeyStore
 from generator.core import resolve_settings
+from generator.floors import SamplingFloors
 from generator.types import Generation, GenerationRequest
 
 PROCESSOR_FQCN = "generator.vllm_v1:WatermarkLogitsProcessor"
@@ -113,17 +115,19 @@ class VLLMBackend:
             [self._params(r) for r in requests],
             use_tqdm=False,
         )
-        return [self._result(o, n) for o, n in zip(outs, names, strict=True)]
+        return [self._result(o, n, r) for o, n, r in zip(outs, names, requests, strict=True)]
 
-    def _result(self, out, resolved) -> Generation:  # type: ignore[no-untyped-def]
+    def _result(self, out, resolved, request: GenerationRequest) -> Generation:  # type: ignore[no-untyped-def]
+        # The engine's processes keep what the draw did; the settings say whether it had a choice.
         name, settings = resolved
+        marked = settings is not None and SamplingFloors().refusal(asdict(request.sampling)) is None
         completion = out.outputs[0]
         return Generation(
             text=completion.text,
             token_ids=tuple(completion.token_ids),
             prompt_token_ids=tuple(out.prompt_token_ids or ()),
-            key_name=name if settings is not None else None,
-            watermarked=settings is not None,
+            key_name=name if marked else None,
+            watermarked=marked,
             model=self.model_name,
             tokenizer_hash=self.tokenizer_hash,
             finish_reason=completion.finish_reason or "length",

@@ -32,7 +32,8 @@ def read_observed(
     product reads when a key states its temperature and top-p)."""
     import torch
 
-    from detector.reading.model import _top_p, expected_score_of
+    from detector.core.sampling import top_k_top_p_mask
+    from detector.reading.model import expected_score_of
 
     bos = getattr(model.model.config, "bos_token_id", None)
     head = [int(bos)] if isinstance(bos, int) else []
@@ -47,7 +48,7 @@ def read_observed(
             q = probs[torch.arange(probs.shape[0]), torch.as_tensor(ids[-probs.shape[0] :])]
             sampled = logits / temperature
             if top_p < 1.0:
-                sampled = _top_p(sampled, top_p)
+                sampled = top_k_top_p_mask(sampled, None, top_p)
             e_s = 1.0 + expected_score_of(sampled.softmax(dim=-1)).numpy()
         q_all, e_all, es_all = np.ones(len(ids)), np.ones(len(ids)), np.ones(len(ids))
         q_all[len(ids) - q.shape[0] :] = q.numpy()

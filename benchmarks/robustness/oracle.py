@@ -39,7 +39,8 @@ def read_sources(
     import torch
     from transformers import AutoTokenizer
 
-    from detector.reading.model import _top_p, expected_score_of
+    from detector.core.sampling import top_k_top_p_mask
+    from detector.reading.model import expected_score_of
 
     tok = AutoTokenizer.from_pretrained(str(assist.path), local_files_only=True)
     product = assist.read(texts)
@@ -59,7 +60,7 @@ def read_sources(
             logits = assist.model(input_ids=seq).logits[0, len(head) - 1 : -1]
             logits = logits.to(torch.float64) / temperature
             if top_p < 1.0:
-                logits = _top_p(logits, top_p)
+                logits = top_k_top_p_mask(logits, None, top_p)
             probs = logits.softmax(dim=-1)
             sampled = 1.0 + expected_score_of(probs).numpy()
             q = probs[torch.arange(len(ids)), torch.as_tensor(ids)].numpy()

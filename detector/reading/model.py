@@ -56,6 +56,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from detector.core.contexts import as_token_array
+from detector.core.sampling import top_k_top_p_mask
 from detector.evidence.power import EULER_GAMMA
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
@@ -96,18 +97,6 @@ def observed_score_of(q: Any) -> Any:
 
     f = torch.special.digamma(1.0 + q.clamp_min(1e-300).reciprocal()) + EULER_GAMMA
     return f.clamp_min(1.0)  # f >= 1 on (0, 1]; rounding at q = 1 may dip below by an ulp
-
-
-def _top_p(logits: Any, top_p: float) -> Any:
-    """Mask to -inf what top-p drops, as vLLM's PyTorch path does (keeps at least one)."""
-    import torch
-
-    sorted_logits, order = logits.sort(dim=-1, descending=False)  # [rows, vocab]
-    cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
-    drop = cum <= (1.0 - top_p)
-    drop[:, -1] = False  # the most likely token always survives
-    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-    return torch.empty_like(sorted_logits).scatter_(1, order, sorted_logits)
 
 
 def _device() -> str:
@@ -342,7 +331,7 @@ def _excess_rows(logits: Any, targets: Any, top_p: float) -> tuple[Any, Any]:
         hit = idx[short] == targets[short][:, None].to(idx.device)
         q_top[short] = (kept * hit).sum(dim=-1)
     if bool(long.any()):
-        full = _top_p(logits[long], top_p).softmax(dim=-1)
+        full = top_k_top_p_mask(logits[long], None, top_p).softmax(dim=-1)
         excess[long] = expected_score_of(full)
         q_top[long] = full.gather(1, targets[long][:, None].to(full.device))[:, 0]
     return excess, torch.where(q_top > 0, q_top, q_t)

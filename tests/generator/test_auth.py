@@ -249,10 +249,10 @@ def test_greedy_and_beam_search_requests_are_opt_outs_by_other_means(extra, what
 
 
 def test_sampled_requests_pass_and_the_gate_uses_the_engines_greedy_epsilon():
-    from generator import auth
+    from generator import floors
     from generator.core import SAMPLING_EPS
 
-    assert auth.SAMPLING_EPS == SAMPLING_EPS
+    assert floors.SAMPLING_EPS == SAMPLING_EPS
     for extra in ({"temperature": 0.7}, {"temperature": None}, {"use_beam_search": False}):
         body = _body(vllm_xargs={"watermark_key": "team-a"}, **extra)
         assert authorize(A, body, enforce=True, default_key=None)[0] == "team-a"

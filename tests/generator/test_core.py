@@ -205,3 +205,58 @@ def test_keys_above_two_to_the_63_round_trip_through_the_kernel():
     logits = _logits(1, 300)
     chosen = watermark_step(logits, [_row(key=big)], penalties=False)
     assert chosen[0] == keyed_argmax(logits[0], big, [-1] * 4)
+
+
+def _recorded(sampling: SamplingSettings, steps: int = 6, seed: int = 4) -> RowState:
+    """A recording row driven for ``steps`` keyed draws over random logits."""
+    row = RowState(KeyConfig(key=KEY), sampling, [], [], seed=0, record=True)
+    for step in range(steps):
+        chosen = watermark_step(_logits(1, 300, seed + step), [row], penalties=True)
+        row.output_ids.append(int(chosen[0]))
+    return row
+
+
+def test_the_draw_record_sums_the_expected_excess_at_the_sampling_distribution():
+    from detector.core.stats import gamma_upper_log10
+    from detector.reading.model import expected_score_of
+
+    sampling = SamplingSettings(temperature=0.8, top_k=50)
+    row = _recorded(sampling)
+    record = row.record
+    assert record is not None and record.keyed == record.with_choice == 6
+    want = 0.0
+    for step in range(6):
+        probs = process_logits(_logits(1, 300, 4 + step), [row], penalties=True).double()
+        want += float(expected_score_of(probs.softmax(-1))[0])
+    assert record.excess == pytest.approx(want, rel=1e-9)
+    assert record.watermarked
+    assert record.expected_log10_p() == pytest.approx(gamma_upper_log10(6, 6 + want))
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [
+        SamplingSettings(top_k=1),
+        SamplingSettings(top_p=1e-9),
+        SamplingSettings(min_p=1.0),
+        SamplingSettings(temperature=1e-4),
+    ],
+)
+def test_a_draw_without_choice_is_recorded_as_carrying_nothing(sampling):
+    record = _recorded(sampling).record
+    assert record is not None and record.keyed == 6
+    assert record.with_choice == 0 and not record.watermarked
+    assert record.excess < 1e-6
+    assert record.expected_log10_p() == pytest.approx(gamma_upper_log10_of_chance(6), abs=1e-6)
+
+
+def gamma_upper_log10_of_chance(n: int) -> float:
+    from detector.core.stats import gamma_upper_log10
+
+    return gamma_upper_log10(n, n)  # the detector's p at the expected score of chance
+
+
+def test_a_row_without_record_keeps_none():
+    row = _row()
+    watermark_step(_logits(1, 300), [row], penalties=True)
+    assert row.record is None

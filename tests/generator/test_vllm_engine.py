@@ -248,3 +248,18 @@ def test_routes_other_than_generation_are_closed(server):
     assert _raw(server, _auth(), path="/tokenize").status_code == 404
     assert httpx.get(server + "/v1/models", timeout=10).status_code == 401
     assert httpx.get(server + "/v1/models", headers=_auth(), timeout=10).status_code == 200
+
+
+def test_settings_that_leave_the_key_no_choice_are_refused_or_tagged_unwatermarked(server):
+    """Through vLLM's middleware: top_k 1 (and the like) is an opt-out by other means, refused
+    for a client that may not opt out; served to one that may, with a header that says so."""
+    base = {"model": "smollm2-135m-instruct", "messages": STORY, "max_tokens": 4}
+    for setting in ({"top_k": 1}, {"top_p": 1e-9}, {"min_p": 1.0}, {"temperature": 1e-4}):
+        body = base | setting | {"vllm_xargs": {"watermark_key": "team-a"}}
+        refused = _raw(server, _auth("a-only"), json.dumps(body))
+        assert refused.status_code == 403 and "no real choice" in refused.text, setting
+    body = base | {"top_k": 1, "vllm_xargs": {"watermark_key": "team-a"}}
+    served = _raw(server, _auth(), json.dumps(body))
+    assert served.status_code == 200
+    assert served.headers["x-provenance-watermarked"] == "false"
+    assert served.headers["x-provenance-key"] == "none"

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from detector.core.config import KeyConfig
+from detector.core.sampling import top_k_top_p_mask
 from detector.decision.text import detect_text
 from detector.evidence.detection import detect_ids
 from detector.evidence.weighted import (
@@ -27,7 +28,6 @@ from detector.reading.model import (
     ModelAssist,
     ModelDirError,
     _excess_rows,
-    _top_p,
     check_model_dir,
     expected_score_of,
     load_assist,
@@ -82,7 +82,7 @@ def _observed_reference(logits: torch.Tensor, targets: torch.Tensor, top_p: floa
     """f(q_x) from the full sort: q after top-p, or at the temperature where top-p drops x."""
     from scipy import special
 
-    q_top = _top_p(logits, top_p).softmax(-1).gather(1, targets[:, None])[:, 0]
+    q_top = top_k_top_p_mask(logits, None, top_p).softmax(-1).gather(1, targets[:, None])[:, 0]
     q_t = logits.softmax(-1).gather(1, targets[:, None])[:, 0]
     q = torch.where(q_top > 0, q_top, q_t).numpy()
     return special.digamma(1.0 + 1.0 / q) + 0.5772156649015329
@@ -95,7 +95,7 @@ def test_read_gives_each_token_its_observed_score_and_the_same_expected_scores(
     with torch.inference_mode():
         logits = assist.model(torch.tensor([[*assist.prefix, *ids.tolist()]])).logits[0, :-1]
     logits = logits.double() / 0.7
-    want_e = 1.0 + expected_score_of(_top_p(logits, 0.9).softmax(-1)).numpy()
+    want_e = 1.0 + expected_score_of(top_k_top_p_mask(logits, None, 0.9).softmax(-1)).numpy()
     np.testing.assert_allclose(reading.expected, want_e, rtol=1e-5, atol=1e-6)
     want_o = _observed_reference(logits, torch.from_numpy(ids), 0.9)
     np.testing.assert_allclose(reading.observed, want_o, rtol=1e-5, atol=1e-6)
@@ -112,7 +112,7 @@ def test_the_top_k_nucleus_equals_the_full_sort(scale: float) -> None:
     targets = torch.randint(0, 5 * TOP_K, (6,), generator=gen)
     targets[0] = int(logits[0].argmax())  # one row whose token is the most likely
     excess, q = _excess_rows(logits, targets, 0.9)
-    want = expected_score_of(_top_p(logits, 0.9).softmax(-1))
+    want = expected_score_of(top_k_top_p_mask(logits, None, 0.9).softmax(-1))
     np.testing.assert_allclose(excess.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
     from scipy import special
 
