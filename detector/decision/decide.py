@@ -31,7 +31,13 @@ from numpy.typing import NDArray
 
 from detector.core.config import DEFAULT_THRESHOLD
 from detector.decision.family import Hypothesis, Verdict, VerdictResult
-from detector.evidence.detection import Detection, Document, check_threshold, detect_batch
+from detector.evidence.detection import (
+    LOG10_2,
+    Detection,
+    Document,
+    check_threshold,
+    detect_batch,
+)
 from detector.evidence.localize import (
     MAX_SPANS,
     Localization,
@@ -96,6 +102,15 @@ class Decision(VerdictResult):
 
     def _pairs(self) -> list[tuple[Hypothesis, Localization]]:
         return list(zip(self.family.hypotheses, self.localizations, strict=True))
+
+
+def with_weighted(log10_p: float, weighted_log10_p: float | None) -> float:
+    """A hypothesis's decision p-value from its localized p-value and, when a model read the
+    text, the weighted test's: ``2 min(p, p_weighted)`` (Bonferroni over the two tests), as
+    ``Detection.decision_log10_p`` combines them."""
+    if weighted_log10_p is None:
+        return log10_p
+    return min(0.0, LOG10_2 + min(log10_p, weighted_log10_p))
 
 
 def gamma_summary(d: Detection) -> dict[str, Any]:
