@@ -32,6 +32,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
+from detector.decision.decide import gamma_summary
 from provenance.accounts.selectors import is_auditor, teams_memoized
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services, tiers
@@ -398,6 +399,7 @@ HYPOTHESIS_EXPORT_FIELDS = [
     "hypothesis_p_value",
     "hypothesis_log10_p",
     "adjusted_log10_p",
+    "decision_log10_p",
     "weighted_log10_p",
     "weighted_suspected",
     "hypothesis_decided_by",
@@ -426,6 +428,7 @@ def _check_csv_rows(check: Check, auditor: bool = True) -> Iterator[dict[str, An
             "hypothesis_p_value": h.get("p_value"),
             "hypothesis_log10_p": h.get("log10_p"),
             "adjusted_log10_p": h.get("adjusted_log10_p"),
+            "decision_log10_p": h.get("decision_log10_p"),
             "weighted_log10_p": h.get("weighted_log10_p"),
             "weighted_suspected": h.get("weighted_suspected"),
             "hypothesis_decided_by": h.get("decided_by"),
@@ -650,6 +653,15 @@ class DetectApi(TieredApi):
         hypotheses = serializers.ListField(child=serializers.DictField())
         spans = SpanOutput(many=True)
         key_measured_fpr = serializers.JSONField(allow_null=True)
+        decided_by = serializers.CharField(
+            help_text="the test the verdict rests on: gamma (global test and span scan), "
+            "weighted (the model-assisted test); empty without keys"
+        )
+        gamma = serializers.DictField(
+            allow_null=True,
+            help_text="the best hypothesis's plain Gamma test over the whole text, and the "
+            "statistic vLLM's detector computes (vllm_*), for comparison with vLLM",
+        )
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -690,4 +702,6 @@ def _detect_body(result: Any) -> dict[str, Any]:
         ],
         "spans": list(result.spans),
         "key_measured_fpr": result.key_measured_fpr,
+        "decided_by": result.decided_by,
+        "gamma": None if best is None else gamma_summary(best.detection),
     }
