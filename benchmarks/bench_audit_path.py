@@ -19,6 +19,7 @@ Run: ``python benchmarks/bench_audit_path.py [--texts N]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_web import _texts  # noqa: E402
 from detector.core.config import KeyConfig  # noqa: E402
+from detector.decision.decide import decide_many  # noqa: E402
 from detector.decision.family import combine
 from detector.decision.text import detect_text
 from detector.evidence.detection import Document, detect_batch
@@ -88,12 +90,20 @@ def main() -> None:
             if any(loc.spans for loc in locs):
                 offsets_of(encoding)
 
+    def decided() -> None:  # score_texts: the one decision, batched, offsets where spans
+        encoded = [tok.encode_lazy(text) for text in texts]
+        decide_many(
+            [[Document(ids, [config])] for ids, _ in encoded],
+            offsets=[[functools.partial(offsets_of, enc)] for _, enc in encoded],
+        )
+
     runs = [
         ("detect_text per text (bench_web's in-process)", in_process),
         ("tokenize + detect_batch + combine", verdict),
         ("tokenize + detect_batch + localize_family", localized),
         ("  the first scan windows batched (score_texts)", localized_batched),
         ("  + offsets for the texts with a span", localized_with_offsets),
+        ("decide_many (score_texts's one decision)", decided),
     ]
     print(f"{len(texts):,} audit texts, one key, one core; CPU seconds, best of 3")
     base = None

@@ -1,4 +1,9 @@
-"""``python -m detector detect --key K [--tokenizer PATH|default] [--spans] [FILE|-]``: JSON.
+"""``python -m detector detect --key K [--tokenizer PATH|default] [FILE|-]``: JSON.
+
+``detect`` prints the product's decision (``detector.decision.decide``: the global Gamma test
+and the span scan, corrected), the same as the web service gives, with the spans that carry
+the watermark; the plain Gamma test, and the statistic vLLM's detector computes, under
+``gamma``.
 
 ``python -m detector verify REPORT --jwks JWKS [--text FILE] [--key-file K --tokenizer T]
 [--ngram-table FILE]``
@@ -65,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     det.add_argument("--tokens", action="store_true", help="add per-token rows")
     det.add_argument(
-        "--spans", action="store_true", help="localize: add the spans that carry the watermark"
+        "--spans",
+        action="store_true",
+        help="accepted for compatibility: the spans are always part of the decision",
     )
     det.add_argument("file", nargs="?", default="-", help="text file, or - for stdin")
     ver = sub.add_parser("verify", help="verify a signed report (exit 0 valid, 1 not)")
@@ -140,9 +147,12 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
         common_ngrams=not args.all_pairs,
     )
     det = result.hypotheses[0].detection
-    out: dict[str, Any] = det.summary()
+    out: dict[str, Any] = result.summary()
+    for row, span in zip(out["spans"], result.spans, strict=True):
+        row["text"] = text[span.start_char : span.end_char]
     table = None if args.all_pairs else tokenizer.ngram_table
     out.update(
+        num_common_tokens=det.num_common_tokens,
         tokenizer=tokenizer.name,
         tokenizer_hash=tokenizer.content_hash,
         ngram_table=applied_hash(table, config.context_width),
@@ -150,8 +160,6 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
         context_width=config.context_width,
         threshold=args.threshold,
     )
-    if args.spans:
-        out["localized"] = _localized(result, config, args.threshold, text)
     if args.tokens:
         out["tokens"] = [
             {
@@ -169,18 +177,6 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
                 )
             )
         ]
-    return out
-
-
-def _localized(result: Any, config: KeyConfig, threshold: float, text: str) -> dict[str, Any]:
-    """The localized decision (global test and scan combined) and its spans, with text."""
-    from detector.evidence.localize import char_range, localize_detection
-
-    loc = localize_detection(result.hypotheses[0].detection, config, threshold=threshold)
-    out = loc.summary()
-    for row, span in zip(out["spans"], loc.spans, strict=True):
-        row["start_char"], row["end_char"] = char_range(result.offsets, span.start, span.end)
-        row["text"] = text[row["start_char"] : row["end_char"]]
     return out
 
 

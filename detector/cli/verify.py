@@ -61,9 +61,14 @@ def _verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], i
             raise ReportError(str(exc)) from None
         table = _table(args.ngram_table) if args.ngram_table else None
         got = recompute(verified.payload, text, key, tokenizer, args.hypothesis, table)
+        decision = (
+            f"; decision log10 p {got['decision_log10_p']:.3f} with {got['num_spans']} span(s)"
+            if "decision_log10_p" in got
+            else ""
+        )
         lines.append(
             f"recomputed: {got['num_scored_tokens']} scored tokens, "
-            f"log10 p {got['log10_p']:.3f}, as reported ({_table_words(got)})"
+            f"log10 p {got['log10_p']:.3f}{decision}, as reported ({_table_words(got)})"
         )
     return lines
 

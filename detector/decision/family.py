@@ -22,12 +22,17 @@ from detector.evidence.power import ThreeWay, decide, power_model
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """One tested key configuration and its result; ``adjusted_log10_p`` is family-corrected."""
+    """One tested key configuration and its result; ``adjusted_log10_p`` is family-corrected.
+    ``decided_by``: the test its decision p-value rests on, ``gamma`` (the Gamma test, with
+    the span scan when localized) or ``weighted`` (the model-assisted test).
+    ``decision_log10_p``: its own decision p-value before the family correction."""
 
     index: int
     name: str | None
     detection: Detection
     adjusted_log10_p: float
+    decided_by: str = "gamma"
+    decision_log10_p: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,7 @@ def combine(
     three = _family_three_way(detections, names, is_watermarked, 10.0**best_lp, threshold, level)
     return Verdict(
         hypotheses=tuple(
-            Hypothesis(i, name, d, float(a))
+            Hypothesis(i, name, d, float(a), d.decided_by, d.decision_log10_p)
             for i, (name, d, a) in enumerate(zip(names, detections, adjusted, strict=True))
         ),
         correction=correction,

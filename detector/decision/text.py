@@ -1,5 +1,6 @@
-"""Text in, verdict out: ``detect_text`` tokenizes once and tests every key of the family;
-``assisted_detect`` tests token ids with the Gamma and the model-assisted tests."""
+"""Text in, decision out: ``detect_text`` tokenizes once and makes the one decision
+(``detector.decision.decide``) under every key of the family, with a model's reading when a
+model is given."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from detector.core.config import DEFAULT_THRESHOLD, KeyConfig, as_key_config
-from detector.decision.family import Verdict, combine
-from detector.evidence.detection import Document, detect_batch, detect_config
+from detector.decision.decide import Decision, decide
+from detector.evidence.detection import Document
+from detector.evidence.localize import MAX_SPANS
 
 
 @dataclass(frozen=True)
-class TextDetection(Verdict):
-    """A text tested under every configuration with one tokenizer (``detect_text``)."""
+class TextDecision(Decision):
+    """The decision on a text tested under every configuration with one tokenizer."""
 
     token_ids: NDArray[np.int64] = field(repr=False, kw_only=True)
     tokenizer_hash: str | None = field(default=None, kw_only=True)
@@ -38,18 +40,20 @@ def detect_text(
     keys: Sequence[int | KeyConfig] | int | KeyConfig,
     *,
     threshold: float = DEFAULT_THRESHOLD,
-    correction: str = "holm",
     assist: Any = None,
     common_ngrams: bool = True,
     tokens_needed: Sequence[int | None] | None = None,
-) -> TextDetection:
-    """Tokenize ``text`` once and test every key configuration, correcting for their number.
-    With ``assist`` (a ``detector.reading.model.ModelAssist`` for this tokenizer) each key also runs
-    the weighted test and decides with both. With ``common_ngrams`` (the default), pairs in
-    the tokenizer's shipped n-gram table are left unscored; ``common_ngrams=False`` scores
-    every de-duplicated token, as vLLM's detector does. ``tokens_needed``: each key's measured
-    scored tokens for 80% power (the three-way verdict's basis when no model reads the text)."""
-    from detector.text.tokenizers import as_tokenizer
+    max_spans: int = MAX_SPANS,
+) -> TextDecision:
+    """Tokenize ``text`` once and decide under every key configuration (``decide``: global
+    test, span scan, Holm over the keys). With ``assist`` (a
+    ``detector.reading.model.ModelAssist`` for this tokenizer) each key also runs the
+    weighted test and decides with both. With ``common_ngrams`` (the default), pairs in the
+    tokenizer's shipped n-gram table are left unscored; ``common_ngrams=False`` scores every
+    de-duplicated token, as vLLM's detector does. ``tokens_needed``: each key's measured
+    scored tokens for 80% power (the three-way verdict's basis when no model reads the text).
+    Spans carry character offsets."""
+    from detector.text.tokenizers import as_tokenizer, offsets_of
 
     if not isinstance(text, str):
         raise ValueError("text must be a str")
@@ -61,51 +65,24 @@ def detect_text(
     tok = as_tokenizer(tokenizer)
     ids, encoding = tok.encode_lazy(text)
     reading = None if assist is None else assist.read([ids])[0]
-    ngrams = tok.ngram_table if common_ngrams else None
     doc = Document(
         ids,
         configs,
         None if reading is None else reading.expected,
         tokens_needed=tokens_needed,
-        ngrams=ngrams,
+        ngrams=tok.ngram_table if common_ngrams else None,
         observed_scores=None if reading is None else reading.observed,
     )
-    detections = detect_batch([doc], threshold)[0]
-    names = [c.name for c in configs]
-    verdict = combine(detections, names=names, threshold=threshold, correction=correction)
-    return TextDetection(
-        **{f.name: getattr(verdict, f.name) for f in fields(Verdict)},
+    decision = decide(
+        [doc],
+        names=[c.name for c in configs],
+        threshold=threshold,
+        max_spans=max_spans,
+        offsets=[lambda: offsets_of(encoding)],
+    )
+    return TextDecision(
+        **{f.name: getattr(decision, f.name) for f in fields(Decision)},
         token_ids=ids,
         tokenizer_hash=tok.content_hash,
         _encoding=encoding,
-    )
-
-
-def assisted_detect(
-    token_ids: ArrayLike,
-    key: int | KeyConfig,
-    assist: Any = None,
-    *,
-    expected_scores: ArrayLike | None = None,
-    observed_scores: ArrayLike | None = None,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    threshold: float = DEFAULT_THRESHOLD,
-) -> Any:
-    """Test ``token_ids`` under ``key`` with the Gamma test and the weighted test; the
-    ``Detection`` decides with both (``decided_by``, ``decision_log10_p``). Give either the
-    model (``assist``: the observed-token weights) or the text's ``expected_scores`` (and
-    ``observed_scores``) computed before."""
-    if expected_scores is None:
-        if assist is None:
-            raise ValueError("give assist or expected_scores")
-        reading = assist.read([token_ids], temperature=temperature, top_p=top_p)[0]
-        expected_scores, observed_scores = reading.expected, reading.observed
-    config = as_key_config(key)
-    return detect_config(
-        token_ids,
-        config,
-        threshold,
-        expected_scores=expected_scores,
-        observed_scores=observed_scores,
     )

@@ -33,9 +33,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from detector.core.config import DEFAULT_THRESHOLD, KeyConfig, as_key_config
 from detector.core.stats import gamma_upper_log10
-from detector.decision.family import Verdict, VerdictResult, combine
+from detector.decision.family import Verdict, combine
 from detector.evidence import scan
-from detector.evidence.detection import Detection, Document, detect_batch, detect_config
+from detector.evidence.detection import Detection, detect_config
 
 MAX_SPANS = 8
 
@@ -52,7 +52,7 @@ class Span:
     log10_p: float
     start_char: int | None = None  # character offsets ``[start_char, end_char)`` (text input)
     end_char: int | None = None
-    key_index: int = 0  # which tested key configuration (``localize_text``)
+    key_index: int = 0  # which tested key configuration (``detector.decision.decide``)
     key_name: str | None = None
     window_log10_p: float = 0.0  # the span's own Gamma p-value, before any adjustment
 
@@ -251,20 +251,17 @@ def localize_family(
         proxies, names=names, threshold=threshold, correction=correction, tests_per_hypothesis=2
     )
     hypotheses = tuple(
-        replace(h, detection=d) for h, d in zip(verdict.hypotheses, detections, strict=True)
+        replace(h, detection=d, decided_by=_decided_by(d, loc))
+        for h, d, loc in zip(verdict.hypotheses, detections, locs, strict=True)
     )
     return replace(verdict, hypotheses=hypotheses), locs
 
 
-@dataclass(frozen=True)
-class TextLocalization(VerdictResult):
-    """Several keys tested on one text; spans carry character offsets and their key."""
-
-    family: Verdict
-    localizations: tuple[Localization, ...]
-    spans: list[Span]  # every key's accepted spans, in text order
-    token_ids: NDArray[np.int64] = field(repr=False)
-    offsets: NDArray[np.int64] = field(repr=False)  # [num_tokens, 2]
+def _decided_by(detection: Detection, loc: Localization) -> str:
+    """The side of ``2 min(p_localized, p_weighted)`` (the decision with a model) that gave
+    the smaller p-value."""
+    weighted = detection.weighted
+    return "weighted" if weighted is not None and weighted.log10_p < loc.log10_p else "gamma"
 
 
 def char_range(offsets: NDArray[np.int64], start: int, end: int) -> tuple[int, int]:
@@ -276,44 +273,3 @@ def with_chars(span: Span, offsets: NDArray[np.int64], index: int, name: str | N
     """``span`` with its character offsets and the hypothesis it belongs to."""
     a, b = char_range(offsets, span.start, span.end)
     return replace(span, start_char=a, end_char=b, key_index=index, key_name=name)
-
-
-def localize_text(
-    text: str,
-    tokenizer: Any,
-    keys: Sequence[int | KeyConfig] | int | KeyConfig,
-    *,
-    threshold: float = DEFAULT_THRESHOLD,
-    correction: str = "holm",
-    max_spans: int = MAX_SPANS,
-) -> TextLocalization:
-    """Tokenize once, localize under every key; the family of keys is corrected as
-    ``detect_text`` does (``localize_family``)."""
-    from detector.text.tokenizers import as_tokenizer, offsets_of
-
-    if not isinstance(text, str):
-        raise ValueError("text must be a str")
-    configs = [as_key_config(k) for k in ([keys] if isinstance(keys, (int, KeyConfig)) else keys)]
-    if not configs:
-        raise ValueError("at least one key is needed")
-    tok = as_tokenizer(tokenizer)
-    ids, encoding = tok.encode_lazy(text)
-    offsets = offsets_of(encoding)
-    detections = detect_batch([Document(ids, configs, ngrams=tok.ngram_table)], threshold)[0]
-    names = [c.name for c in configs]
-    verdict, locs = localize_family(
-        detections,
-        configs,
-        names=names,
-        threshold=threshold,
-        correction=correction,
-        max_spans=max_spans,
-    )
-    spans = [with_chars(s, offsets, i, names[i]) for i, loc in enumerate(locs) for s in loc.spans]
-    return TextLocalization(
-        family=verdict,
-        localizations=locs,
-        spans=sorted(spans, key=lambda s: (s.start, s.key_index)),
-        token_ids=ids,
-        offsets=offsets,
-    )

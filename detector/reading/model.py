@@ -39,8 +39,9 @@ texts are cut into windows of at most ``window`` positions, each after the first
 ``q`` is the model's distribution after the key's temperature and top-p where they are known
 (vLLM's top-p semantics), else at temperature 1.
 
-``assisted_detect`` runs the Gamma test and the weighted test on one text and decides with
-both (``detector.evidence.detection.Detection.decision_log10_p``: Bonferroni over the two tests).
+The decision with a model's reading is the product's one decision
+(``detector.decision.decide``, ``detect_text(..., assist=...)``): the weighted test joins the
+localized Gamma test, Bonferroni over the two.
 """
 
 from __future__ import annotations

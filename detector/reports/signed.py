@@ -122,7 +122,12 @@ def recompute(
     index: int | None = None,
     ngram_table: NgramTable | None = None,
 ) -> dict[str, Any]:
-    """Run the detector again on one hypothesis and compare with the report (ReportError).
+    """Run the detector again on one hypothesis and compare with the report (ReportError):
+    its plain Gamma test, then the decision (``detector.decision.decide``) as far as one key
+    allows: the hypothesis's own decision p-value (global test and span scan, with the
+    report's weighted-test p when a model read the text: recomputing that one needs the
+    model), its spans, and the family's corrected p-value and verdict from it and the other
+    hypotheses' reported decision p-values (Holm).
 
     The scored tokens are filtered by the n-gram table the report names (``ngram_table``: a
     table file given by the verifier, else the tokenizer's shipped one, whichever has the
@@ -159,7 +164,57 @@ def recompute(
         "ngram_table_named": NGRAM_TABLE in h,
     }
     _compare(h, got)
+    if h.get("decision_log10_p") is not None:  # reports signed before decisions were stored
+        got.update(_recompute_decision(payload, h, d, config))
     return got
+
+
+def _recompute_decision(
+    payload: dict[str, Any], h: dict[str, Any], d: Any, config: Any
+) -> dict[str, Any]:
+    """The hypothesis's decision recomputed from its detection ``d``, compared with the
+    report's decision (its own p-value, its spans, the family's corrected p and verdict)."""
+    from detector.decision.decide import with_weighted
+    from detector.decision.family import correct
+    from detector.evidence.localize import localize_detection
+
+    hypotheses = payload["hypotheses"]
+    threshold = float(payload["threshold"])
+    loc = localize_detection(d, config, threshold=threshold, span_factor=len(hypotheses))
+    own = with_weighted(loc.log10_p, h.get("weighted_log10_p"))
+    rounded = bool(h.get("p_rounded"))
+    _close("decision log10 p", own, h["decision_log10_p"], rounded)
+    spans = [s for s in payload.get("spans") or [] if s.get("key_id") == h["key"]["id"]]
+    if not rounded and h["key"]["id"] is not None and payload.get("spans") is not None:
+        want = [(s["start_token"], s["end_token"]) for s in spans]
+        found = [(s.start, s.end) for s in loc.spans]
+        if found != want:
+            raise ReportError(f"spans: recomputed {found}, the report says {want}")
+        for s, r in zip(loc.spans, spans, strict=True):
+            _close("span log10 p", s.log10_p, r["log10_p"], False)
+    others = [own if x is h else float(x["decision_log10_p"]) for x in hypotheses]
+    if not rounded and all(x.get("decision_log10_p") is not None for x in hypotheses):
+        adjusted = correct(others, payload.get("correction", "holm"))
+        verdict = payload["verdict"]
+        _close("corrected log10 p", float(adjusted.min()), verdict["log10_p"], False)
+        best = int(adjusted.argmin())
+        flagged = bool(adjusted[best] <= math.log10(threshold))
+        flagged = flagged and int(hypotheses[best].get("num_scored_tokens") or 0) > 0
+        if flagged != bool(verdict["is_watermarked"]):
+            raise ReportError(
+                f"is_watermarked: recomputed {flagged}, the report says {verdict['is_watermarked']}"
+            )
+    return {"decision_log10_p": own, "num_spans": len(loc.spans)}
+
+
+def _close(what: str, got: float, reported: Any, rounded: bool) -> None:
+    if reported is None:
+        return
+    if rounded:
+        if math.floor(got) != reported:
+            raise ReportError(f"{what}: recomputed {got:.3f}, the report says {reported}")
+    elif not math.isclose(got, float(reported), rel_tol=1e-9, abs_tol=1e-9):
+        raise ReportError(f"{what}: recomputed {got!r}, the report says {reported!r}")
 
 
 def _table_of(

@@ -18,6 +18,7 @@ HYPOTHESIS_FIELDS = (
     "p_value",
     "log10_p",
     "adjusted_log10_p",
+    "decision_log10_p",
     "weighted_log10_p",
     "weighted_suspected",
     "decided_by",

@@ -205,6 +205,10 @@ class Hypothesis(models.Model):
     p_value = models.FloatField()
     log10_p = models.FloatField()
     adjusted_log10_p = models.FloatField()
+    # The hypothesis's own decision p-value before the family correction
+    # (detector.decision.decide: global test and span scan, with the weighted test when a
+    # model read the text); null for checks scored before it was stored.
+    decision_log10_p = models.FloatField(null=True, blank=True)
     # The model-assisted test, when the tokenizer's model read the text (else null).
     weighted_log10_p = models.FloatField(null=True, blank=True)
     # Scored tokens the model-assisted test set aside because a suspected edit (a token the

@@ -1,16 +1,17 @@
 """Scoring a text against registered keys: the one place the web product calls the detector.
 
 Keys are grouped by tokenizer: each group tokenizes the text once (a
-``detector.evidence.detection.Document``
-holding the group's configurations), and the detector's ``localize_family`` localizes every
-hypothesis and corrects all hypotheses of all groups together, so the verdict (global test and
-span scan combined) accounts for every (key x tokenizer) pair tested. A tokenizer with a
-shipped n-gram table (``detector.text.ngrams``) leaves the pairs common in human text unscored.
-Nothing statistical happens here: this module binds the detector's results to registry rows.
+``detector.evidence.detection.Document`` holding the group's configurations), and the
+detector's one decision (``detector.decision.decide``: global test, span scan, the weighted
+test when a model read the text, Holm over every (key x tokenizer) pair tested) decides. A
+tokenizer with a shipped n-gram table (``detector.text.ngrams``) leaves the pairs common in
+human text unscored. Nothing statistical happens here and nothing is decided: this module
+binds the detector's decision to registry rows.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass, replace
@@ -20,11 +21,11 @@ import numpy as np
 from django.conf import settings
 
 from detector.core.config import KeyConfig
+from detector.decision.decide import Decision, decide, decide_many
 from detector.decision.family import Hypothesis, Verdict, VerdictResult
 from detector.evidence.chart import cumulative_log10_p
-from detector.evidence.detection import Detection, Document, detect_batch
-from detector.evidence.localize import Localization, first_windows, localize_family, with_chars
-from detector.evidence.scan import Window
+from detector.evidence.detection import Detection, Document
+from detector.evidence.localize import Localization
 from detector.text.ngrams import applied_hash
 from detector.text.tokenizers import Tokenizer as LoadedTokenizer
 from detector.text.tokenizers import load_tokenizer, offsets_of
@@ -72,9 +73,6 @@ class HypothesisResult:
     key: WatermarkKey
     tokenizer: Tokenizer
     hypothesis: Hypothesis
-    # The test its decision rests on: "gamma" (the Gamma test and the span scan, as
-    # localized) or "weighted" (the model-assisted test, when a model read the text).
-    decided_by: str = "gamma"
     # Content hash of the n-gram table that filtered its scored tokens; "" when none applied.
     ngram_table: str = ""
     # The key's measured false-positive rate when scored (None: not calibrated then).
@@ -83,6 +81,12 @@ class HypothesisResult:
     @property
     def index(self) -> int:
         return self.hypothesis.index
+
+    @property
+    def decided_by(self) -> str:
+        """The test its decision rests on, as the detector decided: "gamma" (the Gamma test
+        and the span scan) or "weighted" (the model-assisted test, when a model read it)."""
+        return self.hypothesis.decided_by
 
     @property
     def detection(self) -> Detection:
@@ -104,10 +108,12 @@ class TextResult(VerdictResult):
     elapsed_ms: float
     localizations: tuple[Localization, ...] = ()  # one per hypothesis
 
+    decision: Decision | None = None  # what the detector decided (None: not scored here)
+
     @property
     def decided_by(self) -> str:
-        """The test the family verdict rests on (its strongest hypothesis's); "" if none."""
-        return "" if self.best is None else self.hypotheses[self.best].decided_by
+        """The test the detector's verdict rests on (``Decision.decided_by``)."""
+        return "" if self.decision is None else self.decision.decided_by
 
     @property
     def key_measured_fpr(self) -> dict[str, Any] | None:
@@ -245,8 +251,13 @@ def score_text(
         _document(ids, group, e)
         for (ids, _), group, e in zip(encoded, groups, expected, strict=True)
     ]
-    result = _result(detect_batch(docs, threshold), groups, threshold)
-    result = _with_spans(result, groups, lambda g: offsets_of(encoded[g][1]))
+    decision = decide(
+        docs,
+        names=_names(groups),
+        threshold=threshold,
+        offsets=[functools.partial(offsets_of, encoding) for _, encoding in encoded],
+    )
+    result = _result(decision, groups)
     if with_tokens and result.best is not None:
         g, pos = _position(groups, result.best)
         # Offsets only for the heatmap's tokenizer: the other groups never pay for them.
@@ -271,26 +282,19 @@ def score_texts(
     encoded = [[g.loaded.encode_lazy(text) for g in groups] for text in texts]
     budget = assist_budget() if assist else 0
     expected = expected_scores([[ids for ids, _ in per] for per in encoded], groups, budget)
-    docs = [
-        _document(ids, g, e)
+    texts_docs = [
+        [_document(ids, g, e) for (ids, _), g, e in zip(per, groups, per_e, strict=True)]
         for per, per_e in zip(encoded, expected, strict=True)
-        for (ids, _), g, e in zip(per, groups, per_e, strict=True)
     ]
-    found = detect_batch(docs, threshold)
-    per_text = [found[i * len(groups) : (i + 1) * len(groups)] for i in range(len(texts))]
-    # The scan's first window of every (text, key) in one batched pass (most audit texts
-    # stop there), then each text's localized verdict from it.
-    configs = [c for g in groups for c in g.configs]
-    flat = [d for f in per_text for group_found in f for d in group_found]
-    windows = first_windows(flat, configs * len(texts))
-    m = len(configs)
-    results = [
-        _result(f, groups, threshold, windows[i * m : (i + 1) * m]) for i, f in enumerate(per_text)
-    ]
-    results = [  # offsets only for the texts where a span was found
-        _with_spans(r, groups, lambda g, per=per: offsets_of(per[g][1]))
-        for r, per in zip(results, encoded, strict=True)
-    ]
+    # One detect_batch call and the scan's first windows in one batched pass; the offsets
+    # only for the texts where a span was found.
+    decisions = decide_many(
+        texts_docs,
+        names=_names(groups),
+        threshold=threshold,
+        offsets=[[functools.partial(offsets_of, enc) for _, enc in per] for per in encoded],
+    )
+    results = [_result(decision, groups) for decision in decisions]
     each_ms = (time.perf_counter() - start) * 1000.0 / max(len(texts), 1)
     return [replace(result, elapsed_ms=each_ms) for result in results]
 
@@ -304,25 +308,13 @@ def _position(groups: list[KeyGroup], index: int) -> tuple[int, int]:
     raise IndexError(index)
 
 
-def _result(
-    found: list[list[Detection]],
-    groups: list[KeyGroup],
-    threshold: float,
-    windows: list[Window | None] | None = None,
-) -> TextResult:
-    """The detector's verdict over every group's hypotheses, bound to the registry rows
-    (``windows``: the hypotheses' first scan windows when computed already)."""
-    detections = [d for group_found in found for d in group_found]
+def _names(groups: list[KeyGroup]) -> list[str | None]:
+    return [key.name for group in groups for key in group.keys]
+
+
+def _result(decision: Decision, groups: list[KeyGroup]) -> TextResult:
+    """The detector's decision over every group's hypotheses, bound to the registry rows."""
     rows = [(key, group.tokenizer) for group in groups for key in group.keys]
-    configs = [c for group in groups for c in group.configs]
-    verdict, localizations = localize_family(
-        detections,
-        configs,
-        names=[key.name for key, _ in rows],
-        threshold=threshold,
-        correction="holm",
-        first_windows=windows,
-    )
     tables = [_table_hash(group, c) for group in groups for c in group.configs]
     fprs = [
         group.measured_fpr[i] if group.measured_fpr else None
@@ -330,58 +322,39 @@ def _result(
         for i in range(len(group.keys))
     ]
     hypotheses = tuple(
-        HypothesisResult(key, tokenizer, h, _decided_by(h.detection, loc), table, fpr)
-        for (key, tokenizer), h, loc, table, fpr in zip(
-            rows, verdict.hypotheses, localizations, tables, fprs, strict=True
+        HypothesisResult(key, tokenizer, h, table, fpr)
+        for (key, tokenizer), h, table, fpr in zip(
+            rows, decision.hypotheses, tables, fprs, strict=True
         )
     )
+    spans = tuple(
+        {
+            "start_token": s.start,
+            "end_token": s.end,
+            "start_char": s.start_char,
+            "end_char": s.end_char,
+            "num_scored_tokens": s.num_scored_tokens,
+            "p_value": s.p_value,
+            "log10_p": s.log10_p,
+            "key_id": str(rows[s.key_index][0].id),
+            "key_name": s.key_name,
+        }
+        for s in decision.spans
+    )
     return TextResult(
-        family=verdict,
+        family=decision.family,
         hypotheses=hypotheses,
         token_data=None,
         elapsed_ms=0.0,
-        localizations=localizations,
+        localizations=decision.localizations,
+        spans=spans,
+        decision=decision,
     )
 
 
 def _table_hash(group: KeyGroup, config: KeyConfig) -> str:
     """The n-gram table ``_document`` gave this key's hypothesis, by content hash ("" none)."""
     return applied_hash(group.loaded.ngram_table, config.context_width) or ""
-
-
-def _decided_by(detection: Detection, loc: Localization) -> str:
-    """The side of ``2 min(p_localized, p_weighted)`` (``localize_family``'s decision with a
-    model) that gave the smaller p-value."""
-    weighted = detection.weighted
-    return "weighted" if weighted is not None and weighted.log10_p < loc.log10_p else "gamma"
-
-
-def _with_spans(result: TextResult, groups: list[KeyGroup], offsets: Any) -> TextResult:
-    """``result`` with a row per accepted span; ``offsets(g)`` gives group g's token offsets
-    (only asked for when one of its hypotheses has a span)."""
-    rows: list[dict[str, Any]] = []
-    got: dict[int, np.ndarray] = {}
-    for h, loc in zip(result.hypotheses, result.localizations, strict=True):
-        g, _ = _position(groups, h.index)
-        for span in loc.spans:
-            if g not in got:
-                got[g] = offsets(g)
-            s = with_chars(span, got[g], h.index, h.key.name)
-            rows.append(
-                {
-                    "start_token": s.start,
-                    "end_token": s.end,
-                    "start_char": s.start_char,
-                    "end_char": s.end_char,
-                    "num_scored_tokens": s.num_scored_tokens,
-                    "p_value": s.p_value,
-                    "log10_p": s.log10_p,
-                    "key_id": str(h.key.id),
-                    "key_name": h.key.name,
-                }
-            )
-    rows.sort(key=lambda r: (r["start_token"], r["key_id"]))
-    return replace(result, spans=tuple(rows))
 
 
 def heatmap_data(detection: Detection, offsets: np.ndarray, config: KeyConfig) -> dict[str, Any]:

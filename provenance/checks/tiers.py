@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-LOG10_FIELDS = frozenset({"log10_p", "adjusted_log10_p", "log10_p_anytime", "weighted_log10_p"})
+LOG10_FIELDS = frozenset(
+    {"log10_p", "adjusted_log10_p", "decision_log10_p", "log10_p_anytime", "weighted_log10_p"}
+)
 P_FIELDS = frozenset({"p_value"})
 HIDDEN_VALUES = frozenset({"score", "log10_e_value"})  # kept as null: the shape stays
 PER_TOKEN = frozenset({"heatmap", "token_data", "tokens", "scores", "chart", "offsets"})
@@ -59,4 +61,5 @@ def basic_view(check: Any, hypotheses: list[Any]) -> None:
         h.score = None
         h.log10_p, h.p_value = round_log10(h.log10_p), round_p(h.p_value)
         h.adjusted_log10_p = round_log10(h.adjusted_log10_p)
+        h.decision_log10_p = round_log10(h.decision_log10_p)
         h.weighted_log10_p = round_log10(h.weighted_log10_p)

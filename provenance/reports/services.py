@@ -87,6 +87,11 @@ def _hypothesis(h: Hypothesis, basic: bool) -> dict[str, Any]:
         "p_value": None if basic else h.p_value,
         "log10_p": _rounded(h.log10_p) if basic else h.log10_p,
         "adjusted_log10_p": _rounded(h.adjusted_log10_p) if basic else h.adjusted_log10_p,
+        # the detector's decision for this hypothesis (before the family correction), the
+        # test it rests on, and the model-assisted test's p when a model read the text
+        "decision_log10_p": (_rounded(h.decision_log10_p) if basic else h.decision_log10_p),
+        "decided_by": h.decided_by or None,
+        "weighted_log10_p": _rounded(h.weighted_log10_p) if basic else h.weighted_log10_p,
     }
     if h.ngram_table is not None:  # null: scored before the table was recorded
         entry[report.NGRAM_TABLE] = h.ngram_table or None
@@ -100,10 +105,10 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
     if check.status != Status.DONE:
         raise Conflict(f"the check is {check.status}; a report needs a finished check")
     basic = tier != Team.OracleTier.AUDITOR
-    hypotheses = [
-        _hypothesis(h, basic) for h in check.hypotheses.select_related("key", "tokenizer")
-    ]
-    best = min(hypotheses, key=lambda h: h["adjusted_log10_p"], default=None)
+    rows = list(check.hypotheses.select_related("key", "tokenizer"))
+    hypotheses = [_hypothesis(h, basic) for h in rows]
+    # the detector's best hypothesis: the first smallest corrected p (before any rounding)
+    best = min(rows, key=lambda h: h.adjusted_log10_p, default=None)
     log10_p = _rounded(check.log10_p) if basic else check.log10_p
     payload: dict[str, Any] = {
         "schema": report.SCHEMA,
@@ -130,7 +135,9 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
             "tokens_needed": check.verdict_tokens_needed,
             # the best key's measured false-positive rate when the check was scored
             "key_measured_fpr": check.key_measured_fpr,
-            "best": best["index"] if best else None,
+            "best": best.index if best else None,
+            # the test the verdict rests on ("gamma": global test and span scan; "weighted")
+            "decided_by": check.decided_by or None,
             "log10_p": log10_p,
             "p_value": 10.0**log10_p if log10_p is not None else None,
         },

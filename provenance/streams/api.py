@@ -29,7 +29,18 @@ class StateOutput(serializers.Serializer):
     id = serializers.UUIDField()
     num_tokens = serializers.IntegerField()
     num_scored_tokens = serializers.IntegerField()
-    is_watermarked = serializers.BooleanField()
+    is_watermarked = serializers.BooleanField(
+        help_text="open: the e-process's running verdict; closed: the detector's decision"
+    )
+    is_watermarked_anytime = serializers.BooleanField(
+        help_text="the e-process reached 1 / threshold (anytime-valid; stays true)"
+    )
+    verdict = serializers.CharField(required=False, help_text="closed streams: the decision")
+    verdict_reason = serializers.CharField(required=False)
+    p_value = serializers.FloatField(required=False, help_text="closed streams: the decision's")
+    log10_p = serializers.FloatField(required=False)
+    decided_by = serializers.CharField(required=False)
+    spans = serializers.ListField(child=serializers.DictField(), required=False)
     threshold = serializers.FloatField()
     best_key = serializers.CharField(allow_null=True)
     closed = serializers.BooleanField()

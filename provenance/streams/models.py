@@ -22,6 +22,11 @@ class Stream(models.Model):
     # detector.evidence.stream.EvidenceStream.to_bytes(): counters and seen contexts, no key value.
     state = models.BinaryField(editable=False)
     pending_text = models.TextField(blank=True)  # text whose last word may still grow
+    # Every token id appended so far (little-endian uint32): the closed stream's final answer
+    # is the detector's one decision on them (detector.decision.decide).
+    token_ids = models.BinaryField(editable=False, default=b"")
+    # That decision, once closed (``Decision.summary``); null while open.
+    decision = models.JSONField(null=True, blank=True, editable=False)
     num_tokens = models.PositiveIntegerField(default=0)
     is_watermarked = models.BooleanField(default=False)
     closed = models.BooleanField(default=False)

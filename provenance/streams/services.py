@@ -1,7 +1,8 @@
 """Streaming detection over HTTP: open a stream on some keys, append text or token ids, read
 the anytime-valid state (``detector.evidence.stream``) after every append. Checking after every
-append
-is valid: the verdict is the e-process reaching 1 / threshold, not a re-run fixed test."""
+append is valid: the running verdict is the e-process reaching 1 / threshold, not a re-run
+fixed test. A closed stream's final answer is the detector's one decision
+(``detector.decision.decide``) on all its tokens, as a check of the same text gets."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import Http404
 
+from detector.decision.decide import decide
+from detector.evidence.detection import Document
 from detector.evidence.stream import EvidenceStream, StreamState, split_stable
+from detector.text.ngrams import table_for
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
+from provenance.checks import tiers
 from provenance.checks.models import DetectionLog
 from provenance.checks.scoring import ScoringError, tokenizer_load
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
@@ -128,10 +134,34 @@ def stream_append(
         evidence = _evidence(keys, stream.threshold, bytes(stream.state))
         state = evidence.extend(ids)
         stream.state, stream.pending_text = evidence.to_bytes(), pending
+        stream.token_ids = bytes(stream.token_ids) + np.asarray(ids, "<u4").tobytes()
         stream.num_tokens, stream.is_watermarked = state.num_tokens, state.is_watermarked
         stream.closed = final
+        if final:
+            stream.decision = _final_decision(stream, keys)
+            stream.is_watermarked = stream.decision["is_watermarked"]
         stream.save()
     return stream, state
+
+
+def _final_decision(stream: Stream, keys: list[WatermarkKey]) -> dict[str, Any]:
+    """The detector's decision on every token of the stream, as a check of its text gets it
+    (the tokenizer's n-gram table, each key's measured power): ``Decision.summary`` with the
+    best key's name."""
+    from provenance.keys.selectors import calibration_facts
+
+    ids = np.frombuffer(bytes(stream.token_ids), "<u4").astype(np.int64)
+    facts = calibration_facts(keys)
+    doc = Document(
+        ids,
+        [key_config(key) for key in keys],
+        tokens_needed=[facts.get(key.id, (None, None))[0] for key in keys],
+        ngrams=table_for(stream.tokenizer.content_hash),
+    )
+    decision = decide([doc], names=[key.name for key in keys], threshold=stream.threshold)
+    out = decision.summary()
+    out["best_key"] = keys[decision.best].name if decision.best is not None else None
+    return out
 
 
 def _new_tokens(stream: Stream, text: Any, token_ids: Any, final: bool) -> tuple[list[int], str]:
@@ -155,10 +185,24 @@ def state_body(stream: Stream, state: StreamState, keys: list[str], auditor: boo
         "num_tokens": state.num_tokens,
         "num_scored_tokens": state.num_scored_tokens,
         "is_watermarked": state.is_watermarked,
+        "is_watermarked_anytime": state.is_watermarked,
         "threshold": stream.threshold,
         "best_key": keys[state.best] if state.best is not None and state.is_watermarked else None,
         "closed": stream.closed,
     }
+    final = stream.decision if stream.closed else None
+    if final is not None:  # the final answer: the detector's decision on the whole stream
+        shown = final if auditor else tiers.redact(final)
+        body.update(
+            is_watermarked=final["is_watermarked"],
+            verdict=final["verdict"],
+            verdict_reason=final["verdict_reason"],
+            p_value=shown["p_value"],
+            log10_p=shown["log10_p"],
+            decided_by=final["decided_by"],
+            best_key=final["best_key"] if final["is_watermarked"] else None,
+            spans=shown["spans"],
+        )
     if auditor:
         body["log10_p_anytime"] = state.log10_p_anytime
         body["log10_e_value"] = state.log10_e_value

@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from detector.decision.decide import gamma_summary
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import services
 from provenance.checks.api.base import DETECT_THROTTLES, TextField, TieredApi, body_size_guard
@@ -45,6 +46,15 @@ class DetectApi(TieredApi):
         hypotheses = serializers.ListField(child=serializers.DictField())
         spans = SpanOutput(many=True)
         key_measured_fpr = serializers.JSONField(allow_null=True)
+        decided_by = serializers.CharField(
+            help_text="the test the verdict rests on: gamma (global test and span scan), "
+            "weighted (the model-assisted test); empty without keys"
+        )
+        gamma = serializers.DictField(
+            allow_null=True,
+            help_text="the best hypothesis's plain Gamma test over the whole text, and the "
+            "statistic vLLM's detector computes (vllm_*), for comparison with vLLM",
+        )
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -85,4 +95,6 @@ def _detect_body(result: Any) -> dict[str, Any]:
         ],
         "spans": list(result.spans),
         "key_measured_fpr": result.key_measured_fpr,
+        "decided_by": result.decided_by,
+        "gamma": None if best is None else gamma_summary(best.detection),
     }

@@ -168,6 +168,7 @@ def hypothesis_values(check: Check, h: HypothesisResult) -> dict[str, Any]:
         "p_value": d.p_value,
         "log10_p": d.log10_p,
         "adjusted_log10_p": h.adjusted_log10_p,
+        "decision_log10_p": h.hypothesis.decision_log10_p,
         "weighted_log10_p": None if d.weighted is None else d.weighted.log10_p,
         "weighted_suspected": None if d.weighted is None else d.weighted.num_suspected,
         "decided_by": h.decided_by,

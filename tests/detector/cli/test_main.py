@@ -56,9 +56,18 @@ def test_it_prints_the_three_way_verdict_and_its_reason(capsys, tmp_path):
     short = json.loads(out)
     assert short["verdict"] == "inconclusive" and short["is_watermarked"] is False
     n = short["num_scored_tokens"]  # de-duplicated tokens minus pairs common in human text
-    assert 60 < n < 200 and n + short["num_common_tokens"] == short["vllm_num_scored_tokens"]
-    assert short["verdict_reason"].startswith(f"only {n} tokens could be scored; about 200")
-    assert short["verdict_tokens_needed"] == 200
+    vllm = short["gamma"]["vllm_num_scored_tokens"]  # vLLM's statistic, under "gamma"
+    assert 60 < n < 200 and n + short["num_common_tokens"] == vllm
+    # the default power model, at the decision's level: the threshold shared by the global
+    # test and the span scan (Bonferroni, 0.01 / 2)
+    from detector.evidence import power
+
+    needed = power.tokens_for_power(
+        power.mean_score_for(power.DEFAULT_TOKENS_NEEDED), np.log10(0.01 / 2)
+    )
+    assert needed > power.DEFAULT_TOKENS_NEEDED
+    assert short["verdict_reason"].startswith(f"only {n} tokens could be scored; about {needed}")
+    assert short["verdict_tokens_needed"] == needed
     _, out, _ = run(capsys, ["detect", "--key", str(KEY), "--tokens-needed", "60", str(path)])
     assert json.loads(out)["verdict"] == "not_watermarked"
 
@@ -134,7 +143,7 @@ def test_the_module_runs_as_a_program(tmp_path):
     assert proc.returncode == 2 and b"no text" in proc.stderr and b"Traceback" not in proc.stderr
 
 
-def test_spans_flag_localizes_a_watermarked_passage_inside_human_text(capsys, tmp_path):
+def test_the_decision_localizes_a_watermarked_passage_inside_human_text(capsys, tmp_path):
     from tests.detector.planted import human_ids
 
     tok = load_tokenizer()
@@ -147,11 +156,16 @@ def test_spans_flag_localizes_a_watermarked_passage_inside_human_text(capsys, tm
     text = human[:cut] + marked + human[cut:]
     path = tmp_path / "t.txt"
     path.write_text(text)
-    code, out, _ = run(capsys, ["detect", "--key", str(KEY), "--spans", str(path)])
+    code, out, _ = run(capsys, ["detect", "--key", str(KEY), str(path)])
     assert code == 0
-    loc = json.loads(out)["localized"]
+    loc = json.loads(out)  # the decision (global test and span scan) is the top level
     assert loc["is_watermarked"] and len(loc["spans"]) == 1
     span = loc["spans"][0]
     assert abs(span["start_char"] - cut) < 150 and abs(span["end_char"] - cut - len(marked)) < 150
     assert span["text"] == text[span["start_char"] : span["end_char"]]
     assert span["p_value"] <= 0.01 and str(KEY) not in out
+    # the plain Gamma test over the whole text, kept beside the decision for vLLM
+    assert loc["gamma"]["log10_p"] >= loc["log10_p"] - np.log10(2) - 1e-9
+    # --spans is accepted and changes nothing: the spans are always part of the decision
+    _, again, _ = run(capsys, ["detect", "--key", str(KEY), "--spans", str(path)])
+    assert json.loads(again) == loc

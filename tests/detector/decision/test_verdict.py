@@ -11,7 +11,6 @@ from detector.decision.family import combine
 from detector.decision.text import detect_text
 from detector.evidence import power
 from detector.evidence.detection import detect_ids
-from detector.evidence.localize import localize_text
 from tests.detector.planted import human_ids, watermark_ids
 from tests.detector.toy import keyed_sample
 
@@ -108,11 +107,11 @@ def test_text_entry_points_carry_the_family_verdict():
     text = tok.decode(list(human_ids()[30_000:30_060]))
     r = detect_text(text, tok, [KEY, KEY + 1])
     assert r.verdict == "inconclusive" and r.verdict_reason.startswith("only")
-    loc = localize_text(text, tok, [KEY])
-    assert loc.verdict == "inconclusive" and loc.verdict_reason == loc.family.verdict_reason
+    one = detect_text(text, tok, [KEY])
+    assert one.verdict == "inconclusive" and one.verdict_reason == one.family.verdict_reason
     marked = tok.decode(list(watermark_ids(KEY, 300, seed=2)))
     assert detect_text(marked, tok, [KEY, KEY + 1]).verdict == "watermarked"
-    assert localize_text(marked, tok, [KEY]).verdict == "watermarked"
+    assert detect_text(marked, tok, [KEY]).verdict == "watermarked"
 
 
 def test_the_default_is_the_documented_low_entropy_figure():

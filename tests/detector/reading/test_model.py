@@ -166,7 +166,14 @@ def test_detect_text_with_a_model_reports_the_weighted_test(assist: ModelAssist)
     found = detect_text(PROSE, load_tokenizer(), [1, 2], assist=assist)
     for h in found.hypotheses:
         assert h.detection.weighted is not None
-        assert h.adjusted_log10_p >= h.detection.decision_log10_p
+        assert h.adjusted_log10_p >= h.decision_log10_p
+        # the decision with a model: 2 min(p_localized, p_weighted)
+        loc = found.localizations[h.index]
+        assert h.decision_log10_p == pytest.approx(
+            min(0.0, np.log10(2) + min(loc.log10_p, h.detection.weighted.log10_p))
+        )
+        stronger = h.detection.weighted.log10_p < loc.log10_p
+        assert h.decided_by == ("weighted" if stronger else "gamma")
 
 
 def test_the_weighted_statistic_is_the_weighted_sum_of_scores() -> None:

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from detector.core.config import KeyConfig
-from detector.evidence.localize import char_range, localize_text
+from detector.decision.text import detect_text
+from detector.evidence.localize import char_range
 from detector.text.tokenizers import load_tokenizer
 from tests.provenance.watermark import watermarked_text
 
@@ -24,7 +25,7 @@ def mixed():
 
 
 def test_character_offsets_of_a_span_are_exact_around_cjk_and_emoji(tokenizer, mixed):
-    found = localize_text(mixed, tokenizer, [KEY])
+    found = detect_text(mixed, tokenizer, [KEY])
     assert found.is_watermarked and len(found.spans) == 1
     span = found.spans[0]
     segment = (len(CJK), len(mixed) - len(EMOJI))  # where the watermarked words lie
@@ -46,10 +47,10 @@ def test_character_ranges_cover_split_multibyte_characters(tokenizer):
 
 def test_several_keys_are_corrected_and_spans_name_their_key(tokenizer, mixed):
     configs = [KeyConfig(key=KEY + 1, name="other"), KeyConfig(key=KEY, name="ours")]
-    found = localize_text(mixed, tokenizer, configs)
+    found = detect_text(mixed, tokenizer, configs)
     assert found.is_watermarked and found.best == 1 and found.num_hypotheses == 2
     assert [s.key_name for s in found.spans] == ["ours"]
-    alone = localize_text(mixed, tokenizer, [KEY])
+    alone = detect_text(mixed, tokenizer, [KEY])
     assert found.spans[0].log10_p == pytest.approx(
         min(0.0, alone.spans[0].log10_p + np.log10(2)), abs=1e-9
     )
@@ -57,12 +58,12 @@ def test_several_keys_are_corrected_and_spans_name_their_key(tokenizer, mixed):
 
 
 def test_human_text_in_several_scripts_gives_no_span(tokenizer):
-    found = localize_text(CJK + EMOJI, tokenizer, [KEY, KEY + 1])
-    assert found.spans == [] and not found.is_watermarked
+    found = detect_text(CJK + EMOJI, tokenizer, [KEY, KEY + 1])
+    assert found.spans == () and not found.is_watermarked
 
 
 def test_it_rejects_bytes_and_an_empty_key_list(tokenizer):
     with pytest.raises(ValueError):
-        localize_text(b"abc", tokenizer, [KEY])  # type: ignore[arg-type]
+        detect_text(b"abc", tokenizer, [KEY])  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        localize_text("abc", tokenizer, [])
+        detect_text("abc", tokenizer, [])

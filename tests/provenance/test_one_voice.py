@@ -1,0 +1,175 @@
+"""One voice: the one-voice corpus (mixed, wholly watermarked, human, short texts) sent
+through every surface gets the library's decision (``detector.decision.decide`` via
+``detect_text``): the same verdict, p-value, test that decided and spans from the CLI,
+``/detect``, the checks API, the result page, an audit and its exports, the signed report and
+``python -m detector verify``, the playground's check and a closed stream's final answer."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from detector.cli.main import main as detector_main
+from detector.decision.text import detect_text
+from detector.text.tokenizers import load_tokenizer
+from provenance.checks.models import Check
+from provenance.checks.services import check_score
+from provenance.checks.services.audits import audit_score_chunk
+from provenance.checks.templatetags.provenance_tags import pvalue
+from provenance.keys.services import key_create
+from provenance.playground.models import Conversation, Message
+from provenance.playground.services import reply_check
+from tests.detector.decision.one_voice import KEY, corpus
+
+pytestmark = pytest.mark.django_db
+PAGE_VERDICT = {
+    "watermarked": "watermarked",
+    "not_watermarked": "not-watermarked",
+    "inconclusive": "inconclusive",
+}
+
+
+@pytest.fixture(scope="module")
+def expected():
+    """The library's decision on every corpus text: what every surface must answer."""
+    tok = load_tokenizer("default")
+    return {name: detect_text(text, tok, [KEY]) for name, text in corpus().items()}
+
+
+@pytest.fixture
+def key(cast, tokenizer_row):
+    made, _ = key_create(name="one-voice", team=cast["acme"], tokenizer=tokenizer_row, value=KEY)
+    return made
+
+
+def _same(name, got, ref, *, p_field="p_value"):
+    """``got`` (an answer's dict) holds ``ref``'s verdict and p-values, exactly."""
+    assert got["verdict"] == ref.verdict, name
+    assert got["is_watermarked"] == ref.is_watermarked, name
+    assert got["log10_p"] == ref.log10_p, name
+    assert got[p_field] == ref.p_value, name
+
+
+def _spans(ref):
+    return [(s.start, s.end, s.start_char, s.end_char, s.log10_p) for s in ref.spans]
+
+
+def _answer_spans(rows):
+    return [
+        (r["start_token"], r["end_token"], r["start_char"], r["end_char"], r["log10_p"])
+        for r in rows
+    ]
+
+
+def test_the_corpus_holds_the_case_where_two_decisions_disagreed(expected):
+    mixed = expected["mixed"]
+    assert mixed.verdict == "watermarked" and not mixed.hypotheses[0].detection.is_watermarked
+    assert expected["marked"].verdict == "watermarked"
+    assert {expected[n].verdict for n in ("human", "short", "tiny")} <= {
+        "not_watermarked",
+        "inconclusive",
+    }
+
+
+def test_every_surface_answers_the_librarys_decision(
+    api_for, client, cast, key, expected, tmp_path, capsys
+):
+    alice = api_for("alice")
+    client.force_login(cast["alice"])
+    texts = corpus()
+    (tmp_path / "key").write_text(str(KEY))
+    (tmp_path / "jwks.json").write_text(json.dumps(client.get("/.well-known/jwks.json").json()))
+    conversation = Conversation.objects.create(team=cast["acme"], user=cast["alice"])
+    for name, text in texts.items():
+        ref = expected[name]
+        (tmp_path / name).write_text(text)
+        # the CLI
+        assert (
+            detector_main(["detect", "--key-file", str(tmp_path / "key"), str(tmp_path / name)])
+            == 0
+        )
+        cli = json.loads(capsys.readouterr().out)
+        _same(name, cli, ref)
+        assert cli["decided_by"] == ref.decided_by
+        # /detect (vLLM's request and fields, the decision's p at the top level)
+        detect = alice.post("/detect", {"text": text}, format="json").json()
+        _same(name, detect, ref)
+        assert detect["decided_by"] == ref.decided_by and _answer_spans(detect["spans"]) == _spans(
+            ref
+        )
+        assert detect["gamma"]["log10_p"] == ref.hypotheses[0].detection.log10_p
+        assert detect["gamma"]["vllm_p_value"] == ref.hypotheses[0].detection.vllm_p_value
+        # the checks API
+        check_id = alice.post("/api/v1/checks", {"text": text}, format="json").json()["id"]
+        check_score(check_id)
+        detail = alice.get(f"/api/v1/checks/{check_id}").json()
+        _same(name, detail, ref)
+        assert detail["decided_by"] == ref.decided_by
+        assert _answer_spans(detail["spans"]) == _spans(ref)
+        (h,) = detail["hypotheses"]
+        assert h["decision_log10_p"] == ref.hypotheses[0].decision_log10_p
+        assert h["log10_p"] == ref.hypotheses[0].detection.log10_p  # the plain Gamma test
+        # the result page
+        page = client.get(f"/checks/{check_id}/").content.decode()
+        assert f'data-verdict="{PAGE_VERDICT[ref.verdict]}"' in page, name
+        assert f'<dd id="p-value">{pvalue(ref.log10_p)}</dd>' in page, name
+        # the signed report, and verify recomputing the decision from the text and the key
+        token = alice.get(f"/api/v1/checks/{check_id}/report").content.decode()
+        (tmp_path / "report.jws").write_text(token)
+        args = [str(tmp_path / "report.jws"), "--jwks", str(tmp_path / "jwks.json")]
+        args += ["--text", str(tmp_path / name), "--key-file", str(tmp_path / "key")]
+        assert detector_main(["verify", *args, "--tokenizer", "default"]) == 0, name
+        verified = capsys.readouterr().out
+        assert f"decision log10 p {ref.hypotheses[0].decision_log10_p:.3f}" in verified
+        from detector.reports.signed import verify
+
+        jwks = json.loads((tmp_path / "jwks.json").read_text())
+        verdict = verify(token, jwks).payload["verdict"]
+        assert (verdict["verdict"], verdict["log10_p"]) == (ref.verdict, ref.log10_p)
+        assert verdict["decided_by"] == (ref.decided_by or None)
+        # the playground's check of a reply
+        reply = Message.objects.create(
+            conversation=conversation, role="assistant", content=text, status="done"
+        )
+        played = reply_check(user=cast["alice"], message=reply)
+        check_score(played.id)
+        played.refresh_from_db()
+        assert (played.verdict, played.log10_p, played.p_value) == (
+            ref.verdict,
+            ref.log10_p,
+            ref.p_value,
+        )
+        # a stream's final answer: the decision on all its tokens
+        stream = alice.post("/api/v1/streams", {"key_ids": [str(key.id)]}, format="json").json()
+        url = f"/api/v1/streams/{stream['id']}/append"
+        final = alice.post(url, {"text": text, "final": True}, format="json").json()
+        assert final["closed"] is True
+        _same(name, final, ref)
+        assert final["decided_by"] == ref.decided_by
+        assert [(s["start_token"], s["end_token"], s["log10_p"]) for s in final["spans"]] == [
+            (s.start, s.end, s.log10_p) for s in ref.spans
+        ]
+
+
+def test_an_audit_and_its_exports_answer_the_librarys_decision(api_for, key, expected):
+    """The audit path scores its texts in one batch (``score_texts``: one detect_batch, the
+    first scan windows batched); each answer is the one-by-one decision."""
+    alice = api_for("alice")
+    items = [{"client_id": name, "text": text} for name, text in corpus().items()]
+    audit_id = alice.post("/api/v1/audits", {"texts": items}, format="json").json()["id"]
+    ids = list(Check.objects.filter(audit_id=audit_id).values_list("id", flat=True))
+    audit_score_chunk(audit_id, ids)
+    exported = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.json").streaming_content)
+    rows = {row["client_id"]: row for row in json.loads(exported)["results"]}
+    assert set(rows) == set(expected)
+    for name, ref in expected.items():
+        _same(name, rows[name], ref)
+        assert rows[name]["decided_by"] == ref.decided_by
+    table = b"".join(alice.get(f"/api/v1/audits/{audit_id}/export.csv").streaming_content)
+    for row in csv.DictReader(io.StringIO(table.decode())):
+        ref = expected[row["client_id"]]
+        assert row["verdict"] == ref.verdict
+        assert float(row["log10_p"]) == ref.log10_p and float(row["p_value"]) == ref.p_value
