@@ -299,6 +299,12 @@ PROVENANCE_INLINE_MAX_BYTES = env_int("PROVENANCE_INLINE_MAX_BYTES", 16 * 1024, 
 PROVENANCE_MAX_WAIT = env_int("PROVENANCE_MAX_WAIT", 30, minimum=0)
 # Tokens one streaming-detection stream may take (its seen contexts are stored with it).
 PROVENANCE_STREAM_MAX_TOKENS = env_int("PROVENANCE_STREAM_MAX_TOKENS", 20_000, minimum=1)
+# Characters a text stream may hold pending (its last word, not yet scored): a real word is
+# far shorter; longer pending text (no word boundary) is scored as it stands, not re-read on
+# every append.
+PROVENANCE_STREAM_MAX_PENDING = env_int("PROVENANCE_STREAM_MAX_PENDING", 1024, minimum=1)
+# Key ids one check, audit or stream may name (checked before any id is read).
+PROVENANCE_MAX_KEY_IDS = env_int("PROVENANCE_MAX_KEY_IDS", 64, minimum=1)
 # Documents checked as files (.txt .md .html .docx .pdf), alone or zipped into an audit: the
 # file size of one, the pages of one PDF, and the uncompressed size of a whole archive.
 PROVENANCE_MAX_DOCUMENT_BYTES = env_int("PROVENANCE_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024, 1)

@@ -26,7 +26,13 @@ from provenance.accounts.selectors import is_auditor
 from provenance.audits import selectors, services
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import tiers
-from provenance.checks.api.base import DETECT_THROTTLES, TieredApi, body_size_guard, read_upload
+from provenance.checks.api.base import (
+    DETECT_THROTTLES,
+    KeyIdsField,
+    TieredApi,
+    body_size_guard,
+    read_upload,
+)
 from provenance.checks.api.checks import CheckSummaryOutput
 from provenance.checks.fields import EXPORT_FIELDS
 from provenance.checks.models import Audit
@@ -94,9 +100,7 @@ class AuditListCreateApi(TieredApi):
             help_text="instead of texts (multipart): a zip of .txt, .md, .html, .docx and .pdf "
             "files; each file's name (its path in the zip) becomes its client_id",
         )
-        key_ids = serializers.ListField(
-            child=serializers.UUIDField(), required=False, allow_empty=False
-        )
+        key_ids = KeyIdsField()
         callback_url = serializers.CharField(
             required=False,
             allow_blank=True,

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from provenance.accounts.selectors import is_auditor
 from provenance.auth import AuthenticatedRequest
-from provenance.checks.api.base import DETECT_THROTTLES
+from provenance.checks.api.base import DETECT_THROTTLES, KeyIdsField, body_size_guard
 from provenance.streams import services
 from provenance.streams.models import Stream
 
@@ -43,12 +43,11 @@ class StreamCreateApi(APIView):
 
     @extend_schema_serializer(component_name="StreamInput")
     class InputSerializer(serializers.Serializer):
-        key_ids = serializers.ListField(
-            child=serializers.UUIDField(), required=False, allow_empty=False
-        )
+        key_ids = KeyIdsField()
 
     @extend_schema(request=InputSerializer, responses={201: StateOutput})
     def post(self, request: AuthenticatedRequest) -> Response:
+        body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         stream, state = services.stream_create(
@@ -73,6 +72,7 @@ class StreamAppendApi(APIView):
 
     @extend_schema(request=InputSerializer, responses=StateOutput)
     def post(self, request: AuthenticatedRequest, stream_id: uuid.UUID) -> Response:
+        body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data: dict[str, Any] = serializer.validated_data

@@ -69,6 +69,32 @@ class TextField(serializers.CharField):
     default_error_messages = {"invalid": "text must be a string."}
 
 
+class KeyIdsField(serializers.ListField):
+    """``key_ids``: the keys to test, at most ``PROVENANCE_MAX_KEY_IDS`` UUIDs. The count is
+    checked before any id is read, and a refusal names the limit, never the ids sent."""
+
+    def __init__(self, **kwargs: Any):
+        kwargs.setdefault("help_text", "the keys to test (default: every usable key)")
+        super().__init__(
+            child=serializers.UUIDField(),
+            required=False,
+            allow_empty=False,
+            max_length=settings.PROVENANCE_MAX_KEY_IDS,
+            **kwargs,
+        )
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        limit = settings.PROVENANCE_MAX_KEY_IDS
+        if isinstance(data, list | tuple) and len(data) > limit:
+            raise serializers.ValidationError(f"name at most {limit} key ids", code="max_length")
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if isinstance(exc.detail, dict):  # one error per bad id: say it once
+                raise serializers.ValidationError("key ids must be UUIDs", code="invalid") from None
+            raise
+
+
 class FieldsOnce(serializers.ModelSerializer):
     """A ModelSerializer that builds its fields from the model once per class, then gives
     each instance fresh ones made with the same arguments (what DRF's ``deepcopy`` of a
