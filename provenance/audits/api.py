@@ -22,7 +22,6 @@ from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
-from provenance.accounts.selectors import is_auditor
 from provenance.audits import selectors, services
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import tiers
@@ -34,9 +33,11 @@ from provenance.checks.api.base import (
     read_upload,
 )
 from provenance.checks.api.checks import CheckSummaryOutput
+from provenance.checks.exports import csv_safe
 from provenance.checks.fields import EXPORT_FIELDS
 from provenance.checks.models import Audit
 from provenance.checks.services import archive_texts
+from provenance.keys.selectors import exact_for
 from provenance.retention.services import audit_delete
 
 
@@ -177,7 +178,7 @@ def _csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     writer = csv.DictWriter(_Echo(), fieldnames=EXPORT_FIELDS)
     yield writer.writeheader()
     for row in rows:
-        yield writer.writerow(row)
+        yield writer.writerow(csv_safe(row))
 
 
 def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -192,7 +193,7 @@ class AuditExportApi(TieredApi):
     def get(self, request: AuthenticatedRequest, audit_id: str, fmt: str) -> StreamingHttpResponse:
         audit = selectors.audit_get(request.user, audit_id)
         rows = selectors.audit_export_rows(audit)
-        if not is_auditor(request.user):
+        if not exact_for(request.user, audit.key_ids):
             rows = (tiers.redact(row) for row in rows)
         if fmt == "csv":
             response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv")

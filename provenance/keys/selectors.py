@@ -16,6 +16,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from detector.core.config import KeyConfig
 from provenance.accounts.models import Membership, Team
+from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value
 from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
@@ -32,6 +33,26 @@ def keys_visible_to(team: Team | None) -> QuerySet[WatermarkKey]:
     return WatermarkKey.objects.filter(Q(team=team) | Q(shared=True)).select_related(
         "tokenizer", "team"
     )
+
+
+def exact_for(user: Any, key_ids: Iterable[Any] | None) -> bool:
+    """Whether an answer about ``key_ids`` may be exact (per-token data, scores, exact
+    p-values, the evidence chart): the caller's team is at the auditor tier and owns every
+    one of the keys. A key shared by another team is answered with the verdict and a coarse
+    p only, so its owner's key cannot be read token by token (an oracle for forging)."""
+    owned = owned_key_ids(user)
+    return owned is not None and {str(key_id) for key_id in key_ids or ()} <= owned
+
+
+def owned_key_ids(user: Any) -> set[str] | None:
+    """Ids of the keys the caller's team owns; None below the auditor tier (nothing exact)."""
+    team = team_for_user(user)
+    if team is None or not is_auditor(user):
+        return None
+    return {
+        str(key_id)
+        for key_id in WatermarkKey.objects.filter(team=team).values_list("id", flat=True)
+    }
 
 
 def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> list[WatermarkKey]:

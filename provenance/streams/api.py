@@ -11,9 +11,9 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from provenance.accounts.selectors import is_auditor
 from provenance.auth import AuthenticatedRequest
 from provenance.checks.api.base import DETECT_THROTTLES, KeyIdsField, body_size_guard
+from provenance.keys.selectors import exact_for
 from provenance.streams import services
 from provenance.streams.models import Stream
 
@@ -53,7 +53,9 @@ class StreamCreateApi(APIView):
         stream, state = services.stream_create(
             user=request.user, key_ids=serializer.validated_data.get("key_ids")
         )
-        body = services.state_body(stream, state, _key_names(stream), is_auditor(request.user))
+        body = services.state_body(
+            stream, state, _key_names(stream), exact_for(request.user, stream.key_ids)
+        )
         return Response(body, status=status.HTTP_201_CREATED)
 
 
@@ -84,4 +86,6 @@ class StreamAppendApi(APIView):
             final=data["final"],
         )
         names = _key_names(stream)
-        return Response(services.state_body(stream, state, names, is_auditor(request.user)))
+        return Response(
+            services.state_body(stream, state, names, exact_for(request.user, stream.key_ids))
+        )
