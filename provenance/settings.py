@@ -76,7 +76,18 @@ def data_dir() -> Path:
     return Path(root) if root else BASE_DIR / "var"
 
 
+def private_dir(path: Path) -> None:
+    """Create ``path`` readable by its owner only, or make an existing one so (when this
+    process owns it): however the product is started (manage.py, gunicorn, celery, the
+    embedded runner) the database, key files and logs under it are not readable by others."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    status = path.stat()
+    if status.st_mode & 0o077 and status.st_uid == os.getuid():
+        path.chmod(0o700)
+
+
 DATA_DIR = data_dir()
+private_dir(DATA_DIR)
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # The embedded default has no secret configured: a fixed development value is only
