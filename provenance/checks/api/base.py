@@ -53,7 +53,7 @@ def _exact_for_owned(user: Any, data: Any) -> Any:
         for item in items
         if "hypotheses" not in item and "key_id" not in item and "log10_p" in item
     ]
-    stored = {}
+    stored: dict[Any, list[Any]] = {}
     if bare:
         stored = dict(Check.objects.filter(id__in=bare).values_list("id", "key_ids"))
     foreign: set[int] = set()
