@@ -8,6 +8,7 @@ PROVENANCE_KEK (see ``.env.example``). Helpers fail loudly on malformed values.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,18 @@ def data_dir() -> Path:
     return Path(root) if root else BASE_DIR / "var"
 
 
+def private_dir(path: Path) -> None:
+    """Create ``path`` readable by its owner only, or make an existing one so (when this
+    process owns it): however the product is started (manage.py, gunicorn, celery, the
+    embedded runner) the database, key files and logs under it are not readable by others."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    status = path.stat()
+    if status.st_mode & 0o077 and status.st_uid == os.getuid():
+        path.chmod(0o700)
+
+
 DATA_DIR = data_dir()
+private_dir(DATA_DIR)
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # The embedded default has no secret configured: a fixed development value is only
@@ -83,11 +95,26 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 # The embedded default (make run, tests) may generate what production must configure.
 PROVENANCE_EMBEDDED = env_bool("PROVENANCE_EMBEDDED", True)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
+# Values that are public (the embedded default's, .env.example's placeholder): never a
+# production secret, since anyone could sign sessions and password-reset links with them.
+PLACEHOLDER_SECRET_KEYS = frozenset(
+    {"embedded-development-only-not-secret", "change-me-to-a-long-random-string"}
+)
 if not SECRET_KEY:
     if PROVENANCE_EMBEDDED:
         SECRET_KEY = "embedded-development-only-not-secret"
     else:
         raise ValueError("DJANGO_SECRET_KEY must be set when PROVENANCE_EMBEDDED=0")
+elif not PROVENANCE_EMBEDDED and SECRET_KEY in PLACEHOLDER_SECRET_KEYS:
+    raise ValueError(
+        "DJANGO_SECRET_KEY is a published placeholder; set a long random value "
+        "(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    )
+# DEBUG pages show code, settings and requests: only the embedded default may turn it on.
+if DEBUG and not PROVENANCE_EMBEDDED:
+    raise ValueError("DJANGO_DEBUG=1 is refused when PROVENANCE_EMBEDDED=0")
+# Error pages and mails hide the KEK, broker and cache URLs and any URL with a password.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "provenance.reporting.SecretsHiddenFilter"
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
@@ -279,6 +306,12 @@ if PROVENANCE_OIDC["ENABLED"]:
         globals()[_setting] = env_str(_variable, "")
     if not PROVENANCE_OIDC["TEAMS"]:
         raise ValueError("PROVENANCE_OIDC_TEAMS must map at least one group to a team")
+    # An organization session asks the provider again (silently, prompt=none) once its ID
+    # token is older than this: a user removed at the provider is signed out then. The API
+    # (tokens), the JWKS and static files are not redirected.
+    MIDDLEWARE.append("mozilla_django_oidc.middleware.SessionRefresh")
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env_int("PROVENANCE_OIDC_RENEW_SECONDS", 900, minimum=1)
+OIDC_EXEMPT_URLS = [re.compile(r"^/(api|static|\.well-known)/")]
 OIDC_RP_CLIENT_ID = env_str("PROVENANCE_OIDC_CLIENT_ID", "")
 OIDC_RP_SIGN_ALGO = env_str("PROVENANCE_OIDC_SIGN_ALGO", "RS256")
 OIDC_RP_SCOPES = env_str("PROVENANCE_OIDC_SCOPES", "openid email profile groups")
@@ -299,6 +332,15 @@ PROVENANCE_INLINE_MAX_BYTES = env_int("PROVENANCE_INLINE_MAX_BYTES", 16 * 1024, 
 PROVENANCE_MAX_WAIT = env_int("PROVENANCE_MAX_WAIT", 30, minimum=0)
 # Tokens one streaming-detection stream may take (its seen contexts are stored with it).
 PROVENANCE_STREAM_MAX_TOKENS = env_int("PROVENANCE_STREAM_MAX_TOKENS", 20_000, minimum=1)
+# Characters a text stream may hold pending (its last word, not yet scored): a real word is
+# far shorter; longer pending text (no word boundary) is scored as it stands, not re-read on
+# every append.
+PROVENANCE_STREAM_MAX_PENDING = env_int("PROVENANCE_STREAM_MAX_PENDING", 1024, minimum=1)
+# Active keys that may be shared with every team at once (each is a hypothesis of every
+# team's check); sharing also needs the keys.share_watermarkkey permission.
+PROVENANCE_MAX_SHARED_KEYS = env_int("PROVENANCE_MAX_SHARED_KEYS", 10, minimum=0)
+# Key ids one check, audit or stream may name (checked before any id is read).
+PROVENANCE_MAX_KEY_IDS = env_int("PROVENANCE_MAX_KEY_IDS", 64, minimum=1)
 # Documents checked as files (.txt .md .html .docx .pdf), alone or zipped into an audit: the
 # file size of one, the pages of one PDF, and the uncompressed size of a whole archive.
 PROVENANCE_MAX_DOCUMENT_BYTES = env_int("PROVENANCE_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024, 1)

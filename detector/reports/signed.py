@@ -12,6 +12,7 @@ keys appear by id and name.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -73,6 +74,10 @@ class Verified:
 def verify(token: str, jwks: dict[str, Any]) -> Verified:
     """Check the signature against the published keys; return the payload."""
     token = token.strip()
+    kid = _header_kid(token)
+    revoked = jwks.get("revoked") if isinstance(jwks, dict) else None
+    if kid is not None and isinstance(revoked, list) and kid in revoked:
+        raise ReportError(f"the report was signed with key {kid}, which its issuer revoked")
     try:
         keys = KeySet.import_key_set(jwks)  # type: ignore[arg-type]
     except (JoseError, ValueError, KeyError, TypeError) as exc:
@@ -95,6 +100,17 @@ def verify(token: str, jwks: dict[str, Any]) -> Verified:
     if payload.get("schema") != SCHEMA:
         raise ReportError(f"unknown report schema {payload.get('schema')!r}")
     return Verified(payload=payload, kid=str(header.get("kid")))
+
+
+def _header_kid(token: str) -> str | None:
+    """The ``kid`` of a compact JWS's protected header, unverified (None: unreadable)."""
+    try:
+        segment = token.split(".", 1)[0]
+        header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, TypeError):
+        return None
+    kid = header.get("kid") if isinstance(header, dict) else None
+    return kid if isinstance(kid, str) else None
 
 
 def check_text(payload: dict[str, Any], text: str) -> None:

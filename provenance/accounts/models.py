@@ -16,7 +16,7 @@ class Team(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     oracle_tier = models.CharField(
-        max_length=10, choices=OracleTier.choices, default=OracleTier.AUDITOR
+        max_length=10, choices=OracleTier.choices, default=OracleTier.BASIC
     )
     # Days a submitted text is kept (empty: PROVENANCE_RETENTION_DAYS). A team may only
     # shorten the deployment's period: the effective value is the smaller of the two.

@@ -46,6 +46,12 @@ def team_name_for(groups: list[str]) -> str | None:
 
 
 class OrganizationBackend(OIDCAuthenticationBackend):
+    def get_user(self, user_id: Any) -> Any:
+        """The session's user, read on every request; a deactivated one is signed out at
+        once (mozilla-django-oidc's own ``get_user`` does not look at ``is_active``)."""
+        user = super().get_user(user_id)
+        return user if user is not None and user.is_active else None
+
     def verify_claims(self, claims: dict[str, Any]) -> bool:
         if not claims.get("sub"):
             return False

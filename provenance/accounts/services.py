@@ -9,8 +9,10 @@ from django.db import transaction
 from provenance.accounts.models import Membership, Team
 
 
-def team_create(*, name: str) -> Team:
-    return Team.objects.create(name=name)
+def team_create(*, name: str, oracle_tier: str = Team.OracleTier.BASIC) -> Team:
+    """A new team starts at the basic tier (verdicts and coarse p-values); a registry
+    administrator raises a team that needs per-token data to the auditor tier."""
+    return Team.objects.create(name=name, oracle_tier=oracle_tier)
 
 
 @transaction.atomic

@@ -22,15 +22,22 @@ from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
-from provenance.accounts.selectors import is_auditor
 from provenance.audits import selectors, services
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import tiers
-from provenance.checks.api.base import DETECT_THROTTLES, TieredApi, body_size_guard, read_upload
+from provenance.checks.api.base import (
+    DETECT_THROTTLES,
+    KeyIdsField,
+    TieredApi,
+    body_size_guard,
+    read_upload,
+)
 from provenance.checks.api.checks import CheckSummaryOutput
+from provenance.checks.exports import csv_safe
 from provenance.checks.fields import EXPORT_FIELDS
 from provenance.checks.models import Audit
 from provenance.checks.services import archive_texts
+from provenance.keys.selectors import exact_for
 from provenance.retention.services import audit_delete
 
 
@@ -94,9 +101,7 @@ class AuditListCreateApi(TieredApi):
             help_text="instead of texts (multipart): a zip of .txt, .md, .html, .docx and .pdf "
             "files; each file's name (its path in the zip) becomes its client_id",
         )
-        key_ids = serializers.ListField(
-            child=serializers.UUIDField(), required=False, allow_empty=False
-        )
+        key_ids = KeyIdsField()
         callback_url = serializers.CharField(
             required=False,
             allow_blank=True,
@@ -173,7 +178,7 @@ def _csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     writer = csv.DictWriter(_Echo(), fieldnames=EXPORT_FIELDS)
     yield writer.writeheader()
     for row in rows:
-        yield writer.writerow(row)
+        yield writer.writerow(csv_safe(row))
 
 
 def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -188,7 +193,7 @@ class AuditExportApi(TieredApi):
     def get(self, request: AuthenticatedRequest, audit_id: str, fmt: str) -> StreamingHttpResponse:
         audit = selectors.audit_get(request.user, audit_id)
         rows = selectors.audit_export_rows(audit)
-        if not is_auditor(request.user):
+        if not exact_for(request.user, audit.key_ids):
             rows = (tiers.redact(row) for row in rows)
         if fmt == "csv":
             response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv")

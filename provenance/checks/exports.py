@@ -55,3 +55,17 @@ def longest_span(spans: list[dict[str, Any]]) -> dict[str, Any]:
         "longest_span_start_char": longest["start_char"] if longest else None,
         "longest_span_end_char": longest["end_char"] if longest else None,
     }
+
+
+# A cell a spreadsheet would read as a formula (or a DDE call): = + - @, or a tab or carriage
+# return in front of one (OWASP's list for CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(row: dict[str, Any]) -> dict[str, Any]:
+    """A CSV row whose text cells cannot run as formulas: a cell that starts like one gets a
+    leading apostrophe (spreadsheets show the text; numbers are left as they are)."""
+    return {
+        name: f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+        for name, value in row.items()
+    }

@@ -17,12 +17,13 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework.request import Request
 
-from provenance.accounts.selectors import is_auditor, oracle_tier, team_for_user
+from provenance.accounts.models import Team
+from provenance.accounts.selectors import oracle_tier, team_for_user
 from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
-from provenance.keys.selectors import GENRE_LABELS, keys_visible_to
+from provenance.keys.selectors import GENRE_LABELS, exact_for, keys_visible_to
 from provenance.lib import heatmap
 from provenance.retention import services as retention
 from provenance.throttling import DetectionThrottle
@@ -98,7 +99,8 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
     shown = check.heatmap_compact
     if shown is None and finished and check.purged_at is None:  # scored before it was stored
         shown = heatmap.compact(check.token_data)
-    if not is_auditor(request.user):
+    exact = exact_for(request.user, check.key_ids)  # a key of another team: as basic
+    if not exact:
         tiers.basic_view(check, hypotheses)  # in memory only: nothing is saved
         shown = None  # no per-token scores, no chart
     context = {
@@ -113,7 +115,7 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
         "chart": heatmap.chart(shown, check.threshold, check.num_hypotheses or 1),
         "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
-        "tier": oracle_tier(request.user),
+        "tier": oracle_tier(request.user) if exact else Team.OracleTier.BASIC,
         "key_calibration": _calibration(check),
     }
     return render(request, "checks/check_detail.html", context)
@@ -158,7 +160,7 @@ def check_list(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 
 def tiered(request: HttpRequest, page: Any) -> None:
-    if not is_auditor(request.user):
-        page.object_list = list(page.object_list)
-        for check in page.object_list:
+    page.object_list = list(page.object_list)
+    for check in page.object_list:
+        if not exact_for(request.user, check.key_ids):
             tiers.basic_view(check, [])

@@ -294,10 +294,12 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         return [*KeyAddForm.Meta.fields, "value"] if obj is None else self.fields
 
     def get_readonly_fields(self, request: HttpRequest, obj: WatermarkKey | None = None) -> list:
+        may_share = request.user.has_perm("keys.share_watermarkkey")
         if obj is None:
-            return []
+            return [] if may_share else ["shared"]
         # What a key detects is fixed at creation: rotate instead of editing.
         return [
+            *([] if may_share else ["shared"]),
             *self.readonly_fields,
             "team",
             "tokenizer",
@@ -309,6 +311,8 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: WatermarkKey, form: Any, change: bool):
         if change:
+            if "shared" in form.changed_data and obj.shared:
+                services.shared_room()
             return super().save_model(request, obj, form, change)
         data = form.cleaned_data
         key, value = services.key_create(
@@ -320,7 +324,7 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
             alpha=data["alpha"],
             context_width=data["context_width"],
             deduplicate=data["deduplicate"],
-            shared=data["shared"],
+            shared=data.get("shared", False),
             created_by=signed_in(request.user),
         )
         obj.pk = key.pk

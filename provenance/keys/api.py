@@ -106,6 +106,8 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if team is None:
             raise ProblemError("your account belongs to no team", status_code=403)
         data = self._valid(request)
+        if data.get("shared") and not request.user.has_perm("keys.share_watermarkkey"):
+            raise ProblemError("sharing a key needs the keys.share_watermarkkey permission", 403)
         tokenizer = self._tokenizer(data.pop("tokenizer_id", None))
         key, value = services.key_create(
             team=team, tokenizer=tokenizer, created_by=request.user, **data

@@ -114,6 +114,8 @@ class WatermarkKey(models.Model):
 
     class Meta:
         ordering = ["team__name", "name"]
+        # Sharing puts a hypothesis into every team's family: a permission of its own.
+        permissions = [("share_watermarkkey", "Can share a watermark key with every team")]
         constraints = [
             models.UniqueConstraint(fields=["team", "name"], name="unique_key_name_per_team")
         ]

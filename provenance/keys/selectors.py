@@ -16,6 +16,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from detector.core.config import KeyConfig
 from provenance.accounts.models import Membership, Team
+from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value
 from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
@@ -32,6 +33,26 @@ def keys_visible_to(team: Team | None) -> QuerySet[WatermarkKey]:
     return WatermarkKey.objects.filter(Q(team=team) | Q(shared=True)).select_related(
         "tokenizer", "team"
     )
+
+
+def exact_for(user: Any, key_ids: Iterable[Any] | None) -> bool:
+    """Whether an answer about ``key_ids`` may be exact (per-token data, scores, exact
+    p-values, the evidence chart): the caller's team is at the auditor tier and owns every
+    one of the keys. A key shared by another team is answered with the verdict and a coarse
+    p only, so its owner's key cannot be read token by token (an oracle for forging)."""
+    owned = owned_key_ids(user)
+    return owned is not None and {str(key_id) for key_id in key_ids or ()} <= owned
+
+
+def owned_key_ids(user: Any) -> set[str] | None:
+    """Ids of the keys the caller's team owns; None below the auditor tier (nothing exact)."""
+    team = team_for_user(user)
+    if team is None or not is_auditor(user):
+        return None
+    return {
+        str(key_id)
+        for key_id in WatermarkKey.objects.filter(team=team).values_list("id", flat=True)
+    }
 
 
 def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> list[WatermarkKey]:
@@ -54,25 +75,35 @@ def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> l
     found = {key.id: key for key in visible.filter(id__in=wanted)}
     missing = [key_id for key_id in wanted if key_id not in found]
     if missing:
-        raise KeySelectionError(f"unknown key id(s): {', '.join(map(str, missing))}")
+        raise KeySelectionError(f"unknown key id(s): {_some(missing)}")
     retired = [key_id for key_id in wanted if found[key_id].status != WatermarkKey.Status.ACTIVE]
     if retired:
-        raise KeySelectionError(f"retired key id(s): {', '.join(map(str, retired))}")
+        raise KeySelectionError(f"retired key id(s): {_some(retired)}")
     return [found[key_id] for key_id in wanted]
 
 
+def _some(ids: list[uuid.UUID], shown: int = 3) -> str:
+    """A few ids of a list for a message, never the whole list (it echoes what was sent)."""
+    head = ", ".join(map(str, ids[:shown]))
+    return head if len(ids) <= shown else f"{head} and {len(ids) - shown} more"
+
+
 def _unique_ids(key_ids: Iterable[Any]) -> list[uuid.UUID]:
-    wanted: list[uuid.UUID] = []
-    for raw in key_ids:
+    """The named ids in order, each once (linear), at most ``PROVENANCE_MAX_KEY_IDS``."""
+    limit = settings.PROVENANCE_MAX_KEY_IDS
+    raw_ids = list(key_ids)
+    if len(raw_ids) > limit:
+        raise KeySelectionError(f"name at most {limit} key ids")
+    wanted: dict[uuid.UUID, None] = {}
+    for raw in raw_ids:
         try:
             key_id = raw if isinstance(raw, uuid.UUID) else uuid.UUID(str(raw))
         except ValueError:
             raise KeySelectionError("key ids must be UUIDs") from None
-        if key_id not in wanted:
-            wanted.append(key_id)
+        wanted[key_id] = None
     if not wanted:
         raise KeySelectionError("name at least one key id, or omit key_ids to test all")
-    return wanted
+    return list(wanted)
 
 
 @sensitive_variables()  # every local, in Django's error reports

@@ -9,9 +9,10 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
@@ -288,6 +289,8 @@ def _key_store(
     rotated_from: WatermarkKey | None = None,
 ) -> WatermarkKey:
     _validate_config(algorithm, alpha, context_width, deduplicate)
+    if shared and not (rotated_from is not None and rotated_from.shared):
+        shared_room()
     if WatermarkKey.objects.filter(team=team, name=name).exists():
         raise RegistryError(f"team {team.name!r} already has a key named {name!r}")
     return WatermarkKey.objects.create(
@@ -303,6 +306,15 @@ def _key_store(
         created_by=created_by,
         rotated_from=rotated_from,
     )
+
+
+def shared_room() -> None:
+    """Refuse a new shared key past ``PROVENANCE_MAX_SHARED_KEYS`` active ones: each is a
+    hypothesis in every team's family (more work per check, a stricter correction)."""
+    limit = settings.PROVENANCE_MAX_SHARED_KEYS
+    active = WatermarkKey.objects.filter(shared=True, status=WatermarkKey.Status.ACTIVE)
+    if active.count() >= limit:
+        raise RegistryError(f"at most {limit} active keys may be shared", status_code=409)
 
 
 def _validate_config(algorithm: str, alpha: float, context_width: int, deduplicate: bool) -> None:
@@ -349,14 +361,28 @@ def key_rotate(*, key: WatermarkKey, created_by: User | None = None) -> tuple[Wa
     )
 
 
-@transaction.atomic
-def keys_reencrypt() -> int:
-    """Re-encrypt every stored key under the first configured KEK (KEK rotation), all or
-    nothing: a key that does not decrypt aborts the whole run."""
+ENCRYPTED_PREFIX = "encrypted_"  # a binary field named so holds a value under the KEK
+
+
+def encrypted_fields() -> list[tuple[type[models.Model], str]]:
+    """Every field that holds a value under the KEK, in every installed model: binary fields
+    named ``encrypted_*`` (watermark keys, signing keys, webhook secrets, any added later)."""
+    return [
+        (model, field.name)
+        for model in apps.get_models()
+        for field in model._meta.get_fields()
+        if isinstance(field, models.BinaryField) and field.name.startswith(ENCRYPTED_PREFIX)
+    ]
+
+
+def encrypted_reencrypt() -> int:
+    """Re-encrypt every value of every ``encrypted_fields`` under the first configured KEK
+    (KEK rotation); run it in a transaction: a value that does not decrypt aborts the run."""
     count = 0
-    for key in WatermarkKey.objects.select_for_update().only("id", "encrypted_value"):
-        WatermarkKey.objects.filter(id=key.id).update(
-            encrypted_value=reencrypt(key.encrypted_value)
-        )
-        count += 1
+    for model, name in encrypted_fields():
+        for pk, token in model._default_manager.select_for_update().values_list("pk", name):
+            if token is None:
+                continue
+            model._default_manager.filter(pk=pk).update(**{name: reencrypt(token)})
+            count += 1
     return count

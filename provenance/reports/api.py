@@ -11,7 +11,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
 from detector.reports.signed import MEDIA_TYPE
-from provenance.accounts.selectors import oracle_tier
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors as check_selectors
 from provenance.reports import selectors, services
@@ -25,7 +24,7 @@ class CheckReportApi(APIView):
     )
     def get(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> HttpResponse:
         check = check_selectors.check_get(request.user, check_id)
-        token = services.report_sign(check, oracle_tier(request.user))
+        token = services.report_sign(check, selectors.report_tier(request.user, check))
         response = HttpResponse(token, content_type=MEDIA_TYPE)
         response["Content-Disposition"] = f'attachment; filename="report-{check.id}.jws"'
         return response

@@ -14,12 +14,16 @@ class SigningKey(models.Model):
     encrypted_private = models.BinaryField(editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     retired_at = models.DateTimeField(null=True, blank=True)
+    # Revoked (the private half leaked, say): dropped from the JWKS and named as revoked, so
+    # reports it signed no longer verify; a retired key stays published.
+    revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"signing key {self.kid} ({'retired' if self.retired_at else 'active'})"
+        state = "revoked" if self.revoked_at else "retired" if self.retired_at else "active"
+        return f"signing key {self.kid} ({state})"
 
     def __repr__(self) -> str:
         return f"<SigningKey kid={self.kid!r}>"

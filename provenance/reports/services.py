@@ -20,7 +20,7 @@ from provenance.accounts.models import Team
 from provenance.checks import tiers
 from provenance.checks.models import Check, Hypothesis, Status
 from provenance.errors import Conflict
-from provenance.keys.crypto import decrypt_bytes, encrypt_bytes, reencrypt
+from provenance.keys.crypto import decrypt_bytes, encrypt_bytes
 from provenance.reports.models import SigningKey
 
 CORRECTION = "holm"
@@ -53,15 +53,19 @@ def signing_key_rotate() -> SigningKey:
 
 
 @transaction.atomic
-def signing_keys_reencrypt() -> int:
-    """Re-encrypt every private signing key under the first KEK (``kek_rotate``)."""
-    count = 0
-    for key in SigningKey.objects.select_for_update().only("id", "encrypted_private"):
-        SigningKey.objects.filter(id=key.id).update(
-            encrypted_private=reencrypt(key.encrypted_private)
-        )
-        count += 1
-    return count
+def signing_key_revoke(kid: str) -> SigningKey:
+    """Revoke a signing key: it signs nothing more and leaves the JWKS, so the reports it
+    signed stop verifying. Revoking the active key starts a new one."""
+    key = SigningKey.objects.select_for_update().filter(kid=kid).first()
+    if key is None:
+        raise Conflict(f"no signing key {kid!r}")
+    now = timezone.now()
+    key.revoked_at = key.revoked_at or now
+    key.retired_at = key.retired_at or now
+    key.save(update_fields=["revoked_at", "retired_at"])
+    if not SigningKey.objects.filter(retired_at__isnull=True).exists():
+        signing_key_create()
+    return key
 
 
 def _rounded(log10_p: float | None) -> float | None:

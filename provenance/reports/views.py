@@ -10,7 +10,6 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from detector.reports.signed import verify
-from provenance.accounts.selectors import oracle_tier
 from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import selectors as check_selectors
 from provenance.errors import ProblemError
@@ -21,7 +20,7 @@ from provenance.reports import selectors, services
 def report_page(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> HttpResponse:
     check = check_selectors.check_get(request.user, check_id)
     try:
-        token = services.report_sign(check, oracle_tier(request.user))
+        token = services.report_sign(check, selectors.report_tier(request.user, check))
     except ProblemError as exc:
         return render(
             request,

@@ -58,7 +58,10 @@ def _demo_data(data_dir: Path) -> str:
     from provenance.keys.services import key_create, tokenizer_default
 
     password = _demo_password(data_dir)
-    team = Team.objects.filter(name=DEMO_TEAM).first() or team_create(name=DEMO_TEAM)
+    team = Team.objects.filter(name=DEMO_TEAM).first() or team_create(
+        name=DEMO_TEAM,
+        oracle_tier=Team.OracleTier.AUDITOR,  # the demo shows everything
+    )
     user = get_user_model().objects.filter(username=DEMO_USER).first()
     if user is None:
         user = user_create(username=DEMO_USER, password=password, team=team)

@@ -11,9 +11,9 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from provenance.accounts.selectors import is_auditor
 from provenance.auth import AuthenticatedRequest
-from provenance.checks.api.base import DETECT_THROTTLES
+from provenance.checks.api.base import DETECT_THROTTLES, KeyIdsField, body_size_guard
+from provenance.keys.selectors import exact_for
 from provenance.streams import services
 from provenance.streams.models import Stream
 
@@ -54,18 +54,19 @@ class StreamCreateApi(APIView):
 
     @extend_schema_serializer(component_name="StreamInput")
     class InputSerializer(serializers.Serializer):
-        key_ids = serializers.ListField(
-            child=serializers.UUIDField(), required=False, allow_empty=False
-        )
+        key_ids = KeyIdsField()
 
     @extend_schema(request=InputSerializer, responses={201: StateOutput})
     def post(self, request: AuthenticatedRequest) -> Response:
+        body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         stream, state = services.stream_create(
             user=request.user, key_ids=serializer.validated_data.get("key_ids")
         )
-        body = services.state_body(stream, state, _key_names(stream), is_auditor(request.user))
+        body = services.state_body(
+            stream, state, _key_names(stream), exact_for(request.user, stream.key_ids)
+        )
         return Response(body, status=status.HTTP_201_CREATED)
 
 
@@ -84,6 +85,7 @@ class StreamAppendApi(APIView):
 
     @extend_schema(request=InputSerializer, responses=StateOutput)
     def post(self, request: AuthenticatedRequest, stream_id: uuid.UUID) -> Response:
+        body_size_guard(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data: dict[str, Any] = serializer.validated_data
@@ -95,4 +97,6 @@ class StreamAppendApi(APIView):
             final=data["final"],
         )
         names = _key_names(stream)
-        return Response(services.state_body(stream, state, names, is_auditor(request.user)))
+        return Response(
+            services.state_body(stream, state, names, exact_for(request.user, stream.key_ids))
+        )

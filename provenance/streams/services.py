@@ -107,7 +107,10 @@ def stream_append(
     Each append that adds tokens is one answer of the detector: it takes one text from the
     daily quota and writes a detection-log row (kind ``stream``; the delta's SHA-256 for
     text). An append whose text stays pending (the last word may still grow) answers the
-    unchanged state and is neither counted nor logged."""
+    unchanged state and is not logged, but it is counted: the text is read all the same.
+    Pending text longer than ``PROVENANCE_STREAM_MAX_PENDING`` characters is scored as it
+    stands (text without word boundaries, such as Chinese, is committed in such pieces), and
+    a text delta is at most ``PROVENANCE_MAX_TEXT_BYTES``."""
     if (text is None) == (token_ids is None):
         raise ProblemError("send either text or token_ids")
     with transaction.atomic():
@@ -120,8 +123,9 @@ def stream_append(
         if stream.num_tokens + len(ids) > limit:
             raise PayloadTooLarge(f"a stream holds at most {limit} tokens")
         keys = _keys(stream)
-        if ids:  # an append that scores tokens is one answer of the detector
+        if ids or text:  # every text read counts against the quota, pending or scored
             quota_consume(user, 1)
+        if ids:  # an append that scores tokens is one answer of the detector
             detection_log_create(
                 user=user,
                 team=stream.team,
@@ -171,11 +175,18 @@ def _new_tokens(stream: Stream, text: Any, token_ids: Any, final: bool) -> tuple
         return _token_ids(token_ids), ""
     if not isinstance(text, str) or "\x00" in text:
         raise ProblemError("text must be a string without NUL characters")
+    limit = settings.PROVENANCE_MAX_TEXT_BYTES
+    if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise PayloadTooLarge(f"a text delta is at most {limit} bytes")
     try:
         tokenizer = tokenizer_load(stream.tokenizer)
     except ScoringError as exc:
         raise ProblemError(str(exc), status_code=503) from None
-    return split_stable(tokenizer, stream.pending_text + text, final=final)
+    ids, pending = split_stable(tokenizer, stream.pending_text + text, final=final)
+    if len(pending) > settings.PROVENANCE_STREAM_MAX_PENDING:  # no word boundary: commit it
+        ids += split_stable(tokenizer, pending, final=True)[0]
+        pending = ""
+    return ids, pending
 
 
 def state_body(stream: Stream, state: StreamState, keys: list[str], auditor: bool) -> dict:

@@ -125,20 +125,31 @@ def _addresses(host: str, port: int) -> tuple[_Address, ...]:
     return tuple(dict.fromkeys(found))  # in the resolver's order, each once
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix: the IPv4 in the tail
+
+
+def _reached(address: _Address) -> list[_Address]:
+    """The addresses a connection to ``address`` may end at: an IPv4-mapped address is its
+    IPv4 address; a 6to4 (2002::/16) or NAT64 address is itself and the IPv4 inside it."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return [address]
+    if address.ipv4_mapped is not None:
+        return [address.ipv4_mapped]
+    if address.sixtofour is not None:
+        return [address, address.sixtofour]
+    if address in _NAT64:
+        return [address, ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)]
+    return [address]
+
+
 def _address_allowed(address: _Address) -> None:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    private = (
-        address.is_private
-        or address.is_loopback
-        or address.is_link_local
-        or address.is_reserved
-        or address.is_multicast
-        or address.is_unspecified
-    )
-    if private and not settings.PROVENANCE_WEBHOOK_ALLOW_PRIVATE:
+    # Globally reachable only (ipaddress's is_global: not private, loopback, link-local,
+    # shared 100.64.0.0/10 such as cloud metadata at 100.100.100.200, ...), never multicast.
+    public = all(a.is_global and not a.is_multicast for a in _reached(address))
+    if not public and not settings.PROVENANCE_WEBHOOK_ALLOW_PRIVATE:
         raise CallbackRefused(
-            f"callback_url resolves to {address}, a private, loopback or link-local address"
+            f"callback_url resolves to {address}, a private, loopback or link-local address "
+            "(or another that is not globally reachable)"
         )
 
 

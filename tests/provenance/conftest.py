@@ -117,7 +117,9 @@ def human_text() -> str:
 @pytest.fixture
 def cast(db):
     """alice owns the data, bob is on her team, charlie is on another team."""
-    acme, other = team_create(name="acme"), team_create(name="other")
+    # Both at the auditor tier (a new team starts basic): the tests read exact answers.
+    acme = team_create(name="acme", oracle_tier="auditor")
+    other = team_create(name="other", oracle_tier="auditor")
     return {
         "acme": acme,
         "other": other,

@@ -263,3 +263,12 @@ def test_kek_rotation_refuses_a_key_it_cannot_open_and_changes_nothing(settings,
     with pytest.raises(CommandError, match="nothing was changed"):
         call_command("kek_rotate")
     assert bytes(WatermarkKey.objects.get(id=alice_key.id).encrypted_value) == before
+
+
+def test_a_nul_in_client_id_is_refused_on_every_database(api_for, alice_key):
+    # PostgreSQL refuses NUL in text columns: the product answers 400 before any write.
+    # The attack suite's twin (tests/security/web/test_csv_exports.py) runs on SQLite only.
+    response = api_for("alice").post(
+        "/api/v1/audits", {"texts": [{"client_id": "a\x00b", "text": "t"}]}, format="json"
+    )
+    assert response.status_code == 400 and "NUL" in response.json()["detail"]

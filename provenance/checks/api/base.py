@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import re
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -16,8 +18,9 @@ from rest_framework.views import APIView
 
 from provenance.accounts.selectors import is_auditor, teams_memoized
 from provenance.checks import tiers
-from provenance.checks.models import Status
+from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge
+from provenance.keys.selectors import owned_key_ids
 from provenance.throttling import UserAndDetectionThrottle
 
 
@@ -34,7 +37,65 @@ class TieredApi(APIView):
         if isinstance(response, Response) and response.status_code < 400:
             if not is_auditor(request.user):
                 response.data = tiers.redact(response.data)
+            else:
+                response.data = _exact_for_owned(request.user, response.data)
         return super().finalize_response(request, response, *args, **kwargs)
+
+
+def _exact_for_owned(user: Any, data: Any) -> Any:
+    """An auditor's answer with everything about a key its team does not own redacted as
+    for the basic tier (``exact_for``): a check names its keys in its hypotheses (a summary
+    without them is looked up by id), a hypothesis or a span its ``key_id``."""
+    owned = owned_key_ids(user) or set()
+    items = list(_dicts(data))
+    bare = [
+        _uuid(item.get("id"))
+        for item in items
+        if "hypotheses" not in item and "key_id" not in item and "log10_p" in item
+    ]
+    stored: dict[Any, list[Any]] = {}
+    if bare:
+        stored = dict(Check.objects.filter(id__in=bare).values_list("id", "key_ids"))
+    foreign: set[int] = set()
+    for item in items:
+        if isinstance(item.get("hypotheses"), list):
+            key_ids = [h.get("key_id") for h in item["hypotheses"] if isinstance(h, dict)]
+        elif "key_id" in item:
+            key_ids = [item["key_id"]]
+        elif "log10_p" in item:
+            key_ids = stored.get(_uuid(item.get("id")), [None])
+        else:
+            continue
+        if not {str(key_id) for key_id in key_ids} <= owned:
+            foreign.add(id(item))
+    return _redact_marked(data, foreign) if foreign else data
+
+
+def _dicts(data: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(data, list):
+        for item in data:
+            yield from _dicts(item)
+    elif isinstance(data, dict):
+        yield data
+        for value in data.values():
+            yield from _dicts(value)
+
+
+def _redact_marked(data: Any, foreign: set[int]) -> Any:
+    if isinstance(data, list):
+        return [_redact_marked(item, foreign) for item in data]
+    if isinstance(data, dict):
+        if id(data) in foreign:
+            return tiers.redact(data)
+        return {key: _redact_marked(value, foreign) for key, value in data.items()}
+    return data
+
+
+def _uuid(value: Any) -> uuid.UUID | None:
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        return None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -67,6 +128,32 @@ class TextField(serializers.CharField):
         return super().to_internal_value(data)
 
     default_error_messages = {"invalid": "text must be a string."}
+
+
+class KeyIdsField(serializers.ListField):
+    """``key_ids``: the keys to test, at most ``PROVENANCE_MAX_KEY_IDS`` UUIDs. The count is
+    checked before any id is read, and a refusal names the limit, never the ids sent."""
+
+    def __init__(self, **kwargs: Any):
+        kwargs.setdefault("help_text", "the keys to test (default: every usable key)")
+        super().__init__(
+            child=serializers.UUIDField(),
+            required=False,
+            allow_empty=False,
+            max_length=settings.PROVENANCE_MAX_KEY_IDS,
+            **kwargs,
+        )
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        limit = settings.PROVENANCE_MAX_KEY_IDS
+        if isinstance(data, list | tuple) and len(data) > limit:
+            raise serializers.ValidationError(f"name at most {limit} key ids", code="max_length")
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if isinstance(exc.detail, dict):  # one error per bad id: say it once
+                raise serializers.ValidationError("key ids must be UUIDs", code="invalid") from None
+            raise
 
 
 class FieldsOnce(serializers.ModelSerializer):

@@ -25,6 +25,7 @@ from provenance.checks.api.base import (
     DETECT_THROTTLES,
     FINISHED,
     FieldsOnce,
+    KeyIdsField,
     TextField,
     TieredApi,
     body_size_guard,
@@ -150,9 +151,7 @@ class CheckListCreateApi(TieredApi):
             required=False,
             help_text="instead of text (multipart): a .txt, .md, .html, .docx or .pdf file",
         )
-        key_ids = serializers.ListField(
-            child=serializers.UUIDField(), required=False, allow_empty=False
-        )
+        key_ids = KeyIdsField()
 
         def validate(self, data: dict[str, Any]) -> dict[str, Any]:
             if ("text" in data) == ("file" in data):

@@ -11,13 +11,13 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.utils.encoders import JSONEncoder
 
-from provenance.accounts.selectors import is_auditor
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, tiers
 from provenance.checks.api.base import TieredApi
 from provenance.checks.api.checks import CheckDetailOutput, HypothesisOutput
-from provenance.checks.exports import export_row, hypothesis_rows
+from provenance.checks.exports import csv_safe, export_row, hypothesis_rows
 from provenance.checks.fields import EXPORT_FIELDS, HYPOTHESIS_EXPORT
+from provenance.keys.selectors import exact_for
 
 
 class CheckExportApi(TieredApi):
@@ -27,7 +27,7 @@ class CheckExportApi(TieredApi):
     @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
     def get(self, request: AuthenticatedRequest, check_id: str, fmt: str) -> HttpResponse:
         check = selectors.check_get(request.user, check_id)
-        auditor = is_auditor(request.user)
+        auditor = exact_for(request.user, check.key_ids)
         if fmt == "json":
             data = CheckDetailOutput(check).data
             data = data if auditor else tiers.redact(data)
@@ -41,7 +41,7 @@ class CheckExportApi(TieredApi):
                 row, hypotheses = tiers.redact(row), tiers.redact(hypotheses)
             writer = csv.DictWriter(out, fieldnames=[*EXPORT_FIELDS, *HYPOTHESIS_EXPORT])
             writer.writeheader()
-            writer.writerows(hypothesis_rows(row, hypotheses))
+            writer.writerows(csv_safe(line) for line in hypothesis_rows(row, hypotheses))
             response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="check-{check.id}.{fmt}"'
         return response

@@ -53,8 +53,10 @@ def audit_texts_validate(items: Any) -> list[tuple[str, str]]:
         if not isinstance(item, dict) or "text" not in item:
             raise ProblemError(f"texts[{i}] must be an object with a 'text' field")
         client_id = item.get("client_id", "")
-        if not isinstance(client_id, str) or len(client_id) > 200:
-            raise ProblemError(f"texts[{i}].client_id must be a string of at most 200 chars")
+        if not isinstance(client_id, str) or len(client_id) > 200 or "\x00" in client_id:
+            raise ProblemError(
+                f"texts[{i}].client_id must be a string of at most 200 chars, without NUL"
+            )
         cleaned.append((client_id, text_validate(item["text"], f"texts[{i}].text")))
     return cleaned
 

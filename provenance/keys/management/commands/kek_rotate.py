@@ -1,4 +1,5 @@
-"""Rotate the key-encryption key: re-encrypt every stored key under the first KEK.
+"""Rotate the key-encryption key: re-encrypt every value stored under the KEK (watermark
+keys, signing keys, webhook secrets: every ``encrypted_*`` field) under the first KEK.
 
 Production: set PROVENANCE_KEK="<new>,<old>" (web and workers), run this, then drop <old>.
 Embedded default (KEK file in the data directory): ``--generate`` writes a new KEK in front
@@ -14,11 +15,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from provenance.keys import crypto, services
-from provenance.reports.services import signing_keys_reencrypt
 
 
 class Command(BaseCommand):
-    help = "Re-encrypt every stored watermark key under the first key-encryption key."
+    help = "Re-encrypt every value stored under the key-encryption key under the first one."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -33,10 +33,10 @@ class Command(BaseCommand):
                 raise CommandError("PROVENANCE_KEK is set: put the new KEK first there instead")
             crypto.kek_file_prepend_new()
         try:
-            with transaction.atomic():  # watermark and signing keys: all or nothing
-                count = services.keys_reencrypt() + signing_keys_reencrypt()
+            with transaction.atomic():  # every encrypted field: all or nothing
+                count = services.encrypted_reencrypt()
         except crypto.KeyDecryptionError as exc:
             raise CommandError(f"{exc}; nothing was changed") from None
         if options["generate"]:
             crypto.kek_file_keep_first()
-        self.stdout.write(f"re-encrypted {count} key(s) under the first KEK")
+        self.stdout.write(f"re-encrypted {count} value(s) under the first KEK")

@@ -1,0 +1,68 @@
+"""A deactivated user loses every session and API token at once, whichever backend signed
+them in; an organization session is re-checked with the provider, so a user removed there
+is signed out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.provenance.conftest import REPO
+
+pytestmark = pytest.mark.django_db
+
+OIDC_BACKEND = "provenance.accounts.oidc.OrganizationBackend"
+
+
+@pytest.fixture
+def oidc_backend(settings):
+    settings.AUTHENTICATION_BACKENDS = [OIDC_BACKEND, "django.contrib.auth.backends.ModelBackend"]
+    settings.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_SECRET = "client"
+    for name in ("AUTHORIZATION", "TOKEN", "USER", "JWKS"):
+        setattr(settings, f"OIDC_OP_{name}_ENDPOINT", f"https://idp.example/{name.lower()}")
+
+
+@pytest.mark.parametrize("backend", [OIDC_BACKEND, "django.contrib.auth.backends.ModelBackend"])
+def test_a_deactivated_user_loses_the_session_at_once(client, cast, oidc_backend, backend):
+    alice = cast["alice"]
+    client.force_login(alice, backend=backend)
+    assert client.get("/checks/").status_code == 200
+    alice.is_active = False
+    alice.save(update_fields=["is_active"])
+    response = client.get("/checks/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_a_deactivated_user_loses_the_api_token_at_once(api_for, cast):
+    alice = api_for("alice")
+    assert alice.get("/api/v1/checks").status_code == 200
+    cast["alice"].is_active = False
+    cast["alice"].save(update_fields=["is_active"])
+    assert alice.get("/api/v1/checks").status_code == 401
+
+
+def test_organization_sessions_are_re_checked_with_the_provider():
+    env = {
+        "PROVENANCE_OIDC_CLIENT_ID": "client",
+        "PROVENANCE_OIDC_CLIENT_SECRET": "secret",
+        "PROVENANCE_OIDC_AUTHORIZATION_ENDPOINT": "https://idp.example/authorize",
+        "PROVENANCE_OIDC_TOKEN_ENDPOINT": "https://idp.example/token",
+        "PROVENANCE_OIDC_USERINFO_ENDPOINT": "https://idp.example/userinfo",
+        "PROVENANCE_OIDC_JWKS_ENDPOINT": "https://idp.example/jwks",
+        "PROVENANCE_OIDC_TEAMS": "staff=acme",
+    }
+    code = "import json, provenance.settings as s; print(json.dumps(s.MIDDLEWARE))"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "mozilla_django_oidc.middleware.SessionRefresh" in json.loads(result.stdout)
