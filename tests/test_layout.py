@@ -17,7 +17,6 @@ AWAITING = {
     "detector/cli/errors.py",
     "detector/cli/verify.py",
     "detector/decision/family.py",
-    "detector/decision/text.py",
     "detector/reports/signed.py",
 }
 
