@@ -11,11 +11,11 @@ import io
 import json
 
 import pytest
-from provenance.checks.services.audits import audit_score_chunk
 
 from detector.cli.main import main as detector_main
 from detector.decision.text import detect_text
 from detector.text.tokenizers import load_tokenizer
+from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Check
 from provenance.checks.services import check_score
 from provenance.checks.templatetags.provenance_tags import pvalue
