@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from provenance.accounts.services import user_create
+from provenance.audits.admin import AuditAdmin
 from provenance.audits.services import audit_submit
 from tests.provenance.conftest import KEY_VALUE
 
@@ -34,6 +35,16 @@ def test_the_changelist_and_change_page_render_without_secrets(admin_client, aud
         assert TEXT not in shown and str(KEY_VALUE) not in shown
         assert f"{KEY_VALUE:x}" not in shown.lower()
     assert 'name="status"' not in html and 'name="request_hash"' not in html  # read-only
+
+
+def test_the_audits_admin_is_registered_with_the_bookkeeping_read_only():
+    from django.contrib import admin
+
+    from provenance.checks.models import Audit
+
+    registered = admin.site._registry[Audit]
+    assert isinstance(registered, AuditAdmin)
+    assert {"request_hash", "status", "key_ids"} <= set(registered.readonly_fields)
 
 
 def test_the_changelist_is_searched_by_idempotency_key(admin_client, audit):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from provenance.accounts.models import Membership
+from provenance.audits import views
 from provenance.audits.services import audit_submit
 from provenance.checks.models import Audit
 
@@ -34,6 +35,13 @@ def test_the_detail_page_shows_counts_and_items(client, cast, audit):
     html = response.content.decode()
     assert "essay-2" in html and 'id="delete-audit"' not in html  # bob may not delete
     assert _page(client, cast["charlie"], f"/audits/{audit.id}/").status_code == 404
+
+
+def test_the_detail_view_offers_deletion_to_the_submitter(rf, cast, audit):
+    request = rf.get(f"/audits/{audit.id}/")
+    request.user = cast["alice"]
+    html = views.audit_detail(request, audit.id).content.decode()
+    assert 'id="delete-audit"' in html and "essay-0" in html
 
 
 def test_signed_out_the_pages_ask_to_sign_in(client, audit):

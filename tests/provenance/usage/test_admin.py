@@ -10,6 +10,7 @@ import pytest
 from provenance.accounts.services import user_create
 from provenance.checks.models import DetectionLog
 from provenance.checks.services import check_create
+from provenance.usage.admin import DetectionLogAdmin
 from tests.provenance.conftest import KEY_VALUE
 
 TEXT = "a distinctive sentence that the log must not repeat"
@@ -49,6 +50,17 @@ def test_an_entry_cannot_be_added_changed_or_deleted(admin_client, entry):
     deleted = admin_client.post(f"/admin/checks/detectionlog/{entry.id}/delete/", {"post": "yes"})
     assert deleted.status_code == 403
     assert DetectionLog.objects.get(id=entry.id).username == "alice"
+
+
+def test_the_logs_admin_is_this_read_only_one(rf, entry):
+    from django.contrib import admin
+
+    registered = admin.site._registry[DetectionLog]
+    assert isinstance(registered, DetectionLogAdmin)
+    request = rf.get("/")
+    assert not registered.has_add_permission(request)
+    assert not registered.has_change_permission(request, entry)
+    assert not registered.has_delete_permission(request, entry)
 
 
 def test_the_log_is_searched_by_user(admin_client, entry):
