@@ -18,7 +18,7 @@ from provenance.checks.selectors import (
     may_delete,
     queue_notice,
 )
-from provenance.checks.services import check_create
+from provenance.checks.services import check_create, check_score
 
 
 @pytest.fixture
@@ -51,6 +51,15 @@ def test_waiting_for_a_check_ends_at_its_deadline_or_when_it_finishes(alice_chec
     assert 0.2 <= time.monotonic() - start < 1.0
     Check.objects.filter(id=alice_check.id).update(status=Status.FAILED)
     assert check_finished(alice_check.id, within=5) is True
+
+
+def test_waiting_ends_as_soon_as_the_check_is_finished(cast, alice_key, wm_text):
+    check = check_create(user=cast["alice"], text=wm_text)
+    assert check_finished(check.id, within=0.05) is False
+    check_score(check.id)
+    start = time.monotonic()
+    assert check_finished(check.id, within=10) is True
+    assert time.monotonic() - start < 1
 
 
 def test_the_submitter_or_a_team_admin_may_delete(cast, alice_check):
