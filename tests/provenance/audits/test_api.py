@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from provenance.audits.api import AuditOutput
 from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Audit, Check
 
@@ -37,6 +38,7 @@ def test_an_audit_runs_and_exports_as_csv_and_json(alice, alice_key, wm_text, hu
     audit_id = response.json()["id"]
     _run(audit_id)
     detail = alice.get(f"/api/v1/audits/{audit_id}").json()
+    assert set(detail) == set(AuditOutput.Meta.fields)
     assert detail["status"] == "done"
     assert (detail["counts"]["watermarked"], detail["counts"]["inconclusive"]) == (1, 1)
     assert detail["counts"]["not_watermarked"] == 0

@@ -10,6 +10,7 @@ import pytest
 
 from provenance.checks.models import Check
 from provenance.checks.services import check_score
+from provenance.checks.views import DOCUMENT_MESSAGES
 
 
 @pytest.fixture
@@ -189,3 +190,13 @@ def test_a_user_creates_an_api_token_that_authenticates(alice_client, alice_key)
     assert api.post("/detect", {"text": "some words"}, format="json").status_code == 200
     alice_client.post("/accounts/token/")  # replacing revokes the old one
     assert api.post("/detect", {"text": "some words"}, format="json").status_code == 401
+
+
+def test_a_refused_document_shows_the_pages_message_and_stores_nothing(alice_client, alice_key):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("essay.exe", b"MZ\x90\x00 not a document")
+    response = alice_client.post("/", {"text": "", "file": upload})
+    assert response.status_code == 400 and Check.objects.count() == 0
+    expected = str(DOCUMENT_MESSAGES["document_unsupported"]) % {"file": "essay.exe"}
+    assert html.escape(expected, quote=False) in response.content.decode()

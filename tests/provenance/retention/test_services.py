@@ -17,6 +17,7 @@ from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Check, DetectionLog, Hypothesis
 from provenance.checks.services import check_create, check_score
 from provenance.playground.models import Conversation, Message
+from provenance.retention.services import PURGED_BEFORE_SCORING
 from provenance.streams.models import Stream
 
 
@@ -92,7 +93,7 @@ def test_a_check_not_scored_before_its_purge_fails_instead_of_scoring_an_empty_t
     call_command("checks_purge")
     check_score(check.id)
     check.refresh_from_db()
-    assert check.status == "failed" and "deleted" in check.failure_reason
+    assert check.status == "failed" and check.failure_reason == PURGED_BEFORE_SCORING
     assert not Hypothesis.objects.filter(check_run=check).exists()
 
 

@@ -9,6 +9,7 @@ import uuid
 import pytest
 from rest_framework.test import APIClient
 
+from provenance.checks.api.checks import CheckDetailOutput, CheckTokensOutput
 from provenance.checks.models import Check
 from provenance.checks.services import check_score
 from provenance.keys.services import key_retire
@@ -40,7 +41,9 @@ def test_a_scored_check_reads_back_with_hypotheses_and_heatmap(alice, alice_key,
     assert body["best_key"] == "acme-main" and body["num_hypotheses"] == 1
     assert body["hypotheses"][0]["key_id"] == str(alice_key.id)
     assert "heatmap" not in body  # per-token data only when asked for: the detail stays small
+    assert set(CheckDetailOutput.Meta.fields) <= set(body)
     body = alice.get(f"/api/v1/checks/{check_id}?tokens=1").json()
+    assert set(CheckTokensOutput.Meta.fields) <= set(body)
     assert len(body["heatmap"]["scores"]) == body["num_tokens"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from provenance.checks.api.detect import DetectApi
 from provenance.checks.models import Check
 
 
@@ -20,6 +21,7 @@ def response_detect(client, text):
 def test_detect_answers_the_vllm_example_fields_synchronously(alice, alice_key, wm_text):
     body = response_detect(alice, wm_text).json()
     assert {"score", "p_value", "num_scored_tokens", "is_watermarked"} <= set(body)
+    assert set(body) == set(DetectApi.OutputSerializer().fields)  # every documented field
     assert body["is_watermarked"] is True and body["key"] == "acme-main"
     assert body["verdict"] == "watermarked" and "threshold 0.01" in body["verdict_reason"]
     assert body["num_scored_tokens"] > 100 and body["score"] > body["num_scored_tokens"]

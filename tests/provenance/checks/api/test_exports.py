@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from provenance.checks.api.exports import CheckExportApi
+from provenance.checks.fields import EXPORT_FIELDS, HYPOTHESIS_EXPORT
 from provenance.checks.services import check_score
 
 
@@ -36,7 +38,9 @@ def test_the_csv_export_has_one_row_per_hypothesis(api_for, scored, cast, tokeni
     key_create(name="second", team=cast["acme"], tokenizer=tokenizer_row)
     response = api_for("bob").get(f"/api/v1/checks/{scored}/export.csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    reader = csv.DictReader(io.StringIO(response.content.decode()))
+    assert reader.fieldnames == [*EXPORT_FIELDS, *HYPOTHESIS_EXPORT]
+    rows = list(reader)
     assert len(rows) == 1  # the check was scored against the one key of that time
     row = rows[0]
     assert row["check_id"] == scored and row["is_watermarked"] == "True"
@@ -68,3 +72,10 @@ def test_the_result_page_links_the_exports_and_a_print_stylesheet(client, cast, 
     assert 'href="/static/provenance/print.css" media="print"' in page
     # the page's session works for the download link (no token needed)
     assert client.get(f"/api/v1/checks/{scored}/export.csv").status_code == 200
+
+
+def test_the_export_is_refused_to_another_team_and_signed_out(api_for, client, scored):
+    assert api_for("charlie").get(f"/api/v1/checks/{scored}/export.json").status_code == 404
+    assert client.get(f"/api/v1/checks/{scored}/export.csv").status_code in (401, 403)
+    assert not hasattr(CheckExportApi, "post")  # a file to read, nothing to write
+    assert api_for("alice").post(f"/api/v1/checks/{scored}/export.json").status_code == 405

@@ -12,7 +12,7 @@ from detector.text.tokenizers import load_tokenizer
 from provenance.audits.services import audit_submit
 from provenance.checks.models import Check
 from provenance.checks.selectors import queue_notice
-from provenance.checks.services import check_create, check_score
+from provenance.checks.services.checks import check_create, check_score
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.services import key_create, key_retire
 from provenance.lib import heatmap

@@ -1,0 +1,49 @@
+"""The rate limits' cache: Redis while it answers, this process's memory while it does not."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from provenance.cache import FailoverRedisCache
+
+
+def test_with_redis_down_every_call_falls_back_to_process_memory(caplog):
+    cache = FailoverRedisCache("redis://127.0.0.1:9/0", {})  # nothing listens on port 9
+    with caplog.at_level(logging.WARNING, logger="provenance.cache"):
+        cache.set("a", 1)
+        assert cache.get("a") == 1
+        assert cache.add("a", 2) is False and cache.add("b", 2) is True
+        cache.delete("a")
+        assert cache.get("a") is None and cache.get("b") == 2
+        cache.clear()
+        assert cache.get("b") is None
+    assert "Redis unreachable" in caplog.text
+
+
+def test_a_short_socket_timeout_is_the_default_and_an_option_overrides_it():
+    assert FailoverRedisCache("redis://127.0.0.1:9/0", {})._options["socket_timeout"] == 0.5
+    cache = FailoverRedisCache("redis://127.0.0.1:9/0", {"OPTIONS": {"socket_timeout": 3}})
+    assert cache._options["socket_timeout"] == 3
+    assert cache._options["socket_connect_timeout"] == 0.5
+
+
+def test_with_redis_up_values_live_in_redis_shared_by_clients(redis_server):
+    first = FailoverRedisCache(redis_server.url, {})
+    second = FailoverRedisCache(redis_server.url, {})
+    first.clear()
+    first.set("shared", "value", 60)
+    assert second.get("shared") == "value"  # another client (process) sees it
+    assert second._local.get("shared") is None  # not the process fallback
+    first.clear()
+    assert second.get("shared") is None
+
+
+def test_the_sliding_window_works_through_redis(redis_server):
+    cache = FailoverRedisCache(redis_server.url, {})
+    cache.clear()
+    window = [("cache_test_window", 1, 30)]
+    assert cache.sliding_window(window, 5.0) is None
+    assert cache.sliding_window(window, 6.0) == pytest.approx(29.0)
+    cache.clear()
