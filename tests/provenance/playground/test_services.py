@@ -71,8 +71,20 @@ def test_a_reply_is_checked_as_stored_or_as_edited(cast, alice_key):
         services.reply_check(user=cast["bob"], message=reply)
 
 
-def test_a_basic_tier_meter_rounds_its_reading(alice_key):
-    ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=60, seed=3)]
+def test_the_playground_meter_reads_the_e_process_token_by_token(alice_key):
+    meter = services.Meter(alice_key)
+    ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=80, seed=6)]
+    readings = [meter.read(ids[: i + 1]) for i in range(len(ids))]
+    flagged = [r["watermarked"] for r in readings]
+    assert flagged[-1]
+    assert all(flagged[flagged.index(True) :])  # the anytime verdict stays once reached
+    anytime = [r["log10_p"] for r in readings]
+    assert all(b <= a for a, b in zip(anytime, anytime[1:], strict=False))  # running max of E
+
+
+def test_the_meter_rounds_p_for_the_basic_tier(alice_key):
+    meter = services.Meter(alice_key, auditor=False)
+    ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=40, seed=7)]
+    reading = meter.read(ids)["log10_p"]
     exact = services.Meter(alice_key).read(ids)["log10_p"]
-    coarse = services.Meter(alice_key, auditor=False).read(ids)["log10_p"]
-    assert coarse == int(coarse) and coarse <= exact and exact - coarse < 1
+    assert reading == int(reading) and reading <= exact < reading + 1
