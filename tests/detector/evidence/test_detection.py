@@ -1,17 +1,12 @@
 from __future__ import annotations
 
-import math
-from dataclasses import replace
-
 import numpy as np
 import pytest
 from scipy import stats
 
 from detector.core import prf
 from detector.core.config import KeyConfig
-from detector.decision.family import combine, first_step_log10
 from detector.evidence.detection import (
-    Detection,
     Document,
     detect_batch,
     detect_config,
@@ -103,68 +98,6 @@ def _route(logits, route_b, key_a, key_b):
 def test_empty_input_gives_p_one_and_no_verdict():
     det = detect_ids([], KEY)
     assert (det.p_value, det.num_scored_tokens, det.is_watermarked) == (1.0, 0, False)
-
-
-def _detection(p_value: float, scored: int = 10) -> Detection:
-    """A detection carrying only a p-value (what the family correction reads)."""
-    return Detection(
-        score=0.0,
-        p_value=p_value,
-        log10_p=math.log10(p_value),
-        num_tokens=scored,
-        num_scored_tokens=scored,
-        is_watermarked=False,
-        token_scores=np.zeros(scored),
-        scored_mask=np.ones(scored, bool),
-    )
-
-
-def test_holm_adjusts_a_worked_example():
-    # p = (0.01, 0.04, 0.03, 0.005): sorted, times (4, 3, 2, 1) = (0.02, 0.03, 0.06, 0.04),
-    # made non-decreasing: (0.02, 0.03, 0.06, 0.06), put back in the original order.
-    family = [_detection(p) for p in (0.01, 0.04, 0.03, 0.005)]
-    verdict = combine(family, threshold=0.025)
-    adjusted = [10**h.adjusted_log10_p for h in verdict.hypotheses]
-    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert verdict.best == 3 and verdict.p_value == pytest.approx(0.02)
-    assert verdict.is_watermarked
-    assert not combine(family, threshold=0.015).is_watermarked  # 0.02 > 0.015
-
-
-def test_bonferroni_multiplies_by_the_family_size():
-    family = [_detection(p) for p in (0.01, 0.04, 0.03, 0.005)]
-    verdict = combine(family, threshold=0.025, correction="bonferroni")
-    adjusted = [10**h.adjusted_log10_p for h in verdict.hypotheses]
-    assert adjusted == pytest.approx([0.04, 0.16, 0.12, 0.02])
-
-
-def test_family_verdict_is_corrected_for_the_number_of_hypotheses(watermarked):
-    tokens = watermarked[:40]
-    family = [detect_ids(tokens, KEY + i) for i in range(8)]  # the true key is hypothesis 0
-    # Expected from the definition, with scipy's gamma tail (not the detector's statistics):
-    # the strongest hypothesis is rejected at level t when 8 * p_min <= t.
-    scored = [d.num_scored_tokens for d in family]
-    p = [stats.gamma.sf(d.score, a=n) for d, n in zip(family, scored, strict=True)]
-    assert int(np.argmin(p)) == 0 and 0 < p[0] < 0.05 / 8
-    for threshold in (0.05, 8 * p[0] * 0.99, 8 * p[0] * 1.01):
-        verdict = combine(family, threshold=threshold)
-        assert verdict.best == 0 and verdict.num_hypotheses == 8
-        assert verdict.p_value == pytest.approx(8 * p[0], rel=1e-6)
-        assert verdict.is_watermarked == (8 * p[0] <= threshold)
-
-
-def test_the_family_bar_is_the_threshold_over_the_family_size():
-    bar = 10 ** first_step_log10(0.05, 8)
-    assert bar == pytest.approx(0.05 / 8)
-    others = [_detection(0.5)] * 7
-    assert combine([_detection(bar * 0.99), *others], threshold=0.05).is_watermarked
-    assert not combine([_detection(bar * 1.01), *others], threshold=0.05).is_watermarked
-
-
-def test_a_family_whose_best_hypothesis_scored_nothing_is_not_watermarked():
-    empty = replace(_detection(1e-9), num_scored_tokens=0)
-    assert not combine([empty, _detection(0.5)]).is_watermarked
-    assert combine([]).best is None and not combine([]).is_watermarked
 
 
 def test_hypotheses_of_one_document_share_its_contexts_and_keep_their_order():

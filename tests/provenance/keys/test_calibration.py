@@ -10,7 +10,6 @@ from datetime import timedelta
 
 import pytest
 from celery.signals import before_task_publish
-from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from detector.reports.signed import verify
@@ -79,24 +78,6 @@ def test_a_key_that_flags_the_corpus_is_flagged(alice_key, watermarked_corpus):
         "flagged": 30,
         "above_threshold": True,
     }
-
-
-def test_the_command_calibrates_named_keys_and_prints_the_rates(alice_key, capsys):
-    call_command("keys_calibrate", "acme-main", "--texts", "10", "--power-prompts", "0")
-    out = capsys.readouterr().out
-    assert "acme-main" in out and "prose" in out and "95% CI" in out
-    assert KeyCalibration.objects.get(key=alice_key).status == "done"
-    assert str(KEY_VALUE) not in out
-
-
-def test_the_command_calibrates_every_active_key_by_default(alice_key, capsys):
-    call_command("keys_calibrate", "--texts", "5", "--power-prompts", "0")
-    assert KeyCalibration.objects.filter(key=alice_key, status="done").count() == 1
-
-
-def test_the_command_refuses_an_unknown_key(alice_key):
-    with pytest.raises(CommandError, match="names 0 keys"):
-        call_command("keys_calibrate", "no-such-key")
 
 
 def test_power_is_not_measured_without_a_registered_model(alice_key, monkeypatch):
@@ -196,15 +177,6 @@ def check_score_new(cast, text):
     check_score(check.id)
     check.refresh_from_db()
     return check
-
-
-def test_only_an_admin_of_the_keys_team_may_calibrate_it(client, cast, alice_key):
-    client.force_login(cast["bob"])  # a member, not an admin
-    assert client.post(f"/keys/{alice_key.id}/calibrate").status_code == 403
-    assert "Calibrate</button>" not in client.get("/keys/").content.decode()
-    client.force_login(cast["charlie"])  # another team: the key does not exist for him
-    assert client.post(f"/keys/{alice_key.id}/calibrate").status_code == 404
-    assert not KeyCalibration.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,42 +1,27 @@
 """The playground's pages and rules without a model: permission, key choice, failures of the
-generator (down, slow, overloaded), stored replies, check and edit-and-check, the key file
-and the meter. Streaming from the real generator is in test_playground_generator.py."""
+generator (down, slow, overloaded), stored replies, check and edit-and-check (the key file,
+the meter and the client have their own files). Streaming from the real generator is in
+test_embedded.py."""
 
 from __future__ import annotations
 
 import json
-import stat
 import threading
 import time
-from dataclasses import replace
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import torch
-from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
-from detector.evidence.detection import detect_config
-from generator.config import KeyStore
-from generator.core import RowState, SamplingSettings, watermark_step
 from provenance.checks.models import Check
-from provenance.keys.selectors import key_config
 from provenance.keys.services import key_create, key_retire
 from provenance.playground import services
-from provenance.playground.client import GeneratorError, _chunks
-from provenance.playground.keyfile import generator_key_name, keyfile_write
 from provenance.playground.models import Conversation, Message
 from provenance.runner.redis_server import free_port
-from tests.provenance.conftest import KEY_VALUE
-from tests.provenance.watermark import watermarked_ids
-
-
-def grant(*users) -> None:
-    perm = Permission.objects.get(codename="use_playground")
-    for user in users:
-        user.user_permissions.add(perm)
+from tests.provenance.playground.replies import grant
+from tests.provenance.playground.replies import stored_reply as _reply
 
 
 @pytest.fixture
@@ -286,23 +271,6 @@ def test_a_reply_left_streaming_by_a_dead_process_is_marked_failed(
 # --- stored replies, check and edit-and-check ---------------------------------------------------
 
 
-def _reply(conversation, key, text: str) -> Message:
-    return Message.objects.create(
-        conversation=conversation,
-        role="assistant",
-        content=text,
-        key=key,
-        key_name=key.name,
-        watermarked=True,
-        model="m",
-        temperature=1.0,
-        top_p=1.0,
-        max_tokens=20,
-        token_ids=[1, 2, 3],
-        status="done",
-    )
-
-
 def test_check_this_reply_opens_the_check_of_its_text(bob, conversation, alice_key):
     reply = _reply(conversation, alice_key, "The reply text.")
     response = bob.post(reverse("playground-check", args=[reply.pk]))
@@ -324,103 +292,3 @@ def test_edit_and_check_refuses_an_empty_text(bob, conversation, alice_key):
     reply = _reply(conversation, alice_key, "The reply text.")
     response = bob.post(reverse("playground-check", args=[reply.pk]), {"text": " "})
     assert response.status_code == 400 and "empty" in response.content.decode()
-
-
-def test_the_api_returns_a_stored_reply_with_its_provenance(api_for, cast, conversation, alice_key):
-    grant(cast["bob"], cast["alice"])
-    reply = _reply(conversation, alice_key, "The reply text.")
-    body = api_for("bob").get(reverse("api-playground-reply", args=[reply.pk])).json()
-    assert body["key_name"] == "acme-main" and body["token_ids"] == [1, 2, 3]
-    assert body["temperature"] == 1.0 and body["max_tokens"] == 20
-    assert str(KEY_VALUE) not in json.dumps(body)
-    # alice is on bob's team but the conversation is bob's.
-    assert api_for("alice").get(reverse("api-playground-reply", args=[reply.pk])).status_code == 404
-
-
-# --- the generator's key file and the meter ------------------------------------------------------
-
-
-def test_the_key_file_holds_every_active_key_owner_only(cast, alice_key, tokenizer_row, tmp_path):
-    same_name, _ = key_create(name="acme-main", team=cast["other"], tokenizer=tokenizer_row)
-    old, _ = key_create(name="old", team=cast["other"], tokenizer=tokenizer_row)
-    key_retire(key=old)
-    path = tmp_path / "keys.json"
-    assert keyfile_write(path) == 2
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    store = KeyStore.from_file(path)  # the generator's own loader accepts it
-    assert sorted(store) == sorted([generator_key_name(alice_key), generator_key_name(same_name)])
-    assert store[generator_key_name(alice_key)].key == KEY_VALUE
-
-
-@pytest.mark.parametrize(
-    ("algorithm", "alpha", "width", "dedup"),
-    [("gumbel", 0.1, 4, True), ("dual_key_gumbel", 0.3, 3, False)],
-)
-def test_a_registry_key_keeps_every_field_through_the_key_file_generator_and_detector(
-    cast, tokenizer_row, tmp_path, algorithm, alpha, width, dedup
-):
-    key, value = key_create(
-        name="round trip",
-        team=cast["acme"],
-        tokenizer=tokenizer_row,
-        algorithm=algorithm,
-        alpha=alpha,
-        context_width=width,
-        deduplicate=dedup,
-    )
-    registry = key_config(key)  # what checks and the meter test
-    keyfile_write(tmp_path / "keys.json")
-    generated = KeyStore.from_file(tmp_path / "keys.json")[generator_key_name(key)]
-    assert replace(generated, name=key.name) == registry  # every field, the value included
-    assert (generated.key, generated.algorithm, generated.alpha) == (value, algorithm, alpha)
-    assert generated.context_width == width and generated.deduplicate == dedup
-    # The generator draws with the key file's entry; the detector tests the registry's.
-    out: list[int] = []
-    row = RowState(generated, SamplingSettings(), [], out, seed=1)
-    logits = torch.randn(80, 257, generator=torch.Generator().manual_seed(2)) * 3
-    for step in range(80):
-        out.append(int(watermark_step(logits[step : step + 1], [row], penalties=False)[0]))
-    assert detect_config(out, registry).log10_p < -6
-    assert detect_config(out, replace(registry, key=value ^ 1)).log10_p > -3
-
-
-def test_the_meter_reads_strong_evidence_on_watermarked_tokens(alice_key):
-    meter = services.Meter(alice_key)
-    ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=60, seed=3)]
-    strong, early = meter.read(ids), meter.read(ids[:5])
-    assert strong["log10_p"] < -5 and strong["watermarked"]
-    assert early["log10_p"] > strong["log10_p"]
-    assert "Meter" in repr(meter) and str(KEY_VALUE) not in repr(meter)
-
-
-def test_the_meter_finds_nothing_under_another_key(cast, tokenizer_row):
-    # a fixed other key: a random one would fall under the 1% threshold in 1% of the runs
-    other, _ = key_create(
-        name="k2", team=cast["acme"], tokenizer=tokenizer_row, value=KEY_VALUE ^ 0x5A5A5A5A
-    )
-    ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=60, seed=3)]
-    assert services.Meter(other).read(ids)["log10_p"] > -2
-
-
-# --- the generator's stream as the client reads it ----------------------------------------------
-
-
-def test_the_client_reads_vllm_chunks_with_token_ids_and_the_model():
-    lines = [
-        'data: {"model": "m1", "choices": [{"delta": {"content": "Hi"}, "token_ids": [5, 6]}]}',
-        "",
-        'data: {"choices": [{"delta": {}, "finish_reason": "stop", "token_ids": [7]}]}',
-        "data: [DONE]",
-        'data: {"choices": [{"delta": {"content": "after done"}}]}',
-    ]
-    chunks = list(_chunks(iter(lines)))
-    assert [c.text for c in chunks] == ["Hi", ""]
-    assert chunks[0].token_ids == (5, 6) and chunks[1].token_ids == (7,)
-    assert chunks[0].provenance == {"model": "m1"} and chunks[1].finish_reason == "stop"
-
-
-def test_the_client_turns_a_malformed_or_error_event_into_a_clear_error():
-    with pytest.raises(GeneratorError, match="malformed"):
-        list(_chunks(iter(["data: {not json"])))
-    with pytest.raises(GeneratorError, match="model crashed"):
-        list(_chunks(iter(['data: {"error": {"message": "model crashed"}}'])))

@@ -7,7 +7,6 @@ import pytest
 
 from detector.text.tokenizers import load_tokenizer
 from provenance.checks.models import DetectionLog
-from provenance.playground import services as playground
 from provenance.streams.models import Stream
 from provenance.usage.services import text_sha256
 from tests.provenance.conftest import KEY_VALUE
@@ -124,21 +123,3 @@ def test_the_basic_tier_sees_the_verdict_and_a_rounded_p_only(alice, alice_key, 
     state = _append(alice, stream["id"], token_ids=ids).json()
     assert "keys" not in state and "log10_e_value" not in state
     assert state["log10_p_anytime"] == int(state["log10_p_anytime"])
-
-
-def test_the_playground_meter_reads_the_e_process_token_by_token(alice_key):
-    meter = playground.Meter(alice_key)
-    ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=80, seed=6)]
-    readings = [meter.read(ids[: i + 1]) for i in range(len(ids))]
-    flagged = [r["watermarked"] for r in readings]
-    assert flagged[-1]
-    assert all(flagged[flagged.index(True) :])  # the anytime verdict stays once reached
-    anytime = [r["log10_p"] for r in readings]
-    assert all(b <= a for a, b in zip(anytime, anytime[1:], strict=False))  # running max of E
-
-
-def test_the_meter_rounds_p_for_the_basic_tier(alice_key):
-    meter = playground.Meter(alice_key, auditor=False)
-    ids = [int(i) for i in watermarked_ids(KEY_VALUE, num_tokens=40, seed=7)]
-    reading = meter.read(ids)
-    assert reading["log10_p"] == int(reading["log10_p"])

@@ -3,72 +3,19 @@ refusal of private targets (SSRF), the secret shown once, deliveries in the admi
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import socket
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import httpx
 import pytest
 
-from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Audit, Check
 from provenance.webhooks import services
 from provenance.webhooks.models import TeamWebhook, WebhookDelivery
 from provenance.webhooks.tasks import webhook_deliver_task
+from tests.provenance.webhooks.hooks import Receiver, delivery_row, finished_audit, signed_by
 from tests.waiting import wait_until
-
-
-class Receiver:
-    """A local HTTP server that records each POST and answers the next queued status."""
-
-    def __init__(self, statuses: list[int] | None = None):
-        self.statuses = list(statuses or [])
-        self.requests: list[tuple[float, dict[str, str], bytes]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append((time.monotonic(), dict(self.headers), body))
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(status)
-                if 300 <= status < 400:
-                    self.send_header("Location", f"{receiver.url}/moved")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def receiver():
-    server = Receiver()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def allow_local(settings):
-    settings.PROVENANCE_WEBHOOK_ALLOW_PRIVATE = True
-
-
-@pytest.fixture
-def secret(cast):
-    _, value = services.webhook_secret_rotate(team=cast["acme"])
-    return value
 
 
 @pytest.fixture
@@ -88,29 +35,6 @@ def dns(monkeypatch):
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     return fake
-
-
-def _delivery(cast, url: str) -> WebhookDelivery:
-    payload = {"event": "audit.finished", "audit": {"id": "x"}}
-    return WebhookDelivery.objects.create(
-        team=cast["acme"], event="audit.finished", url=url, payload=payload
-    )
-
-
-def _verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    fields = dict(part.split("=", 1) for part in headers["X-Provenance-Signature"].split(","))
-    expected = hmac.new(secret.encode(), f"{fields['t']}.".encode() + body, hashlib.sha256)
-    return hmac.compare_digest(fields["v1"], expected.hexdigest())
-
-
-def _finished_audit(api_for, texts, callback_url="") -> Audit:
-    items = [{"client_id": f"doc-{i}", "text": t} for i, t in enumerate(texts)]
-    body = {"texts": items, **({"callback_url": callback_url} if callback_url else {})}
-    response = api_for("alice").post("/api/v1/audits", body, format="json")
-    assert response.status_code == 202, response.content
-    audit_id = response.json()["id"]
-    audit_score_chunk(audit_id, list(Check.objects.values_list("id", flat=True)))
-    return Audit.objects.get(id=audit_id)
 
 
 @pytest.mark.parametrize(
@@ -155,13 +79,13 @@ def test_an_audit_with_a_refused_callback_is_a_400_and_stores_nothing(api_for, a
 def test_a_finished_audit_posts_its_summary_signed_with_the_team_secret(
     api_for, alice_key, wm_text, human_text, receiver, allow_local, secret
 ):
-    audit = _finished_audit(api_for, [wm_text, human_text], callback_url=receiver.url)
+    audit = finished_audit(api_for, [wm_text, human_text], callback_url=receiver.url)
     delivery = WebhookDelivery.objects.get(audit=audit)
     webhook_deliver_task.apply(args=[str(delivery.id)])
     assert len(receiver.requests) == 1
     _, headers, body = receiver.requests[0]
-    assert _verify(secret, headers, body)
-    assert not _verify(secret + "x", headers, body)
+    assert signed_by(secret, headers, body)
+    assert not signed_by(secret + "x", headers, body)
     assert headers["X-Provenance-Event"] == "audit.finished"
     assert headers["X-Provenance-Delivery"] == str(delivery.id)
     summary = json.loads(body)
@@ -178,41 +102,13 @@ def test_the_team_default_url_is_used_when_the_audit_names_none(
     api_for, alice_key, human_text, receiver, allow_local, cast, secret
 ):
     TeamWebhook.objects.filter(team=cast["acme"]).update(default_url=receiver.url)
-    audit = _finished_audit(api_for, [human_text])
+    audit = finished_audit(api_for, [human_text])
     assert WebhookDelivery.objects.get(audit=audit).url == receiver.url
 
 
 def test_without_a_url_or_a_secret_nothing_is_queued(api_for, alice_key, human_text, cast):
-    _finished_audit(api_for, [human_text], callback_url="https://93.184.216.34/hook")
+    finished_audit(api_for, [human_text], callback_url="https://93.184.216.34/hook")
     assert not WebhookDelivery.objects.exists()  # no team secret to sign with
-
-
-def test_a_500_is_retried_until_the_receiver_accepts(
-    api_for, alice_key, human_text, receiver, allow_local, secret
-):
-    receiver.statuses = [500, 502]
-    audit = _finished_audit(api_for, [human_text], callback_url=receiver.url)
-    delivery = WebhookDelivery.objects.get(audit=audit)
-    webhook_deliver_task.apply(args=[str(delivery.id)])  # eager: retries run at once
-    assert len(receiver.requests) == 3
-    ids = {headers["X-Provenance-Delivery"] for _, headers, _ in receiver.requests}
-    assert ids == {str(delivery.id)}
-    delivery.refresh_from_db()
-    assert delivery.status == "delivered" and delivery.attempts == 3
-
-
-def test_a_receiver_that_keeps_failing_is_given_up_after_the_last_retry(
-    api_for, alice_key, human_text, receiver, allow_local, secret, monkeypatch
-):
-    monkeypatch.setattr(webhook_deliver_task, "max_retries", 2)
-    receiver.statuses = [500] * 10
-    audit = _finished_audit(api_for, [human_text], callback_url=receiver.url)
-    delivery = WebhookDelivery.objects.get(audit=audit)
-    webhook_deliver_task.apply(args=[str(delivery.id)])
-    assert len(receiver.requests) == 3
-    delivery.refresh_from_db()
-    assert delivery.status == "failed" and delivery.attempts == 3
-    assert "500" in delivery.last_error
 
 
 def test_the_connection_goes_to_the_address_vetted_not_to_a_second_dns_answer(
@@ -222,11 +118,11 @@ def test_the_connection_goes_to_the_address_vetted_not_to_a_second_dns_answer(
     # (127.0.0.3, where nothing listens). Resolving again at connect time would miss it.
     dns.answers[:] = ["127.0.0.1", "127.0.0.3"]
     port = receiver.server.server_port
-    delivery = _delivery(cast, f"http://hooks.example:{port}/hook")
+    delivery = delivery_row(cast, f"http://hooks.example:{port}/hook")
     services.delivery_attempt(delivery.id)
     assert dns.lookups == 1 and len(receiver.requests) == 1
     _, headers, body = receiver.requests[0]
-    assert headers["Host"] == f"hooks.example:{port}" and _verify(secret, headers, body)
+    assert headers["Host"] == f"hooks.example:{port}" and signed_by(secret, headers, body)
 
 
 def test_a_host_rebound_to_a_private_address_after_the_audit_is_refused_at_delivery(
@@ -234,7 +130,7 @@ def test_a_host_rebound_to_a_private_address_after_the_audit_is_refused_at_deliv
 ):
     dns.answers[:] = ["93.184.216.34", "127.0.0.1"]  # public when the audit is accepted
     url = f"http://hooks.example:{receiver.server.server_port}/hook"
-    audit = _finished_audit(api_for, [human_text], callback_url=url)
+    audit = finished_audit(api_for, [human_text], callback_url=url)
     delivery = WebhookDelivery.objects.get(audit=audit)
     with pytest.raises(services.DeliveryFailed, match="127.0.0.1, a private, loopback"):
         services.delivery_attempt(delivery.id)
@@ -252,7 +148,7 @@ def test_https_keeps_the_host_name_for_tls_while_connecting_to_the_vetted_addres
         return httpx.Response(204, request=request)
 
     monkeypatch.setattr(httpx.Client, "send", send)
-    services.delivery_attempt(_delivery(cast, "https://hooks.example/hook?x=1").id)
+    services.delivery_attempt(delivery_row(cast, "https://hooks.example/hook?x=1").id)
     (request,) = sent
     assert str(request.url) == "https://93.184.216.34/hook?x=1"
     assert request.headers["Host"] == "hooks.example"
@@ -262,47 +158,13 @@ def test_https_keeps_the_host_name_for_tls_while_connecting_to_the_vetted_addres
 def test_a_redirect_is_not_followed(receiver, allow_local, cast, secret):
     receiver.statuses = [302]
     with pytest.raises(services.DeliveryFailed, match="answered 302"):
-        services.delivery_attempt(_delivery(cast, receiver.url).id)
+        services.delivery_attempt(delivery_row(cast, receiver.url).id)
     assert len(receiver.requests) == 1
 
 
 def test_a_callback_url_with_a_bad_port_is_refused():
     with pytest.raises(services.CallbackRefused, match="not a valid URL"):
         services.callback_url_validate("http://hooks.example:99999/hook")
-
-
-def test_the_backoff_doubles_from_the_configured_base():
-    from celery.utils.time import get_exponential_backoff_interval
-
-    base = webhook_deliver_task.retry_backoff
-    waits = [
-        get_exponential_backoff_interval(base, n, webhook_deliver_task.retry_backoff_max, False)
-        for n in range(4)
-    ]
-    assert waits == [base, 2 * base, 4 * base, 8 * base]
-
-
-def test_the_secret_is_shown_once_in_the_admin_and_never_stored_in_clear(admin_client, cast):
-    response = admin_client.post(
-        "/admin/webhooks/teamwebhook/add/", {"team": cast["acme"].id, "default_url": ""}
-    )
-    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
-    page = response.content.decode()
-    secret = page.split('id="webhook-secret">')[1].split("<")[0]
-    assert secret.startswith("whsec_")
-    webhook = TeamWebhook.objects.get(team=cast["acme"])
-    assert secret.encode() not in bytes(webhook.encrypted_secret)
-    change = admin_client.get(f"/admin/webhooks/teamwebhook/{webhook.id}/change/")
-    assert secret not in change.content.decode()
-
-
-def test_deliveries_are_listed_in_the_admin(
-    admin_client, api_for, alice_key, human_text, receiver, allow_local, secret
-):
-    audit = _finished_audit(api_for, [human_text], callback_url=receiver.url)
-    webhook_deliver_task.apply(args=[str(WebhookDelivery.objects.get(audit=audit).id)])
-    page = admin_client.get("/admin/webhooks/webhookdelivery/").content.decode()
-    assert receiver.url in page and "delivered" in page
 
 
 @pytest.mark.slow
@@ -323,7 +185,7 @@ def test_the_worker_delivers_with_backoff_after_a_500(
         wait_until(lambda: len(receiver.requests) >= 2, 60)
         (first, _, _), (second, headers, payload) = receiver.requests[:2]
         assert second - first >= 0.9  # the first retry waits the 1 s base
-        assert _verify(secret, headers, payload)
+        assert signed_by(secret, headers, payload)
         assert json.loads(payload)["audit"]["id"] == audit_id
         wait_until(lambda: WebhookDelivery.objects.get().status == "delivered", 10)
     finally:

@@ -1,0 +1,64 @@
+"""Writes about teams and users: creation, one team per user, the groups of an organization
+sign-in, and the API token's rotation."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
+
+from provenance.accounts.models import Membership, Team
+from provenance.accounts.services import (
+    api_token_rotate,
+    membership_set,
+    team_create,
+    user_create,
+    user_sync_from_groups,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_new_team_starts_at_the_basic_tier():
+    assert team_create(name="newcomers").oracle_tier == Team.OracleTier.BASIC
+    assert team_create(name="auditors", oracle_tier="auditor").oracle_tier == "auditor"
+
+
+def test_a_user_is_created_with_a_hashed_password_and_the_team_given():
+    team = team_create(name="acme")
+    user = user_create(username="dana", password="dana-pass-123", team=team, email="d@x.org")
+    assert user.check_password("dana-pass-123") and user.password != "dana-pass-123"
+    assert user.membership.team == team and user.email == "d@x.org"
+    assert not Membership.objects.filter(user=user_create(username="eve", password="p")).exists()
+
+
+def test_a_user_whose_membership_fails_is_not_created():
+    with pytest.raises(ValueError):
+        user_create(username="dana", password="p", team=Team(name="never saved"))
+    assert not User.objects.filter(username="dana").exists()
+
+
+def test_membership_set_moves_a_user_to_one_other_team(cast):
+    membership_set(user=cast["alice"], team=cast["other"])
+    assert Membership.objects.filter(user=cast["alice"]).get().team == cast["other"]
+
+
+def test_groups_create_the_team_make_an_admin_and_grant_then_revoke_the_playground(cast):
+    user = cast["charlie"]
+    user_sync_from_groups(user=user, team_name="research", is_admin=True, playground=True)
+    membership = Membership.objects.get(user=user)
+    assert membership.team.name == "research" and membership.is_admin
+    assert membership.team.oracle_tier == Team.OracleTier.BASIC
+    assert User.objects.get(pk=user.pk).has_perm("playground.use_playground")
+    user_sync_from_groups(user=user, team_name="acme", is_admin=False, playground=False)
+    membership.refresh_from_db()
+    assert membership.team == cast["acme"] and not membership.is_admin
+    assert not User.objects.get(pk=user.pk).has_perm("playground.use_playground")
+    assert Team.objects.filter(name="acme").count() == 1  # the existing team, not a new one
+
+
+def test_rotating_the_api_token_revokes_the_old_one(cast):
+    first = api_token_rotate(user=cast["alice"])
+    second = api_token_rotate(user=cast["alice"])
+    assert first != second and len(second) == 40
+    assert list(Token.objects.filter(user=cast["alice"]).values_list("key", flat=True)) == [second]
