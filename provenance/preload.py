@@ -23,8 +23,7 @@ def preload(*, tokenizers: bool) -> None:
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018 - the URLconf, DRF and drf-spectacular
-    import pandas  # noqa: F401 - detector.core.contexts' hash table for long texts
-
+    import detector.core.compiled  # noqa: F401 - the compiled passes for long texts (Numba)
     import provenance.cache  # noqa: F401
     import provenance.throttling  # noqa: F401
 

@@ -13,10 +13,17 @@ import math
 from typing import Any
 
 LOG10_FIELDS = frozenset(
-    {"log10_p", "adjusted_log10_p", "decision_log10_p", "log10_p_anytime", "weighted_log10_p"}
+    {
+        "log10_p",
+        "adjusted_log10_p",
+        "decision_log10_p",
+        "log10_p_anytime",
+        "weighted_log10_p",
+        "vllm_log10_p",  # the plain Gamma figures as vLLM computes them (``gamma``)
+    }
 )
-P_FIELDS = frozenset({"p_value"})
-HIDDEN_VALUES = frozenset({"score", "log10_e_value"})  # kept as null: the shape stays
+P_FIELDS = frozenset({"p_value", "vllm_p_value"})
+HIDDEN_VALUES = frozenset({"score", "vllm_score", "log10_e_value"})  # kept as null: the shape stays
 PER_TOKEN = frozenset({"heatmap", "token_data", "tokens", "scores", "chart", "offsets"})
 
 

@@ -23,8 +23,10 @@ from generator.provenance_asgi import ProvenanceHeaders, request_provenance
         ({"vllm_xargs": {"watermarking": False}}, "team-a", (None, False)),
         ({"vllm_xargs": {"watermarking": "false"}}, "team-a", (None, False)),
         ({"watermarking": False, "vllm_xargs": {"watermark_key": "team-b"}}, "x", (None, False)),
-        ({"temperature": 0}, "team-a", ("team-a", False)),  # greedy: no keyed draw
-        ({"temperature": 1e-6}, "team-a", ("team-a", False)),
+        # greedy or below a sampling floor: no keyed draw, so no key is named
+        ({"temperature": 0}, "team-a", (None, False)),
+        ({"temperature": 1e-6}, "team-a", (None, False)),
+        ({"top_k": 1}, "team-a", (None, False)),
         ({"temperature": 0.7}, "team-a", ("team-a", True)),
         ({"vllm_xargs": {"watermark_key": 7}}, "team-a", (None, True)),  # not a name
     ],

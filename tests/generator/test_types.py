@@ -47,10 +47,12 @@ def test_the_provenance_of_a_generation_names_the_key_never_its_value():
         model="smollm2",
         tokenizer_hash="ab" * 32,
         finish_reason="length",
+        expected_log10_p=-12.5,
     )
     assert g.provenance() == {
         "key": "team-a",
         "watermarked": True,
         "model": "smollm2",
         "tokenizer_hash": "ab" * 32,
+        "expected_log10_p": -12.5,
     }

@@ -51,7 +51,7 @@ def _exact_for_owned(user: Any, data: Any) -> Any:
     bare = [
         _uuid(item.get("id"))
         for item in items
-        if "hypotheses" not in item and "key_id" not in item and "log10_p" in item
+        if "hypotheses" not in item and "key_id" not in item and "log10_p" in item and "id" in item
     ]
     stored: dict[Any, list[Any]] = {}
     if bare:
@@ -62,7 +62,7 @@ def _exact_for_owned(user: Any, data: Any) -> Any:
             key_ids = [h.get("key_id") for h in item["hypotheses"] if isinstance(h, dict)]
         elif "key_id" in item:
             key_ids = [item["key_id"]]
-        elif "log10_p" in item:
+        elif "log10_p" in item and "id" in item:  # a check's summary, named by its id
             key_ids = stored.get(_uuid(item.get("id")), [None])
         else:
             continue

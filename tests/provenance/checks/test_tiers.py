@@ -45,10 +45,16 @@ def test_a_basic_page_shows_rounded_figures_and_no_heatmap():
         token_data={"scores": [1.0]}, log10_p=-8.43, p_value=3.7e-9, spans=[{"log10_p": -5.5}]
     )
     hypothesis = SimpleNamespace(
-        score=2.0, log10_p=-8.43, p_value=3.7e-9, adjusted_log10_p=-8.1, weighted_log10_p=-3.2
+        score=2.0,
+        log10_p=-8.43,
+        p_value=3.7e-9,
+        adjusted_log10_p=-8.1,
+        decision_log10_p=-7.6,
+        weighted_log10_p=-3.2,
     )
     tiers.basic_view(check, [hypothesis])
     assert check.token_data is None and (check.log10_p, check.p_value) == (-9.0, 1e-9)
     assert check.spans == [{"log10_p": -6.0}]
     assert hypothesis.score is None and hypothesis.adjusted_log10_p == -9.0
+    assert hypothesis.decision_log10_p == -8.0
     assert (hypothesis.weighted_log10_p, hypothesis.p_value) == (-4.0, 1e-9)
