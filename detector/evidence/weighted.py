@@ -13,7 +13,7 @@ out as logarithms:
   ``sum_i prod_{j != i} w_i / (w_i - w_j) exp(-x / w_i)`` in mpmath, exact;
 - otherwise, for tails above ``1e-30`` (every tail a decision can turn on): the exact tail by
   numerical inversion of the Laplace transform along the line through the saddlepoint,
-  about 1e-9 relative, 10-300 ms;
+  about 1e-9 relative, 2-110 ms for 20-5,000 weights (vectorized Gauss-Legendre spans);
 - below ``1e-30``: the Lugannani-Rice saddlepoint approximation with Daniels' second-order
   terms, whose relative error there stays within 2% (it tends to about 0.6% as the largest
   weight comes to dominate the far tail), measured against the exact tail in
@@ -26,7 +26,6 @@ exact when the saddlepoint approaches the pole at ``1 / max(w)`` (very large sco
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,23 +218,32 @@ def log_sf_exact(weights: ArrayLike, x: float) -> float:
     b = cgf.b(u)
     scale = 1.0 / math.sqrt(float((b**2).sum()))  # width of the peak at y = 0
 
-    def g(y: float) -> float:
-        log_mod = -0.5 * float(np.log1p((b * y) ** 2).sum())
-        phase = float(np.arctan(b * y).sum()) - x * y
-        z = complex(t, y)
-        return math.exp(log_mod) * (complex(math.cos(phase), math.sin(phase)) / z).real
+    def g(y: NDArray[np.float64]) -> NDArray[np.float64]:
+        # Re(prod_i (1 - i b_i y)^(-1) e^(-i x y) / (t + i y)), at many y at once.
+        by = np.multiply.outer(y, b)
+        modulus = np.exp(-0.5 * np.log1p(by**2).sum(axis=1))
+        phase = np.arctan(by).sum(axis=1) - x * y
+        return modulus * (t * np.cos(phase) + y * np.sin(phase)) / (t * t + y * y)
 
     # The integrand decays like |y|^-(n+1) past the peak; integrate piecewise out to where
-    # it is below 1e-18 of its value at 0, in spans that widen geometrically.
+    # it is below 1e-18 of its value at 0, in spans that widen geometrically. Each span is
+    # taken by Gauss-Legendre at 32 and 64 nodes, halved until the two agree.
+    at0 = abs(float(g(np.zeros(1))[0]))
+    tolerance = 1e-15 * at0 * scale
+
+    def span_integral(lo: float, hi: float, depth: int = 0) -> float:
+        coarse = integrate.fixed_quad(g, lo, hi, n=32)[0]
+        fine = float(integrate.fixed_quad(g, lo, hi, n=64)[0])
+        if abs(fine - coarse) <= max(tolerance, 1e-13 * abs(fine)) or depth >= 16:
+            return fine
+        mid = 0.5 * (lo + hi)
+        return span_integral(lo, mid, depth + 1) + span_integral(mid, hi, depth + 1)
+
     total, lo, span = 0.0, 0.0, scale
-    at0 = abs(g(0.0))
     for _ in range(200):
         hi = lo + span
-        with warnings.catch_warnings():  # roundoff notices near 1e-12: accuracy is tested
-            warnings.simplefilter("ignore", integrate.IntegrationWarning)
-            part, _err = integrate.quad(g, lo, hi, limit=200, epsabs=0.0, epsrel=1e-12)
-        total += part
-        if abs(g(hi)) * hi < 1e-18 * at0 * scale:
+        total += span_integral(lo, hi)
+        if abs(float(g(np.array([hi]))[0])) * hi < 1e-18 * at0 * scale:
             break
         lo, span = hi, span * 1.5
     value = total / math.pi

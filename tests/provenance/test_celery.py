@@ -3,6 +3,8 @@ process, no result backend, and the product's tasks registered by name."""
 
 from __future__ import annotations
 
+from celery import Celery
+
 from provenance.celery import app
 
 
@@ -14,7 +16,11 @@ def test_the_app_takes_its_settings_from_django():
     assert conf.task_acks_late is True and conf.task_reject_on_worker_lost is True
     assert conf.worker_prefetch_multiplier == 1
     assert conf.result_backend is None
-    assert conf.broker_url == settings.CELERY_BROKER_URL
+    # Tests point the app at their own Redis servers; a fresh app reads the same settings.
+    fresh = Celery("provenance")
+    fresh.config_from_object("django.conf:settings", namespace="CELERY")
+    assert fresh.conf.broker_url == settings.CELERY_BROKER_URL
+    assert fresh.conf.task_serializer == conf.task_serializer
 
 
 def test_the_product_tasks_are_registered_under_the_names_services_publish():

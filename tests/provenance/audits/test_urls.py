@@ -9,7 +9,7 @@ from django.urls import Resolver404, resolve, reverse
 
 from provenance.audits import api, urls, views
 
-ID = uuid.uuid4()
+ID = uuid.UUID("6f1c2a3e-8d4b-4e5f-9a7c-1b2d3e4f5a6b")
 
 
 @pytest.mark.parametrize(

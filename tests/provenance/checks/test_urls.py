@@ -10,7 +10,7 @@ from django.urls import resolve, reverse
 from provenance.checks import urls, views
 from provenance.checks.api import checks, detect, exports
 
-ID = uuid.uuid4()
+ID = uuid.UUID("6f1c2a3e-8d4b-4e5f-9a7c-1b2d3e4f5a6b")
 
 
 @pytest.mark.parametrize(
