@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import logging.config
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -92,11 +93,27 @@ def _on_publish(sender: Any = None, body: Any = None, headers: Any = None, **_: 
 
 def install(settings: Any) -> None:
     settings.MIDDLEWARE = ["tests.provenance.capture.CaptureMiddleware", *settings.MIDDLEWARE]
-    logging.getLogger().addHandler(_Handler(level=logging.DEBUG))
+    handler = _Handler(level=logging.DEBUG)
+    logging.getLogger().addHandler(handler)
+    _keep_on_reconfiguration(handler)
     from celery.signals import before_task_publish
 
     before_task_publish.connect(_on_publish, weak=False)
     _record_parsed_keys()
+
+
+def _keep_on_reconfiguration(handler: logging.Handler) -> None:
+    """Django configures logging again whenever it is set up again (``get_wsgi_application``,
+    a runner's ``django.setup()`` in this process) and the product's LOGGING names a root
+    logger, which drops every root handler: the capture handler is put back each time."""
+    configure = logging.config.dictConfig
+
+    def dict_config(config: dict[str, Any]) -> None:
+        configure(config)
+        if handler not in logging.getLogger().handlers:
+            logging.getLogger().addHandler(handler)
+
+    logging.config.dictConfig = dict_config  # Django looks the function up by name each time
 
 
 def _record_parsed_keys() -> None:
