@@ -95,5 +95,11 @@ class FailoverRedisCache(RedisCache):
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         return self._either("delete", *args, **kwargs)
 
+    def incr(self, *args: Any, **kwargs: Any) -> Any:
+        return self._either("incr", *args, **kwargs)
+
+    def decr(self, *args: Any, **kwargs: Any) -> Any:
+        return self._either("decr", *args, **kwargs)
+
     def clear(self) -> Any:
         return self._either("clear")

@@ -330,6 +330,9 @@ PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, min
 # inline.
 PROVENANCE_INLINE_MAX_BYTES = env_int("PROVENANCE_INLINE_MAX_BYTES", 16 * 1024, minimum=0)
 PROVENANCE_MAX_WAIT = env_int("PROVENANCE_MAX_WAIT", 30, minimum=0)
+# Requests of one user that may wait at once (?wait=): more are answered 202 at once, to be
+# polled, so one account cannot hold every web thread.
+PROVENANCE_MAX_WAITING_PER_USER = env_int("PROVENANCE_MAX_WAITING_PER_USER", 2, minimum=1)
 # Tokens one streaming-detection stream may take (its seen contexts are stored with it).
 PROVENANCE_STREAM_MAX_TOKENS = env_int("PROVENANCE_STREAM_MAX_TOKENS", 20_000, minimum=1)
 # Characters a text stream may hold pending (its last word, not yet scored): a real word is

@@ -7,9 +7,11 @@ import copy
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -206,6 +208,31 @@ def wait_seconds(request: Request) -> float:
             {"wait": [f"wait must be a number of seconds from 0 to {settings.PROVENANCE_MAX_WAIT}"]}
         )
     return wait
+
+
+@contextmanager
+def waiting_slot(user: Any, wait: float) -> Iterator[float]:
+    """The seconds this request may wait for its verdict: ``wait``, unless the user already has
+    ``PROVENANCE_MAX_WAITING_PER_USER`` requests waiting (counted in the shared cache, across
+    processes), then 0: the check is still made and answered 202 at once, to be polled, so
+    one account cannot hold every web thread with ``?wait=``."""
+    if wait <= 0:
+        yield 0.0
+        return
+    key = f"provenance:waiting:{user.pk}"
+    cache.add(key, 0, timeout=int(settings.PROVENANCE_MAX_WAIT) + 60)  # outlives any wait
+    try:
+        held = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=int(settings.PROVENANCE_MAX_WAIT) + 60)
+        held = 1
+    try:
+        yield wait if held <= settings.PROVENANCE_MAX_WAITING_PER_USER else 0.0
+    finally:
+        try:
+            cache.decr(key)
+        except ValueError:
+            pass
 
 
 def read_upload(upload: Any) -> bytes:

@@ -31,6 +31,7 @@ from provenance.checks.api.base import (
     body_size_guard,
     read_upload,
     wait_seconds,
+    waiting_slot,
 )
 from provenance.checks.fields import HYPOTHESIS_FIELDS
 from provenance.checks.models import Check, Hypothesis
@@ -176,23 +177,25 @@ class CheckListCreateApi(TieredApi):
     )
     def post(self, request: AuthenticatedRequest) -> Response:
         body_size_guard(request)
-        wait = wait_seconds(request)
-        data = self._input(request)
-        text, filename = data.get("text"), ""
-        if "file" in data:
-            document = services.document_extract(data["file"].name, read_upload(data["file"]))
-            text, filename = document.text, document.filename
-        check = services.check_create(
-            user=request.user,
-            text=text,
-            key_ids=data.get("key_ids"),
-            filename=filename,
-            inline=wait > 0,
-        )
-        if check.status not in FINISHED:  # queued: read what the worker wrote meanwhile
-            if wait > 0:
-                selectors.check_finished(check.id, within=wait)
-            check = selectors.check_get(request.user, check.id)
+        with waiting_slot(request.user, wait_seconds(request)) as wait:
+            data = self._input(request)
+            text, filename = data.get("text"), ""
+            if "file" in data:
+                document = services.document_extract(
+                    data["file"].name, read_upload(data["file"])
+                )
+                text, filename = document.text, document.filename
+            check = services.check_create(
+                user=request.user,
+                text=text,
+                key_ids=data.get("key_ids"),
+                filename=filename,
+                inline=wait > 0,
+            )
+            if check.status not in FINISHED:  # queued: read what the worker wrote meanwhile
+                if wait > 0:
+                    selectors.check_finished(check.id, within=wait)
+                check = selectors.check_get(request.user, check.id)
         # else scored in this request: answered from what was written, not read back.
         location = reverse("api-check-detail", args=[check.id])
         body = CheckDetailOutput(check).data

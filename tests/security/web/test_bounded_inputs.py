@@ -123,3 +123,26 @@ def test_pending_text_counts_against_the_quota(api_for, alice_key, settings):
     ]
     assert codes == [200, 200, 200, 429]
     assert QuotaUsage.objects.get().used == 3
+
+
+def test_a_user_cannot_hold_more_than_the_waiting_limit_of_web_threads(
+    api_for, cast, alice_key, wm_text, settings
+):
+    """``?wait=`` on a short text is scored in the request (201). With the user's waiting
+    slots taken, the same request is answered at once as queued (202), to be polled; another
+    user still waits; the slots come back when the waits end."""
+    from contextlib import ExitStack
+
+    from provenance.checks.api.base import waiting_slot
+
+    settings.PROVENANCE_MAX_WAITING_PER_USER = 2
+    alice, bob = api_for("alice"), api_for("bob")
+    route = "/api/v1/checks?wait=20"
+    assert alice.post(route, {"text": wm_text}, format="json").status_code == 201
+    with ExitStack() as held:
+        granted = [held.enter_context(waiting_slot(cast["alice"], 20.0)) for _ in range(2)]
+        assert granted == [20.0, 20.0]
+        busy = alice.post(route, {"text": wm_text}, format="json")
+        assert busy.status_code == 202 and busy.json()["status"] != "done"
+        assert bob.post(route, {"text": wm_text}, format="json").status_code == 201
+    assert alice.post(route, {"text": wm_text}, format="json").status_code == 201
