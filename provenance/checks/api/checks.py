@@ -181,9 +181,7 @@ class CheckListCreateApi(TieredApi):
             data = self._input(request)
             text, filename = data.get("text"), ""
             if "file" in data:
-                document = services.document_extract(
-                    data["file"].name, read_upload(data["file"])
-                )
+                document = services.document_extract(data["file"].name, read_upload(data["file"]))
                 text, filename = document.text, document.filename
             check = services.check_create(
                 user=request.user,
