@@ -33,8 +33,8 @@ $(STAMP): pyproject.toml scripts/install-python-deps.sh
 # Two pytest processes side by side, each on its own free ports and temporary directories:
 # the whole suite on SQLite over two xdist workers (the web product's tests together on one,
 # for their shared Redis, Celery worker, Chromium and secret scan; everything else on the
-# other: tests/conftest.py), and the web product's tests (with its attack tests) again on a throwaway PostgreSQL
-# server (the production database), whose output is kept in $(PG_LOG) and shown after. The
+# other: tests/conftest.py), and the web product's tests and its attack tests again on a
+# throwaway PostgreSQL server (the production database), whose output is kept in $(PG_LOG) and shown after. The
 # runner and browser tests, which do not depend on the database, run once. docs/testing.md.
 PG_SKIP := --ignore=tests/provenance/runner --ignore=tests/provenance/playground/test_embedded.py
 PG_LOG := var/test-postgresql.log
