@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 from django.contrib.auth.models import Permission
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from detector.reports.signed import verify
@@ -61,8 +61,8 @@ def world(cast, alice_key, human_text):
 def _api(world, actor: str) -> APIClient:
     client = APIClient()
     if actor != "anonymous":
-        token, _ = Token.objects.get_or_create(user=world[actor])
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        _, token = AuthToken.objects.create(user=world[actor])
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return client
 
 
