@@ -349,6 +349,8 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_VERBOSE = False
+# No record of every successful sign-in (addresses and user agents kept for no purpose).
+AXES_DISABLE_ACCESS_LOG = True
 
 # --- Provenance -------------------------------------------------------------------------
 # Key-encryption key (urlsafe base64, 32 bytes, as from Fernet.generate_key()). Unset: the

@@ -104,6 +104,9 @@ API_ROUTES = [
     # Deleting (last: it hides the objects): the submitter or a team admin; bob is neither.
     ("delete", "/api/v1/checks/{check}", None, (401, 404, 403, 204, 404)),
     ("delete", "/api/v1/audits/{audit}", None, (401, 404, 403, 204, 404)),
+    # Revoking the caller's own token (the very last: every later request would be a 401).
+    ("post", "/api/v1/token/revoke-all", None, (401, 204, 204, 204, 204)),
+    ("post", "/api/v1/token/revoke", None, (401, 401, 401, 401, 401)),
 ]
 LOGIN = 302
 PAGES = [

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from axes.exceptions import AxesBackendPermissionDenied
 from django.contrib.auth import authenticate
+from django.contrib.auth.signals import user_login_failed
 from django.test import RequestFactory
 
 from provenance.accounts.backends import LoginThrottleBackend
@@ -18,8 +19,12 @@ def test_the_throttle_is_the_first_backend(settings):
     assert settings.AUTHENTICATION_BACKENDS[0] == "provenance.accounts.backends.LoginThrottleBackend"
 
 
-def test_a_call_without_a_request_is_left_to_the_other_backends(cast):
+def test_a_call_without_a_request_or_a_username_is_left_to_the_other_backends(cast):
     assert LoginThrottleBackend().authenticate(None, username="alice", password="x") is None
+    request = RequestFactory().get("/oidc/callback/", REMOTE_ADDR="192.0.2.3")
+    for _ in range(10):  # organization sign-ins refused by the provider's claims
+        user_login_failed.send(sender=__name__, credentials={"nonce": "n"}, request=request)
+    assert LoginThrottleBackend().authenticate(request, nonce="n") is None  # not locked
     assert authenticate(username="alice", password="alice-pass-123") == cast["alice"]
 
 

@@ -85,6 +85,23 @@ def test_deactivating_in_the_admin_signs_the_user_out_everywhere(api_for, cast, 
     assert api.get("/api/v1/checks").status_code == 401
 
 
+def test_a_user_taken_out_of_every_mapped_group_loses_sessions_and_tokens(
+    api_for, cast, client, oidc_backend, settings
+):
+    from provenance.accounts.models import ExternalIdentity
+    from provenance.accounts.oidc import OrganizationBackend
+
+    settings.PROVENANCE_OIDC = {**settings.PROVENANCE_OIDC, "TEAMS": {"essays": "acme"}}
+    ExternalIdentity.objects.create(user=cast["alice"], subject="sub-alice")
+    api = api_for("alice")
+    client.force_login(cast["alice"], backend=OIDC_BACKEND)
+    claims = {"sub": "sub-alice", "groups": ["alumni"]}  # the provider's answer on refresh
+    assert OrganizationBackend().verify_claims(claims) is False
+    assert api.get("/api/v1/checks").status_code == 401
+    assert client.get("/checks/").status_code == 302
+    assert api_for("bob").get("/api/v1/checks").status_code == 200  # no one else
+
+
 def test_organization_sessions_are_re_checked_with_the_provider():
     env = {
         "PROVENANCE_OIDC_CLIENT_ID": "client",
