@@ -49,3 +49,17 @@ def test_the_login_page_offers_the_organization_sign_in_only_when_configured(cli
     page = client.get("/accounts/login/", {"oidc": "refused"}).content.decode()
     assert 'id="oidc-login"' in page and "Acme SSO" in page and 'id="oidc-refused"' in page
     assert 'id="oidc-refused"' not in client.get("/accounts/login/").content.decode()
+
+
+def test_the_token_page_and_the_lockout_page_are_translated(client, cast, settings):
+    client.force_login(cast["alice"])
+    client.post("/accounts/token/")
+    page = client.get("/accounts/token/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    assert "トークンは <code>" in page and "トークンを失効させる" in page
+    client.logout()
+    for attempt in range(settings.AXES_FAILURE_LIMIT):
+        client.post("/accounts/login/", {"username": "bob", "password": f"guess-{attempt}"})
+    locked = client.post(
+        "/accounts/login/", {"username": "bob", "password": "x"}, HTTP_ACCEPT_LANGUAGE="ko"
+    )
+    assert locked.status_code == 429 and "로그인이 잠겼습니다" in locked.content.decode()
