@@ -41,8 +41,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ["token_key", "user", "created", "expiry"]
     list_filter = ["expiry"]
     search_fields = ["token_key", "user__username"]
-    fields = ["token_key", "user", "created", "expiry"]
-    readonly_fields = fields
+    fields = readonly_fields = ("token_key", "user", "created", "expiry")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
-from django.utils import timezone
 from django.core.exceptions import PermissionDenied
+from django.utils import timezone
 from knox.crypto import hash_token
 from knox.models import AuthToken
 from rest_framework.exceptions import AuthenticationFailed

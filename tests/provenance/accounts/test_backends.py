@@ -16,7 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_throttle_is_the_first_backend(settings):
-    assert settings.AUTHENTICATION_BACKENDS[0] == "provenance.accounts.backends.LoginThrottleBackend"
+    assert (
+        settings.AUTHENTICATION_BACKENDS[0] == "provenance.accounts.backends.LoginThrottleBackend"
+    )
 
 
 def test_a_call_without_a_request_or_a_username_is_left_to_the_other_backends(cast):

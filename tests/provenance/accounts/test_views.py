@@ -3,9 +3,9 @@ login page's organization sign-in button."""
 
 from __future__ import annotations
 
-import pytest
 import re
 
+import pytest
 from knox.models import AuthToken
 
 pytestmark = pytest.mark.django_db
