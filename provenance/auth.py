@@ -16,6 +16,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from knox import auth as knox_auth
 from knox.crypto import hash_token
 from knox.models import get_token_model
@@ -60,3 +62,16 @@ class TokenAuthentication(knox_auth.TokenAuthentication):
         if not found.user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         return (found.user, found)
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    """The API schema's description of the token header (``Authorization: Token <token>``),
+    under the name DRF's token authentication had."""
+
+    target_class = "provenance.auth.TokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return build_bearer_security_scheme_object(
+            header_name="Authorization", token_prefix="Token"
+        )

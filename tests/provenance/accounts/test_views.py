@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.utils import translation
 from knox.models import AuthToken
 
 pytestmark = pytest.mark.django_db
@@ -59,7 +60,10 @@ def test_the_token_page_and_the_lockout_page_are_translated(client, cast, settin
     client.logout()
     for attempt in range(settings.AXES_FAILURE_LIMIT):
         client.post("/accounts/login/", {"username": "bob", "password": f"guess-{attempt}"})
-    locked = client.post(
-        "/accounts/login/", {"username": "bob", "password": "x"}, HTTP_ACCEPT_LANGUAGE="ko"
-    )
+    try:
+        locked = client.post(
+            "/accounts/login/", {"username": "bob", "password": "x"}, HTTP_ACCEPT_LANGUAGE="ko"
+        )
+    finally:
+        translation.deactivate()  # the lockout answer leaves Korean active in this thread
     assert locked.status_code == 429 and "로그인이 잠겼습니다" in locked.content.decode()
