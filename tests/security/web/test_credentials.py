@@ -99,6 +99,10 @@ def test_password_guessing_is_locked_out_per_username_and_address(client, cast, 
     for attempt in range(limit):
         answer = client.post(url, {"username": "root", "password": f"guess-{attempt}"})
         assert answer.status_code == (200 if attempt < limit - 1 else 429)
+    from axes.models import AccessAttempt
+
+    stored = " ".join(f"{a.post_data} {a.get_data}" for a in AccessAttempt.objects.all())
+    assert "password=" in stored and "guess-" not in stored  # a near-miss password is not kept
     locked = client.post(url, {"username": "root", "password": "root-pass-123"})
     assert locked.status_code == 429 and 'id="locked-out"' in locked.content.decode()
     assert "_auth_user_id" not in client.session  # the right password does not get in
