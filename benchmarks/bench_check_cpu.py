@@ -57,7 +57,7 @@ def _setup() -> tuple[str, list[str]]:
 
     django.setup()
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
+    from knox.models import AuthToken
 
     from detector.text.tokenizers import load_tokenizer
     from provenance.accounts.services import team_create, user_create
@@ -75,7 +75,7 @@ def _setup() -> tuple[str, list[str]]:
         n = 100 + 20 * i % 200
         texts.append(tokenizer.decode(watermarked_ids(KEY_VALUE, n, seed=i)))
         texts.append(" ".join(words[i * 7 : i * 7 + n // 2]))
-    return Token.objects.create(user=user).key, texts
+    return AuthToken.objects.create(user=user)[1], texts
 
 
 def _cpu_ms(run: Callable[[int], None], count: int) -> float:

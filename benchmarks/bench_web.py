@@ -58,7 +58,7 @@ def _setup_db(key_value: int) -> str:
 
     django.setup()
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
+    from knox.models import AuthToken
 
     from provenance.accounts.services import team_create, user_create
     from provenance.keys.services import key_create, tokenizer_default
@@ -67,7 +67,7 @@ def _setup_db(key_value: int) -> str:
     team = team_create(name="bench")
     user = user_create(username="bench", password="bench-pass-123", team=team)
     key_create(name="bench-key", team=team, tokenizer=tokenizer_default(), value=key_value)
-    return Token.objects.create(user=user).key
+    return AuthToken.objects.create(user=user)[1]
 
 
 def _texts(key_value: int, count: int) -> tuple[str, list[str]]:

@@ -23,6 +23,6 @@ class SecretsHiddenFilter(SafeExceptionReporterFilter):
     )
 
     def cleanse_setting(self, key: Any, value: Any) -> Any:
-        if isinstance(value, str) and _CREDENTIAL_URL.search(value):
+        if isinstance(value, str) and _CREDENTIAL_URL.search(str(value)):
             return self.cleansed_substitute
         return super().cleanse_setting(key, value)

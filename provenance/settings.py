@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",  # API tokens, stored as digests (provenance/auth.py)
+    "axes",  # login throttling (provenance/accounts/backends.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "mozilla_django_oidc",
@@ -187,6 +189,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "provenance.middleware.ContentSecurityPolicyMiddleware",
     "provenance.middleware.DatabaseUnavailableMiddleware",
+    # Turns a sign-in refused by django-axes' lockout into its 429 page (after the others).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "provenance.urls"
@@ -290,9 +294,14 @@ PROVENANCE_OIDC: dict[str, Any] = {
     "ADMIN_GROUPS": env_list("PROVENANCE_OIDC_ADMIN_GROUPS", []),
     "PLAYGROUND_GROUPS": env_list("PROVENANCE_OIDC_PLAYGROUND_GROUPS", []),
 }
-AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+# The login throttle comes first: a locked-out username and address is refused before any
+# backend reads a password (provenance/accounts/backends.py).
+AUTHENTICATION_BACKENDS = [
+    "provenance.accounts.backends.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 if PROVENANCE_OIDC["ENABLED"]:
-    AUTHENTICATION_BACKENDS.insert(0, "provenance.accounts.oidc.OrganizationBackend")
+    AUTHENTICATION_BACKENDS.insert(1, "provenance.accounts.oidc.OrganizationBackend")
     _OIDC_REQUIRED = {
         "OIDC_RP_CLIENT_SECRET": "PROVENANCE_OIDC_CLIENT_SECRET",
         "OIDC_OP_AUTHORIZATION_ENDPOINT": "PROVENANCE_OIDC_AUTHORIZATION_ENDPOINT",
@@ -318,6 +327,30 @@ OIDC_RP_SCOPES = env_str("PROVENANCE_OIDC_SCOPES", "openid email profile groups"
 OIDC_USE_PKCE = True
 OIDC_TIMEOUT = 10
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?oidc=refused"
+
+# --- Credentials --------------------------------------------------------------------------
+# API tokens (django-rest-knox): the database keeps a SHA-512 digest and a 15-character
+# prefix, never the token; a token is shown once, expires PROVENANCE_API_TOKEN_DAYS after it
+# was made, and clients keep sending "Authorization: Token <token>".
+PROVENANCE_API_TOKEN_DAYS = env_int("PROVENANCE_API_TOKEN_DAYS", 90, minimum=1)
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=PROVENANCE_API_TOKEN_DAYS),
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
+}
+# Login throttling (django-axes) on every password sign-in (/accounts/login/, /admin/login/):
+# after PROVENANCE_LOGIN_FAILURES failures for one username from one address, that pair is
+# refused with 429 for PROVENANCE_LOGIN_LOCKOUT_MINUTES; a successful sign-in clears its count.
+# Attempts are counted in the database, so every web process agrees.
+AXES_FAILURE_LIMIT = env_int("PROVENANCE_LOGIN_FAILURES", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("PROVENANCE_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False
+# No record of every successful sign-in (addresses and user agents kept for no purpose).
+AXES_DISABLE_ACCESS_LOG = True
 
 # --- Provenance -------------------------------------------------------------------------
 # Key-encryption key (urlsafe base64, 32 bytes, as from Fernet.generate_key()). Unset: the

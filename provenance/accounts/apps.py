@@ -7,3 +7,6 @@ class AccountsConfig(AppConfig):
     name = "provenance.accounts"
     label = "accounts"
     verbose_name = "Teams"
+
+    def ready(self) -> None:
+        from provenance.accounts import signals  # noqa: F401  (connects the receivers)

@@ -26,7 +26,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from provenance.accounts.models import ExternalIdentity
-from provenance.accounts.services import user_sync_from_groups
+from provenance.accounts.services import user_credentials_revoke, user_sync_from_groups
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,10 @@ class OrganizationBackend(OIDCAuthenticationBackend):
         if team_name_for(claim_groups(claims)) is None:
             # No user name or group list in the log: the provider may hold them secret.
             logger.warning("organization sign-in refused: no group of the user maps to a team")
+            # A known user taken out of every mapped group (a sign-in, or the session's
+            # silent refresh) is deprovisioned: every session and API token goes at once.
+            for user in self.filter_users_by_claims(claims):
+                user_credentials_revoke(user=user)
             return False
         return True
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import cast
+from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
 
@@ -50,3 +50,14 @@ def oracle_tier(user: User | AnonymousUser) -> str:
 
 def is_auditor(user: User | AnonymousUser) -> bool:
     return oracle_tier(user) == Team.OracleTier.AUDITOR
+
+
+def api_token_current(user: User) -> Any:
+    """The user's newest unexpired API token row (its prefix and expiry; the token itself is
+    not stored), or None."""
+    from django.db.models import Q
+    from django.utils import timezone
+    from knox.models import get_token_model
+
+    unexpired = Q(expiry__isnull=True) | Q(expiry__gt=timezone.now())
+    return get_token_model().objects.filter(unexpired, user=user).order_by("-created").first()

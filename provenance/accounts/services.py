@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
+from typing import Any
+
+from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
+from knox.models import get_token_model
 
 from provenance.accounts.models import Membership, Team
 
@@ -46,9 +49,29 @@ def user_sync_from_groups(*, user: User, team_name: str, is_admin: bool, playgro
 
 
 @transaction.atomic
-def api_token_rotate(*, user: User) -> str:
-    """Replace the user's API token; the new one is returned to show once."""
-    from rest_framework.authtoken.models import Token
+def api_token_rotate(*, user: User) -> tuple[Any, str]:
+    """Replace the user's API tokens with a new one: its row (a digest, a prefix, the expiry)
+    and the token itself, to show once; only the digest is stored."""
+    api_token_revoke(user=user)
+    return get_token_model().objects.create(user=user)
 
-    Token.objects.filter(user=user).delete()
-    return Token.objects.create(user=user).key
+
+def api_token_revoke(*, user: User) -> int:
+    """Revoke every API token of the user; the number revoked."""
+    deleted, _ = get_token_model().objects.filter(user=user).delete()
+    return deleted
+
+
+@transaction.atomic
+def user_credentials_revoke(*, user: User) -> None:
+    """Sign the user out everywhere: every API token and every session (a deactivated or
+    deprovisioned user must not come back with an old one if reactivated)."""
+    from django.contrib.sessions.models import Session
+
+    api_token_revoke(user=user)
+    mine = [
+        session.session_key
+        for session in Session.objects.all().iterator()
+        if str(session.get_decoded().get(SESSION_KEY)) == str(user.pk)
+    ]
+    Session.objects.filter(session_key__in=mine).delete()

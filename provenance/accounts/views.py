@@ -1,4 +1,5 @@
-"""The user's API token: create or replace it (DRF token auth for scripts and /detect)."""
+"""The user's API token: create, replace or revoke it (django-rest-knox tokens, for scripts
+and /detect), and the login page."""
 
 from __future__ import annotations
 
@@ -11,16 +12,23 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from provenance.accounts.services import api_token_rotate
+from provenance.accounts.selectors import api_token_current
+from provenance.accounts.services import api_token_revoke, api_token_rotate
 from provenance.auth import AuthenticatedHttpRequest
 
 
 @never_cache
 @login_required
 def api_token(request: AuthenticatedHttpRequest) -> HttpResponse:
-    context: dict[str, Any] = {"has_token": hasattr(request.user, "auth_token"), "token": None}
+    """The page shows the current token's prefix and expiry; a POST replaces the token (the
+    new one is shown this once) or, with ``action=revoke``, revokes it."""
+    token = None
     if request.method == "POST":
-        context.update(has_token=True, token=api_token_rotate(user=request.user))
+        if request.POST.get("action") == "revoke":
+            api_token_revoke(user=request.user)
+        else:
+            _, token = api_token_rotate(user=request.user)
+    context: dict[str, Any] = {"current": api_token_current(request.user), "token": token}
     return render(request, "accounts/api_token.html", context)
 
 

@@ -13,7 +13,7 @@ import dj_database_url
 import pytest
 from cryptography.fernet import Fernet
 from django.conf import settings
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from provenance.accounts.services import team_create, user_create
@@ -146,10 +146,13 @@ def alice_key(cast, tokenizer_row):
 def api_for(cast):
     """api_for("alice") -> an APIClient authenticated with alice's token."""
 
+    tokens: dict[str, str] = {}
+
     def make(name: str) -> APIClient:
         client = APIClient()
-        token, _ = Token.objects.get_or_create(user=cast[name])
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        if name not in tokens:
+            _, tokens[name] = AuthToken.objects.create(user=cast[name])
+        client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[name]}")
         return client
 
     return make

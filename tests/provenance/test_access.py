@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 from django.contrib.auth.models import Permission
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from detector.reports.signed import verify
@@ -61,8 +61,8 @@ def world(cast, alice_key, human_text):
 def _api(world, actor: str) -> APIClient:
     client = APIClient()
     if actor != "anonymous":
-        token, _ = Token.objects.get_or_create(user=world[actor])
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        _, token = AuthToken.objects.create(user=world[actor])
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return client
 
 
@@ -104,6 +104,9 @@ API_ROUTES = [
     # Deleting (last: it hides the objects): the submitter or a team admin; bob is neither.
     ("delete", "/api/v1/checks/{check}", None, (401, 404, 403, 204, 404)),
     ("delete", "/api/v1/audits/{audit}", None, (401, 404, 403, 204, 404)),
+    # Revoking the caller's own token (the very last: every later request would be a 401).
+    ("post", "/api/v1/token/revoke-all", None, (401, 204, 204, 204, 204)),
+    ("post", "/api/v1/token/revoke", None, (401, 401, 401, 401, 401)),
 ]
 LOGIN = 302
 PAGES = [

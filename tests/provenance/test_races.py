@@ -13,7 +13,7 @@ import pytest
 import requests
 from django.db import connection
 from django.db.models import Sum
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
 from provenance.keys.services import key_create
@@ -60,7 +60,7 @@ def test_concurrent_requests_cannot_both_take_the_last_of_the_quota(
         return taken
 
     monkeypatch.setattr(quota, "quota_take", slow_take)
-    token = Token.objects.create(user=cast["alice"]).key
+    _, token = AuthToken.objects.create(user=cast["alice"])
 
     def post(i: int) -> Callable[[], int]:
         return lambda: (

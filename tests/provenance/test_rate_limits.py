@@ -8,7 +8,7 @@ import sys
 
 import httpx
 import pytest
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import free_port
@@ -52,7 +52,7 @@ def two_workers(redis_server, tmp_path):
 
 
 def test_two_gunicorn_workers_share_one_detection_rate(two_workers, cast):
-    token = Token.objects.create(user=cast["alice"]).key
+    _, token = AuthToken.objects.create(user=cast["alice"])
     codes = []
     for _ in range(3 * RATE):
         # A new connection each time: gunicorn hands connections to either worker.

@@ -27,13 +27,13 @@ KEY = 0x5CA1_E007_D00D_F00D
 
 SETUP = """
 import django; django.setup()
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from provenance.accounts.services import team_create, user_create
 from provenance.keys.services import key_create, tokenizer_default
 team = team_create(name="scale")
 user = user_create(username="scale", password="scale-pass-123", team=team)
 key_create(name="scale-key", team=team, tokenizer=tokenizer_default(), value={key})
-print(Token.objects.create(user=user).key)
+print(AuthToken.objects.create(user=user)[1])
 """
 CLIENT = """
 import json, sys, httpx

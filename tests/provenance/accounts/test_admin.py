@@ -1,10 +1,11 @@
-"""The accounts admin: teams with their members inline, memberships searchable."""
+"""The accounts admin: teams with their members inline, memberships searchable, API tokens
+listed by prefix and only revoked."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from provenance.accounts import admin
 from provenance.accounts.models import Membership
@@ -36,7 +37,7 @@ def test_memberships_are_searched_by_user_and_filtered_by_team(root_client, cast
 
 
 def test_an_api_token_is_not_shown_on_a_team_page(root_client, cast):
-    token = Token.objects.create(user=cast["alice"]).key
+    _, token = AuthToken.objects.create(user=cast["alice"])
     page = root_client.get(f"/admin/accounts/team/{cast['acme'].pk}/change/").content.decode()
     membership = Membership.objects.get(user=cast["alice"])
     assert token not in page
@@ -51,3 +52,18 @@ def test_an_api_token_is_not_shown_on_a_team_page(root_client, cast):
 def test_a_team_member_who_is_not_staff_is_sent_to_the_login(client, cast):
     client.force_login(cast["alice"])
     assert client.get("/admin/accounts/team/").status_code == 302
+
+
+def test_api_tokens_are_listed_by_prefix_never_shown_and_only_revoked(root_client, cast):
+    row, token = AuthToken.objects.create(user=cast["alice"])
+    listing = root_client.get("/admin/knox/authtoken/").content.decode()
+    assert row.token_key in listing and "alice" in listing and token not in listing
+    page = root_client.get(f"/admin/knox/authtoken/{row.pk}/change/").content.decode()
+    assert token not in page and row.token_key in page
+    assert root_client.get("/admin/knox/authtoken/add/").status_code == 403
+    assert isinstance(admin.admin.site._registry[AuthToken], admin.ApiTokenAdmin)
+    deleted = root_client.post(
+        "/admin/knox/authtoken/",
+        {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"},
+    )
+    assert deleted.status_code == 302 and not AuthToken.objects.exists()

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from django.contrib.sessions.models import Session
+from django.test import Client
+from knox.crypto import hash_token
+from knox.models import AuthToken
 
 from provenance.accounts.models import Membership, Team
 from provenance.accounts.services import (
+    api_token_revoke,
     api_token_rotate,
     membership_set,
     team_create,
     user_create,
+    user_credentials_revoke,
     user_sync_from_groups,
 )
 
@@ -58,7 +63,28 @@ def test_groups_create_the_team_make_an_admin_and_grant_then_revoke_the_playgrou
 
 
 def test_rotating_the_api_token_revokes_the_old_one(cast):
-    first = api_token_rotate(user=cast["alice"])
-    second = api_token_rotate(user=cast["alice"])
-    assert first != second and len(second) == 40
-    assert list(Token.objects.filter(user=cast["alice"]).values_list("key", flat=True)) == [second]
+    _, first = api_token_rotate(user=cast["alice"])
+    row, second = api_token_rotate(user=cast["alice"])
+    assert first != second and len(second) == 64
+    digests = AuthToken.objects.filter(user=cast["alice"]).values_list("digest", flat=True)
+    assert list(digests) == [hash_token(second)] == [row.digest]
+
+
+def test_revoking_removes_every_token_of_the_user_only(cast):
+    AuthToken.objects.create(user=cast["alice"])
+    AuthToken.objects.create(user=cast["alice"])
+    AuthToken.objects.create(user=cast["bob"])
+    assert api_token_revoke(user=cast["alice"]) == 2
+    assert list(AuthToken.objects.values_list("user__username", flat=True)) == ["bob"]
+
+
+def test_revoking_credentials_ends_the_users_sessions_and_tokens_only(cast):
+    clients = {name: Client() for name in ("alice", "bob")}
+    for name, client in clients.items():
+        client.force_login(cast[name])
+        AuthToken.objects.create(user=cast[name])
+    user_credentials_revoke(user=cast["alice"])
+    assert AuthToken.objects.get().user == cast["bob"]
+    assert Session.objects.count() == 1
+    assert clients["bob"].get("/checks/").status_code == 200
+    assert clients["alice"].get("/checks/").status_code == 302

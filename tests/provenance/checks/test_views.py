@@ -181,7 +181,7 @@ def test_a_user_creates_an_api_token_that_authenticates(alice_client, alice_key)
     page = alice_client.get("/accounts/token/").content.decode()
     assert "no token yet" in page
     created = alice_client.post("/accounts/token/").content.decode()
-    token = re.search(r'<code id="api-token">([0-9a-f]{40})</code>', created).group(1)
+    token = re.search(r'<code id="api-token">([0-9a-f]{64})</code>', created).group(1)
     assert token not in alice_client.get("/accounts/token/").content.decode()  # shown once
     from rest_framework.test import APIClient
 
