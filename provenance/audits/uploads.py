@@ -49,7 +49,7 @@ def upload_texts(
         suffix = PurePosixPath(name).suffix.lower()
         try:
             if suffix == ".zip":
-                texts += archive_texts(content)
+                texts += _archive_texts(name, content)
             elif suffix == ".csv":
                 texts += _table_texts(name, content, text_column, id_column)
             else:
@@ -62,6 +62,16 @@ def upload_texts(
     if problems:
         raise UploadRefused(problems)
     return texts
+
+
+def _archive_texts(name: str, content: bytes) -> list[dict[str, str]]:
+    try:
+        return archive_texts(content)
+    except ProblemError as exc:
+        if getattr(exc, "filename", "") == "archive":  # the zip itself: named as uploaded
+            exc.filename = name  # type: ignore[attr-defined]
+            exc.message = name + exc.message.removeprefix("archive")
+        raise
 
 
 def _table_texts(

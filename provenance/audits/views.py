@@ -44,7 +44,7 @@ UPLOAD_MESSAGES = {
 
 def _upload_message(problem: ProblemError) -> str:
     template = UPLOAD_MESSAGES.get(problem.code)
-    if template is None:
+    if template is None or not getattr(problem, "filename", ""):
         return problem.message
     values = {name: getattr(problem, name, "") for name in ("column", "row")}
     return str(template) % {"file": getattr(problem, "filename", ""), **values}
