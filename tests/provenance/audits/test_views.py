@@ -11,7 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from provenance.accounts.models import Membership
 from provenance.audits import views
@@ -333,6 +333,9 @@ def test_the_page_refreshes_without_javascript_only_while_running(client, cast, 
 
 
 def test_durations_read_as_hours_minutes_and_seconds():
-    assert views.duration(5) == "5 s"
-    assert views.duration(125) == "2 min 5 s"
-    assert views.duration(3725) == "1 h 2 min"
+    with translation.override("en"):
+        assert views.duration(5) == "5 s"
+        assert views.duration(125) == "2 min 5 s"
+        assert views.duration(3725) == "1 h 2 min"
+    with translation.override("ja"):
+        assert views.duration(125) == "2 分 5 秒"
