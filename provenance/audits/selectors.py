@@ -129,7 +129,7 @@ def audit_log10_ps(audit: Audit) -> list[float]:
     """Every scored text's corrected log10 p (10,000 floats at most), for the summary's
     chart."""
     values = _live_items(audit).filter(status=Status.DONE, log10_p__isnull=False)
-    return [float(v) for v in values.values_list("log10_p", flat=True)]
+    return [float(v) for v in values.values_list("log10_p", flat=True) if v is not None]
 
 
 def audit_progress(audit: Audit) -> dict[str, Any]:

@@ -65,9 +65,7 @@ def histogram(log10_ps: Sequence[float], threshold: float) -> dict[str, Any]:
             }
         )
         last = i == bins - 1
-        rows.append(
-            {"high": p_label(low), "low": "0" if last else p_label(high), "count": count}
-        )
+        rows.append({"high": p_label(low), "low": "0" if last else p_label(high), "count": count})
     return {
         "width": WIDTH,
         "height": HEIGHT,
@@ -78,6 +76,8 @@ def histogram(log10_ps: Sequence[float], threshold: float) -> dict[str, Any]:
         "rows": rows,
         "tallest": tallest,
         "threshold_x": x(min(line, span)),
+        # the label beside the line, on the side with room for it
+        "threshold_anchor": "start" if line < span / 2 else "end",
         "threshold_label": f"{threshold:g}",
         "ticks": [{"x": x(d), "label": p_label(d)} for d in _ticks(span)],
         "total": len(log10_ps),

@@ -126,7 +126,9 @@ def test_a_zip_of_2000_documents_moves_the_progress_bar_without_a_reload(
     # watches the bar follow each.
     archive = tmp_path / "many.zip"
     archive.write_bytes(
-        make.zipped({f"doc-{i:04d}.txt": f"Document {i}: a short text.".encode() for i in range(2000)})
+        make.zipped(
+            {f"doc-{i:04d}.txt": f"Document {i}: a short text.".encode() for i in range(2000)}
+        )
     )
     page = _page(browser)
     _login(page, live_server.url)
@@ -136,7 +138,9 @@ def test_a_zip_of_2000_documents_moves_the_progress_bar_without_a_reload(
     assert page.get_attribute("#audit-progress-bar", "max") == "2000"
     ids = [
         str(i)
-        for i in Audit.objects.get(id=audit_id).checks.order_by("position").values_list("id", flat=True)
+        for i in Audit.objects.get(id=audit_id)
+        .checks.order_by("position")
+        .values_list("id", flat=True)
     ]
     for finished in (500, 1000, 1500):
         audit_score_chunk(audit_id, ids[finished - 500 : finished])

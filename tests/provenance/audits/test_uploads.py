@@ -35,7 +35,12 @@ def test_every_bad_file_is_reported_once(settings):
             ]
         )
     codes = [p.code for p in caught.value.problems]
-    assert codes == ["document_corrupt", "document_no_text_column", "document_unsupported", "too_large"]
+    assert codes == [
+        "document_corrupt",
+        "document_no_text_column",
+        "document_unsupported",
+        "too_large",
+    ]
     assert caught.value.status_code == 413  # one of them is a limit
     assert "x.zip: not a readable zip file" in caught.value.message  # the zip named as sent
     assert "long.txt is 30 bytes; the limit is 20 bytes" in caught.value.message

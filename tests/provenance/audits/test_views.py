@@ -116,9 +116,13 @@ def test_several_documents_at_once_become_one_audit(client, cast, alice_key):
 
 
 def test_a_csv_becomes_one_text_per_row_under_its_id_column(client, cast, alice_key):
-    content = "post_id,body\np-1,first post\np-2,\"second, with a comma\"\n".encode()
+    content = b'post_id,body\np-1,first post\np-2,"second, with a comma"\n'
     response = _upload(
-        client, cast["alice"], [_file(content, "posts.csv")], text_column="Body", id_column="post_id"
+        client,
+        cast["alice"],
+        [_file(content, "posts.csv")],
+        text_column="Body",
+        id_column="post_id",
     )
     assert response.status_code == 302
     rows = list(Check.objects.order_by("position").values_list("client_id", "text"))
@@ -232,7 +236,13 @@ def test_the_results_sort_by_each_column_both_ways(client, cast, scored):
     client.force_login(cast["bob"])
     url = f"/audits/{scored.id}/"
     assert _names(client.get(url)) == ["d-human", "a-wm", "c-short", "b-wm", "e-broken"]
-    assert _names(client.get(url + "?sort=name")) == ["a-wm", "b-wm", "c-short", "d-human", "e-broken"]
+    assert _names(client.get(url + "?sort=name")) == [
+        "a-wm",
+        "b-wm",
+        "c-short",
+        "d-human",
+        "e-broken",
+    ]
     assert _names(client.get(url + "?sort=-name"))[0] == "e-broken"
     by_p = _names(client.get(url + "?sort=p_value"))
     assert set(by_p[:2]) == {"a-wm", "b-wm"} and by_p[-1] == "e-broken"  # unscored: last

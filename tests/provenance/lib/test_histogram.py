@@ -13,7 +13,10 @@ def test_nothing_scored_draws_nothing():
 def test_each_text_lands_in_its_power_of_ten():
     chart = histogram([-0.2, -0.5, -1.5, -3.2], 0.01)
     assert [row["count"] for row in chart["rows"]] == [2, 1, 0, 1]
-    assert [(row["low"], row["high"]) for row in chart["rows"]][:2] == [("0.1", "1"), ("0.01", "0.1")]
+    assert [(row["low"], row["high"]) for row in chart["rows"]][:2] == [
+        ("0.1", "1"),
+        ("0.01", "0.1"),
+    ]
     assert chart["rows"][-1]["low"] == "0"  # the last bin holds everything smaller
     assert chart["total"] == 4 and chart["tallest"] == 2
 
@@ -25,6 +28,8 @@ def test_the_threshold_line_separates_the_bins_beyond_it():
     assert all(bar["x"] >= chart["threshold_x"] for bar in beyond)
     assert chart["pad"] < chart["threshold_x"] < chart["bars"][1]["x"] + 10
     assert chart["threshold_label"] == "0.01"
+    assert chart["threshold_anchor"] == "start"  # near the left edge: labelled to its right
+    assert histogram([-1.0], 1e-30)["threshold_anchor"] == "end"
 
 
 def test_tiny_p_values_share_wider_bins_and_stay_in_the_chart():

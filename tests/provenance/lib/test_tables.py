@@ -11,11 +11,13 @@ LIMITS = documents.Limits(max_bytes=1_000_000, max_pages=5)
 
 
 def _rows(content: bytes, **kwargs):
-    return [(r.client_id, r.text) for r in tables.extract_table("posts.csv", content, LIMITS, **kwargs)]
+    return [
+        (r.client_id, r.text) for r in tables.extract_table("posts.csv", content, LIMITS, **kwargs)
+    ]
 
 
 def test_rows_come_from_the_text_column_with_ids_when_there_is_an_id_column():
-    content = "\ufeffID,Text\n7,first\n8,\"multi\nline, with comma\"\n".encode()
+    content = '\ufeffID,Text\n7,first\n8,"multi\nline, with comma"\n'.encode()
     assert _rows(content) == [("7", "first"), ("8", "multi\nline, with comma")]
 
 
@@ -34,7 +36,7 @@ def test_a_semicolon_or_tab_delimiter_is_found():
 
 def test_a_long_cell_is_read_whole():
     text = "word " * 60_000  # past csv's default field limit of 128 KiB
-    assert _rows(f"text\n\"{text}\"\n".encode())[0][1] == text
+    assert _rows(f'text\n"{text}"\n'.encode())[0][1] == text
 
 
 @pytest.mark.parametrize(
