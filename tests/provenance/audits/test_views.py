@@ -349,3 +349,13 @@ def test_durations_read_as_hours_minutes_and_seconds():
         assert views.duration(3725) == "1 h 2 min"
     with translation.override("ja"):
         assert views.duration(125) == "2 分 5 秒"
+
+
+def test_a_basic_tier_team_sees_p_values_to_their_power_of_ten(client, cast, scored):
+    cast["acme"].oracle_tier = "basic"
+    cast["acme"].save()
+    client.force_login(cast["bob"])
+    response = client.get(f"/audits/{scored.id}/?sort=p_value")
+    shown = [c.log10_p for c in response.context["page"] if c.log10_p is not None]
+    assert shown and all(float(lp).is_integer() for lp in shown)
+    assert all(c.p_value is None for c in response.context["page"])
