@@ -1,7 +1,8 @@
 """Chromium walks the audits pages as a user would: a zip of documents uploaded on /audits/
 becomes an audit whose page shows its progress, then a summary with the p-value chart and a
-table that sorts, filters and links to each check (English and Japanese screenshots); and a
-zip of 2,000 documents moves the progress bar without a reload."""
+table that sorts, filters and links to each check (English and Japanese screenshots); a
+CSV with named columns becomes an audit, one without them is refused; and a zip of 2,000
+documents moves the progress bar without a reload."""
 
 from __future__ import annotations
 
@@ -154,4 +155,31 @@ def test_a_zip_of_2000_documents_moves_the_progress_bar_without_a_reload(
     page.wait_for_selector("#pvalue-chart")  # done: the page reloads with its results
     assert page.evaluate("window.sameDocument") is None
     assert page.text_content("[data-field=finished]") == "2,000"
+    assert page.csp_violations == []
+
+
+def test_a_csv_uploaded_in_the_browser_with_its_columns_named_waits_to_be_scored(
+    quiet_redis, live_server, cast, alice_key, browser, tmp_path
+):
+    table = tmp_path / "posts.csv"
+    table.write_text("post,body\np-1,first flagged post\np-2,second flagged post\n")
+    page = _page(browser)
+    _login(page, live_server.url)
+    page.goto(f"{live_server.url}/audits/")
+    page.set_input_files("#id_files", str(table))
+    page.click("#csv-options summary")  # the column fields fold open
+    page.fill("#id_text_column", "body")
+    page.fill("#id_id_column", "post")
+    page.check(f"#audit-keys input[value='{alice_key.id}']")
+    page.click("#audit-submit")
+    page.wait_for_selector("#audit-progress[data-poll]")
+    assert page.get_attribute("#audit-progress-bar", "max") == "2"
+    names = page.locator("#audit-results tbody tr td:first-child").all_text_contents()
+    assert names == ["p-1", "p-2"]
+    page.goto(f"{live_server.url}/audits/")  # a CSV without the column is refused, named
+    page.set_input_files("#id_files", str(table))
+    page.click("#audit-submit")
+    page.wait_for_selector("#upload-errors")
+    assert "posts.csv: the CSV file has no column “text”" in page.text_content("#upload-errors")
+    assert Audit.objects.count() == 1
     assert page.csp_violations == []
