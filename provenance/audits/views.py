@@ -60,8 +60,9 @@ def audit_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         except ProblemError as exc:
             problems = getattr(exc, "problems", [exc])
             context["errors"] = [_upload_message(p) for p in problems]
-            context["form"] = request.POST
-            context["chosen"] = request.POST.getlist("key_ids")
+            if not _oversized(request):  # an oversized body stays unread
+                context["form"] = request.POST
+                context["chosen"] = request.POST.getlist("key_ids")
             return _audit_list_page(request, context, status=exc.status_code)
         return redirect("audit-detail", audit_id=audit.id)
     return _audit_list_page(request, context)
@@ -76,14 +77,24 @@ def _audit_list_page(
     return render(request, "audits/audit_list.html", context, status=status)
 
 
+def _length(request: AuthenticatedHttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+def _oversized(request: AuthenticatedHttpRequest) -> bool:
+    return _length(request) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
 def _audit_from_form(request: AuthenticatedHttpRequest) -> Any:
     """The upload form's files as an audit, through the API's limits and services: the body
     is refused before it is read when larger than the API would take."""
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
-    if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+    if _oversized(request):
         message = gettext("the upload is %(size)s bytes; the limit is %(limit)s bytes")
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        raise PayloadTooLarge(message % {"size": length, "limit": limit})
+        raise PayloadTooLarge(message % {"size": _length(request), "limit": limit})
     if not DetectionThrottle().allow_request(cast(Request, request), None):
         message = gettext("too many checks in a short time; try again in a minute")
         raise ProblemError(message, status_code=429, code="throttled")

@@ -181,6 +181,7 @@ def test_an_upload_larger_than_the_api_takes_is_refused_unread(client, cast, ali
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
     response = _upload(client, cast["alice"], [_file(b"x" * 500, "a.txt")])
     assert response.status_code == 413 and "the limit is 100 bytes" in response.content.decode()
+    assert response.wsgi_request._read_started is False  # refused unread
     assert _nothing_stored()
 
 
