@@ -4,10 +4,17 @@ files in any mix, read by the API's readers, every refused file reported."""
 from __future__ import annotations
 
 import pytest
+from django.utils import translation
 
 from provenance.audits.uploads import UploadRefused, too_many_files, upload_texts
 from provenance.errors import ProblemError
 from tests.provenance import documents as make
+
+
+@pytest.fixture(autouse=True)
+def _english():
+    with translation.override("en"):  # the messages are read in English here
+        yield
 
 
 def test_a_mix_of_kinds_gives_every_text_in_upload_order(settings):
