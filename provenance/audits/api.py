@@ -1,6 +1,7 @@
 """The audits resource: submit a batch of texts or a zip archive (``POST /api/v1/audits``,
 idempotent by ``Idempotency-Key``), list the team's audits, read or delete one, page through
-its items, export its results (CSV or JSON, streamed: audits reach 10,000 rows)."""
+its items, export its results (CSV or JSON, streamed: audits reach 10,000 rows); items and
+exports take the audit page's filter and order (``?verdict=``, ``?sort=``)."""
 
 from __future__ import annotations
 
@@ -160,12 +161,31 @@ class AuditDetailApi(TieredApi):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+# The filter and order of an audit's items and exports, as on the audit's page.
+RESULTS_PARAMETERS = [
+    OpenApiParameter(
+        "verdict",
+        str,
+        enum=list(selectors.VERDICT_FILTERS),
+        description="only the texts with this verdict (failed, open: by status)",
+    ),
+    OpenApiParameter(
+        "sort",
+        str,
+        enum=[f"{sign}{name}" for name in selectors.SORTS for sign in ("", "-")],
+        description="order (default: position, the submission order); - first reverses it",
+    ),
+]
+
+
 class AuditItemsApi(TieredApi):
-    @extend_schema(responses=CheckSummaryOutput(many=True))
+    @extend_schema(responses=CheckSummaryOutput(many=True), parameters=RESULTS_PARAMETERS)
     def get(self, request: AuthenticatedRequest, audit_id: uuid.UUID) -> Response:
         audit = selectors.audit_get(request.user, audit_id)
+        verdict, sort = selectors.results_query(request.query_params, strict=True)
+        items = selectors.audit_items(audit, verdict, sort)
         paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(selectors.audit_items(audit), request, self)
+        page = paginator.paginate_queryset(items, request, self)
         return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
 
 
@@ -189,10 +209,14 @@ def _json_chunks(audit: Audit, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 
 class AuditExportApi(TieredApi):
-    @extend_schema(responses={(200, "text/csv"): str, (200, "application/json"): dict})
+    @extend_schema(
+        responses={(200, "text/csv"): str, (200, "application/json"): dict},
+        parameters=RESULTS_PARAMETERS,
+    )
     def get(self, request: AuthenticatedRequest, audit_id: str, fmt: str) -> StreamingHttpResponse:
         audit = selectors.audit_get(request.user, audit_id)
-        rows = selectors.audit_export_rows(audit)
+        verdict, sort = selectors.results_query(request.query_params, strict=True)
+        rows = selectors.audit_export_rows(audit, verdict, sort)
         if not exact_for(request.user, audit.key_ids):
             rows = (tiers.redact(row) for row in rows)
         if fmt == "csv":

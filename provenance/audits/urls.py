@@ -7,6 +7,7 @@ from provenance.audits import api, views
 urlpatterns = [
     path("audits/", views.audit_list, name="audit-list"),
     path("audits/<uuid:audit_id>/", views.audit_detail, name="audit-detail"),
+    path("audits/<uuid:audit_id>/progress", views.audit_progress, name="audit-progress"),
     path("audits/<uuid:audit_id>/delete/", views.audit_delete, name="audit-delete"),
     path("api/v1/audits", api.AuditListCreateApi.as_view(), name="api-audits"),
     path("api/v1/audits/<uuid:audit_id>", api.AuditDetailApi.as_view(), name="api-audit-detail"),

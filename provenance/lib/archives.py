@@ -1,11 +1,12 @@
-"""Every document of an uploaded zip archive (an audit's batch), each read by
-``provenance.lib.documents``.
+"""Every document of an uploaded zip archive (an audit's batch), or of several files
+uploaded at once, each read by ``provenance.lib.documents``.
 
 Plain Python, no Django. The archive bounds its own cost: the number of documents, their
 declared uncompressed total, each member's size (the reader stops at its declared size, since
 sizes in headers can lie) and a wall-clock budget checked between members. Folders, macOS
 resource forks and hidden files are skipped; any member that cannot be read refuses the whole
-archive with a ``DocumentError`` naming it.
+archive with a ``DocumentError`` naming it. Several files uploaded at once are held to the
+same limits as an archive's members (``extract_files``), each refusal in its file's place.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import io
 import time
 import zipfile
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from provenance.lib.documents import Document, DocumentError, Limits, extract, in_time
@@ -27,22 +29,44 @@ def extract_archive(content: bytes, limits: Limits) -> list[Document]:
     except (zipfile.BadZipFile, ValueError):
         raise DocumentError("archive", "not a readable zip file", "corrupt") from None
     members = [info for info in archive.infolist() if _is_document(info)]
-    if not members:
-        raise DocumentError("archive", "the archive holds no documents", "empty")
-    if len(members) > limits.max_files:
-        reason = f"the archive holds {len(members)} documents; the limit is {limits.max_files}"
-        raise DocumentError("archive", reason, "too_many_files")
-    declared = sum(info.file_size for info in members)
-    if declared > limits.max_archive_bytes:
-        reason = (
-            f"the documents add up to {declared} bytes; the limit is {limits.max_archive_bytes}"
-        )
-        raise DocumentError("archive", reason, "too_large")
+    batch_limits("archive", len(members), sum(info.file_size for info in members), limits)
     deadline = time.monotonic() + limits.max_archive_seconds
     found = []
     for info in members:
         in_time("archive", deadline, limits.max_archive_seconds)
         found.append(_archive_member(archive, info, limits, deadline))
+    return found
+
+
+def batch_limits(name: str, count: int, total: int, limits: Limits) -> None:
+    """The limits of a batch of documents (a zip's members, or files uploaded together):
+    at least one, at most ``max_files``, at most ``max_archive_bytes`` in all."""
+    if not count:
+        raise DocumentError(name, f"the {name} holds no documents", "empty")
+    if count > limits.max_files:
+        reason = f"the {name} holds {count} documents; the limit is {limits.max_files}"
+        raise DocumentError(name, reason, "too_many_files")
+    if total > limits.max_archive_bytes:
+        reason = f"the documents add up to {total} bytes; the limit is {limits.max_archive_bytes}"
+        raise DocumentError(name, reason, "too_large")
+
+
+def extract_files(
+    files: Sequence[tuple[str, bytes]], limits: Limits
+) -> list[Document | DocumentError]:
+    """Several documents uploaded at once, under an archive's limits and time budget: each
+    file's document, or its refusal in its place (the caller shows every one). A limit of
+    the whole batch raises."""
+    batch_limits("upload", len(files), sum(len(content) for _, content in files), limits)
+    deadline = time.monotonic() + limits.max_archive_seconds
+    found: list[Document | DocumentError] = []
+    for name, content in files:
+        in_time("upload", deadline, limits.max_archive_seconds)
+        try:
+            own = min(deadline, time.monotonic() + limits.max_seconds)
+            found.append(extract(name, content, limits, own))
+        except DocumentError as exc:
+            found.append(exc)
     return found
 
 

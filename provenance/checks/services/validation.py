@@ -73,7 +73,8 @@ def document_limits() -> documents.Limits:
     )
 
 
-def _document_problem(exc: documents.DocumentError) -> ProblemError:
+def document_problem(exc: documents.DocumentError) -> ProblemError:
+    """A refused document as the 400/413 every surface answers (``document_<code>``)."""
     error_class = PayloadTooLarge if exc.too_large else ProblemError
     problem = error_class(exc.message, code=f"document_{exc.code}")
     problem.filename = exc.filename  # type: ignore[attr-defined]  # pages name it, localized
@@ -85,7 +86,7 @@ def document_extract(filename: str, content: bytes) -> documents.Document:
     try:
         return documents.extract(filename, content, document_limits())
     except documents.DocumentError as exc:
-        raise _document_problem(exc) from None
+        raise document_problem(exc) from None
 
 
 def archive_texts(content: bytes) -> list[dict[str, str]]:
@@ -93,5 +94,5 @@ def archive_texts(content: bytes) -> list[dict[str, str]]:
     try:
         found = archives.extract_archive(content, document_limits())
     except documents.DocumentError as exc:
-        raise _document_problem(exc) from None
+        raise document_problem(exc) from None
     return [{"client_id": doc.filename, "text": doc.text} for doc in found]

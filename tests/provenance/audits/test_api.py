@@ -115,3 +115,23 @@ def test_a_body_over_the_upload_limit_gets_413(alice, alice_key, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     response = _audit(alice, ["x" * 600, "y" * 600])
     assert response.status_code == 413
+
+
+def test_items_and_exports_follow_the_pages_filter_and_order(alice, alice_key, wm_text, human_text):
+    audit_id = _audit(alice, [human_text, wm_text, wm_text[:400]]).json()["id"]
+    _run(audit_id)
+    base = f"/api/v1/audits/{audit_id}"
+    items = alice.get(f"{base}/items?verdict=watermarked&sort=-scored").json()["results"]
+    assert [i["client_id"] for i in items] == ["doc-1", "doc-2"]
+    exported = b"".join(alice.get(f"{base}/export.csv?verdict=inconclusive").streaming_content)
+    assert [r["client_id"] for r in csv.DictReader(io.StringIO(exported.decode()))] == ["doc-0"]
+    as_json = b"".join(alice.get(f"{base}/export.json?sort=p_value").streaming_content)
+    assert [r["client_id"] for r in json.loads(as_json)["results"]] == ["doc-1", "doc-2", "doc-0"]
+
+
+def test_an_unknown_filter_or_order_is_a_400_in_the_api(alice, alice_key):
+    audit_id = _audit(alice, ["a text"]).json()["id"]
+    response = alice.get(f"/api/v1/audits/{audit_id}/items?verdict=purple")
+    assert response.status_code == 400 and "verdict must be one of" in response.json()["detail"]
+    response = alice.get(f"/api/v1/audits/{audit_id}/export.csv?sort=colour")
+    assert response.status_code == 400 and response.json()["code"] == "invalid"

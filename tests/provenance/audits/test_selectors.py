@@ -1,5 +1,6 @@
 """Reads of audits: team-scoped, counts by status and verdict, items in submission order with
-deleted ones left out, the export rows, and the notice while the broker is down."""
+deleted ones left out, filtered and sorted as the page asks, the export rows, the progress,
+and the notice while the broker is down."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ from provenance.audits.selectors import (
     audit_export_rows,
     audit_get,
     audit_items,
+    audit_log10_ps,
+    audit_progress,
     audit_queue_notice,
     audits_for_user,
+    results_query,
 )
 from provenance.audits.services import audit_score_chunk, audit_submit
 from provenance.checks.models import Audit, Check, Status
+from provenance.errors import ProblemError
 
 
 @pytest.fixture
@@ -72,3 +77,35 @@ def test_the_notice_says_when_texts_wait_for_the_broker(audit):
     assert audit_queue_notice(audit) == ""
     Check.objects.filter(audit=audit, client_id="later").update(queued_at=None)
     assert audit_queue_notice(audit) == AUDIT_WAITING
+
+
+def test_items_filter_by_verdict_as_the_counts_count(audit):
+    assert [c.client_id for c in audit_items(audit, "watermarked")] == ["wm"]
+    assert [c.client_id for c in audit_items(audit, "inconclusive")] == ["human"]
+    assert [c.client_id for c in audit_items(audit, "open")] == ["later"]
+    assert list(audit_items(audit, "failed")) == []
+
+
+def test_items_sort_with_unscored_texts_last_both_ways(audit):
+    assert [c.client_id for c in audit_items(audit, sort="p_value")] == ["wm", "human", "later"]
+    assert [c.client_id for c in audit_items(audit, sort="-p_value")] == ["human", "wm", "later"]
+    assert [c.client_id for c in audit_items(audit, sort="-name")] == ["wm", "later", "human"]
+    assert [c.client_id for c in audit_items(audit, sort="-position")] == ["later", "human", "wm"]
+    assert [c.client_id for c in audit_items(audit, sort="verdict")] == ["wm", "human", "later"]
+
+
+def test_query_parameters_are_read_leniently_or_strictly():
+    assert results_query({"verdict": "failed", "sort": "-scored"}) == ("failed", "-scored")
+    assert results_query({"verdict": "nope", "sort": "--name"}) == ("", "")
+    with pytest.raises(ProblemError, match="verdict must be one of"):
+        results_query({"verdict": "nope"}, strict=True)
+    with pytest.raises(ProblemError, match="sort must be one of"):
+        results_query({"sort": "colour"}, strict=True)
+
+
+def test_the_progress_counts_what_finished_and_the_chart_reads_the_scored(audit):
+    audit = Audit.objects.get(id=audit.id)  # as the page reads it
+    progress = audit_progress(audit)
+    assert (progress["total"], progress["finished"], progress["status"]) == (3, 2, "running")
+    assert progress["remaining_s"] == pytest.approx(progress["elapsed_s"] / 2, abs=0.1)
+    assert len(audit_log10_ps(audit)) == 2 and min(audit_log10_ps(audit)) < -10

@@ -52,3 +52,17 @@ def test_an_archive_stops_at_its_time_limit():
     with pytest.raises(documents.DocumentError) as caught:
         archives.extract_archive(archive, documents.Limits(1_000_000, 5, max_archive_seconds=0))
     assert caught.value.code == "too_slow" and caught.value.filename == "archive"
+
+
+def test_several_files_are_read_each_in_its_place_under_an_archives_limits():
+    files = [("a.txt", b"alpha"), ("b.pdf", make.image_only_pdf()), ("c.md", b"# gamma")]
+    found = archives.extract_files(files, LIMITS)
+    assert [d.text for d in found if isinstance(d, documents.Document)] == ["alpha", "# gamma"]
+    assert isinstance(found[1], documents.DocumentError) and found[1].code == "image_only"
+    few = documents.Limits(1_000_000, 5, max_files=2)
+    with pytest.raises(documents.DocumentError, match="the upload holds 3 documents"):
+        archives.extract_files(files, few)
+    tight = documents.Limits(1_000_000, 5, max_archive_bytes=8)
+    with pytest.raises(documents.DocumentError, match="the limit is 8") as caught:
+        archives.extract_files([("a.txt", b"12345"), ("b.txt", b"6789")], tight)
+    assert caught.value.too_large

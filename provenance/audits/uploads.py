@@ -1,0 +1,121 @@
+"""An audit's texts from files uploaded on the audits page: zip archives, documents (several
+at once) and CSV files with a text column, in any mix.
+
+Each kind is read by the same code as the API's (``provenance.lib.archives``,
+``provenance.lib.documents``, ``provenance.lib.tables`` under
+``provenance.checks.services.validation.document_limits``), and every text is then held to
+the check's own rules (``text_validate``). Every refused file is reported, not only the
+first (``UploadRefused``); the audit is then not submitted, so nothing is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from django.utils.translation import gettext
+
+from provenance.checks.services.validation import (
+    archive_texts,
+    document_limits,
+    document_problem,
+    text_validate,
+)
+from provenance.errors import PayloadTooLarge, ProblemError
+from provenance.lib import archives, documents, tables
+
+
+class UploadRefused(ProblemError):
+    """One problem per refused file (``problems``); the status is 413 when any is a limit."""
+
+    def __init__(self, problems: Sequence[ProblemError]):
+        status = 413 if any(p.status_code == 413 for p in problems) else 400
+        super().__init__("; ".join(p.message for p in problems), status_code=status)
+        self.problems = list(problems)
+
+
+def upload_texts(
+    files: Sequence[tuple[str, bytes]], *, text_column: str = "", id_column: str = ""
+) -> list[dict[str, str]]:
+    """An audit's ``texts`` (``client_id``, ``text``) from uploaded (name, content) pairs:
+    a zip's documents under their paths in it, a document under its name, a CSV's rows under
+    their id column (else ``name:row``). Raises ``UploadRefused`` naming every bad file."""
+    if not files:
+        raise ProblemError(gettext("choose at least one file"))
+    texts: list[dict[str, str]] = []
+    problems: list[ProblemError] = []
+    plain: list[tuple[str, bytes]] = []
+    for name, content in files:
+        suffix = PurePosixPath(name).suffix.lower()
+        try:
+            if suffix == ".zip":
+                texts += _archive_texts(name, content)
+            elif suffix == ".csv":
+                texts += _table_texts(name, content, text_column, id_column)
+            else:
+                plain.append((name, content))
+        except ProblemError as exc:
+            problems.append(exc)
+    if plain:
+        texts += _document_texts(plain, problems)
+    problems += _text_problems(texts)
+    if problems:
+        raise UploadRefused(problems)
+    return texts
+
+
+def _archive_texts(name: str, content: bytes) -> list[dict[str, str]]:
+    try:
+        return archive_texts(content)
+    except ProblemError as exc:
+        if getattr(exc, "filename", "") == "archive":  # the zip itself: named as uploaded
+            exc.filename = name  # type: ignore[attr-defined]
+            exc.message = name + exc.message.removeprefix("archive")
+        raise
+
+
+def _table_texts(
+    name: str, content: bytes, text_column: str, id_column: str
+) -> list[dict[str, str]]:
+    try:
+        rows = tables.extract_table(name, content, document_limits(), text_column, id_column)
+    except tables.TableError as exc:
+        problem = document_problem(exc)
+        problem.column, problem.row = exc.column, exc.row  # type: ignore[attr-defined]
+        raise problem from None
+    return [{"client_id": row.client_id, "text": row.text} for row in rows]
+
+
+def _document_texts(
+    files: list[tuple[str, bytes]], problems: list[ProblemError]
+) -> list[dict[str, str]]:
+    try:
+        found = archives.extract_files(files, document_limits())
+    except documents.DocumentError as exc:  # a limit of the whole upload
+        problems.append(document_problem(exc))
+        return []
+    texts = []
+    for item in found:
+        if isinstance(item, documents.DocumentError):
+            problems.append(document_problem(item))
+        else:
+            texts.append({"client_id": item.filename, "text": item.text})
+    return texts
+
+
+def _text_problems(texts: list[dict[str, str]]) -> list[ProblemError]:
+    """The check's rules for every extracted text, each refusal naming its file or row
+    (``audit_submit`` applies them again, naming the index the API sent)."""
+    problems: list[ProblemError] = []
+    for item in texts:
+        try:
+            text_validate(item["text"], item["client_id"])
+        except ProblemError as exc:
+            problems.append(exc)
+    return problems
+
+
+def too_many_files(limit: int) -> PayloadTooLarge:
+    """More files in one form than Django parses (``DATA_UPLOAD_MAX_NUMBER_FILES``)."""
+    message = gettext("at most %(limit)s files at once; put more in a zip archive")
+    return PayloadTooLarge(message % {"limit": limit}, code="document_too_many_files")
