@@ -50,3 +50,11 @@ def oracle_tier(user: User | AnonymousUser) -> str:
 
 def is_auditor(user: User | AnonymousUser) -> bool:
     return oracle_tier(user) == Team.OracleTier.AUDITOR
+
+
+def is_team_admin(user: User | AnonymousUser | None) -> bool:
+    """Whether the user administers their team (deletes any of its checks, filters the
+    history by submitter)."""
+    if user is None or not user.is_authenticated:
+        return False
+    return Membership.objects.filter(user=user, is_admin=True).exists()
