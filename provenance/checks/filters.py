@@ -71,13 +71,13 @@ class CheckFilter(django_filters.FilterSet):
     )
     since = django_filters.DateFilter(
         method="filter_since",
-        label=_("from"),
+        label=_("submitted from"),
         widget=forms.DateInput(attrs={"type": "date"}),
         help_text="submitted on or after this day (YYYY-MM-DD, the server's time zone)",
     )
     until = django_filters.DateFilter(
         method="filter_until",
-        label=_("to"),
+        label=_("submitted until"),
         widget=forms.DateInput(attrs={"type": "date"}),
         help_text="submitted on or before this day (YYYY-MM-DD, inclusive)",
     )
