@@ -51,7 +51,7 @@ def _admins_only(value: Any) -> None:
 
 class HistoryForm(forms.Form):
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         since, until = data.get("since"), data.get("until")
         if since and until and since > until:
             raise forms.ValidationError(_("the start date lies after the end date"), code="invalid")
@@ -141,6 +141,4 @@ class CheckFilter(django_filters.FilterSet):
     @property
     def active(self) -> bool:
         """Whether any filter narrows the list (the page says "no match" rather than "none")."""
-        return self.is_bound and any(
-            self.data.get(name) not in (None, "") for name in self.filters
-        )
+        return self.is_bound and any(self.data.get(name) not in (None, "") for name in self.filters)

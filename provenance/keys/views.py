@@ -15,7 +15,6 @@ from django.views.decorators.http import require_POST
 
 from provenance.accounts.selectors import team_for_user
 from provenance.keys import calibration
-from provenance.lib import calibration_chart
 from provenance.keys.selectors import (
     GENRE_LABELS,
     calibration_assisted_rates,
@@ -26,6 +25,7 @@ from provenance.keys.selectors import (
     may_calibrate,
     pending_calibrations,
 )
+from provenance.lib import calibration_chart
 
 
 @login_required

@@ -17,8 +17,13 @@ from provenance.lib.calibration_chart import (
 
 
 def _row(rate, low, high, above=False, assisted=False):
-    return {"rate": rate, "ci_low": low, "ci_high": high, "above_threshold": above,
-            "assisted": assisted}
+    return {
+        "rate": rate,
+        "ci_low": low,
+        "ci_high": high,
+        "above_threshold": above,
+        "assisted": assisted,
+    }
 
 
 @pytest.mark.parametrize(
@@ -51,11 +56,20 @@ def test_an_assisted_row_is_marked_and_no_rows_draw_nothing():
 
 def test_the_power_curves_lie_in_the_frame_with_the_80_percent_line():
     curves = [
-        {"setting": "1.0", "tokens_needed": 100,
-         "points": [{"tokens": 25, "power": 0.125}, {"tokens": 100, "power": 0.875},
-                    {"tokens": 150, "power": 1.0}]},
-        {"setting": "0.7", "tokens_needed": None,
-         "points": [{"tokens": 25, "power": 0.0}, {"tokens": 150, "power": 0.625}]},
+        {
+            "setting": "1.0",
+            "tokens_needed": 100,
+            "points": [
+                {"tokens": 25, "power": 0.125},
+                {"tokens": 100, "power": 0.875},
+                {"tokens": 150, "power": 1.0},
+            ],
+        },
+        {
+            "setting": "0.7",
+            "tokens_needed": None,
+            "points": [{"tokens": 25, "power": 0.0}, {"tokens": 150, "power": 0.625}],
+        },
     ]
     chart = power_chart(curves)
     hot, cool = chart["curves"]
