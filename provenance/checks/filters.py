@@ -43,6 +43,20 @@ def _members(request: HttpRequest | None) -> QuerySet[User]:
     return User.objects.filter(membership__team=team).order_by("username")
 
 
+class _UserNameChoice(django_filters.fields.ModelChoiceField):
+    """A member by user name; a NUL is refused before the lookup (PostgreSQL's text cannot
+    hold one, and would fail the query instead of the choice)."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            raise forms.ValidationError(self.error_messages["invalid_choice"], "invalid_choice")
+        return super().to_python(value)
+
+
+class _SubmitterFilter(django_filters.ModelChoiceFilter):
+    field_class = _UserNameChoice
+
+
 def _admins_only(value: Any) -> None:
     raise forms.ValidationError(
         _("only a team admin may filter by submitter"), code="permission_denied"
@@ -88,7 +102,7 @@ class CheckFilter(django_filters.FilterSet):
         empty_label=_("any key"),
         help_text="the id of the check's best key (the key of its strongest hypothesis)",
     )
-    submitter = django_filters.ModelChoiceFilter(
+    submitter = _SubmitterFilter(
         field_name="submitted_by",
         queryset=_members,
         to_field_name="username",

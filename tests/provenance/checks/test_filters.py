@@ -101,6 +101,7 @@ def test_only_a_team_admin_filters_by_submitter(cast, rows):
     Membership.objects.filter(user=cast["alice"]).update(is_admin=True)
     assert found(cast["alice"], submitter="bob") == {rows["human"].id}
     assert "submitter" in errors(cast["alice"], submitter="charlie")  # not on her team
+    assert "submitter" in errors(cast["alice"], submitter="bob\x00")  # before any query
 
 
 def test_filters_combine(cast, rows, alice_key):
