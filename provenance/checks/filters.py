@@ -134,10 +134,16 @@ class CheckFilter(django_filters.FilterSet):
                 field_name="submitted_by", validators=[_admins_only], required=False
             )
 
+    # A day at the calendar's ends bounds nothing (its next day, or its start in UTC, would
+    # overflow the datetime range).
     def filter_since(self, queryset: QuerySet[Check], name: str, value: date) -> QuerySet[Check]:
+        if value <= date.min + timedelta(days=1):
+            return queryset
         return queryset.filter(created_at__gte=_day_start(value))
 
     def filter_until(self, queryset: QuerySet[Check], name: str, value: date) -> QuerySet[Check]:
+        if value >= date.max - timedelta(days=1):
+            return queryset
         return queryset.filter(created_at__lt=_day_start(value + timedelta(days=1)))
 
     def search(self, queryset: QuerySet[Check], name: str, value: str) -> QuerySet[Check]:

@@ -74,6 +74,8 @@ def test_the_date_range_includes_both_days(cast, rows):
     assert found(cast["alice"], since="2026-11-15") == {rows["wm"].id, rows["human"].id}
     assert found(cast["alice"], until="2026-11-15") == {rows["human"].id, rows["short"].id}
     assert found(cast["alice"], since="2026-11-15", until="2026-11-15") == {rows["human"].id}
+    everything = found(cast["alice"])
+    assert found(cast["alice"], since="0001-01-01", until="9999-12-31") == everything
     assert "since" in errors(cast["alice"], since="last week")
     assert "__all__" in errors(cast["alice"], since="2026-11-20", until="2026-11-01")
 
@@ -91,6 +93,7 @@ def test_the_search_finds_document_names_client_ids_and_check_ids(cast, rows):
     assert found(alice, q="post-7") == {rows["short"].id}
     assert found(alice, q=str(rows["human"].id)) == {rows["human"].id}
     assert found(alice, q=str(rows["human"].id)[:8]) == {rows["human"].id}
+    assert found(alice, q=str(rows["human"].id)[:13].upper()) == {rows["human"].id}
     assert found(alice, q=str(rows["theirs"].id)) == set()
     assert found(alice, q="   ") == found(alice)
     assert "q" in errors(alice, q="x" * 201)
