@@ -154,6 +154,9 @@ class CheckListCreateApi(TieredApi, GenericAPIView):
     filterset_class = CheckFilter
     pagination_class = LimitOffsetPagination
 
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        return self.InputSerializer  # what OPTIONS describes: the submission's fields
+
     def get_queryset(self) -> QuerySet[Check]:
         return selectors.checks_for_user(self.request.user)  # type: ignore[arg-type]  # signed in
 

@@ -268,6 +268,12 @@ def test_a_team_admin_filters_the_list_by_submitter(alice, cast):
     assert [item["id"] for item in body["results"]] == [str(bobs.id)]
 
 
+def test_options_describes_the_submission(alice):
+    response = alice.options("/api/v1/checks")
+    assert response.status_code == 200
+    assert {"text", "file", "key_ids"} <= set(response.json()["actions"]["POST"])
+
+
 def test_the_schema_documents_the_list_filters_and_its_pages(alice):
     schema = json.loads(alice.get("/api/schema/?format=json").content)
     listing = schema["paths"]["/api/v1/checks"]["get"]
