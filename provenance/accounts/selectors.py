@@ -61,3 +61,11 @@ def api_token_current(user: User) -> Any:
 
     unexpired = Q(expiry__isnull=True) | Q(expiry__gt=timezone.now())
     return get_token_model().objects.filter(unexpired, user=user).order_by("-created").first()
+
+
+def is_team_admin(user: User | AnonymousUser | None) -> bool:
+    """Whether the user administers their team (deletes any of its checks, filters the
+    history by submitter)."""
+    if user is None or not user.is_authenticated:
+        return False
+    return Membership.objects.filter(user=user, is_admin=True).exists()

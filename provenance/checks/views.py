@@ -21,6 +21,7 @@ from provenance.accounts.models import Team
 from provenance.accounts.selectors import oracle_tier, team_for_user
 from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import selectors, services, tiers
+from provenance.checks.filters import CheckFilter
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.selectors import GENRE_LABELS, exact_for, keys_visible_to
@@ -154,9 +155,18 @@ def check_delete(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
 
 @login_required
 def check_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    page = Paginator(selectors.checks_for_user(request.user), 50).get_page(request.GET.get("page"))
+    """The team's history, narrowed by the query's filters (``filters.CheckFilter``, the
+    API's too); a filter that does not validate lists nothing and says why (400)."""
+    history = CheckFilter(request.GET, request=request)
+    valid = history.is_valid()
+    found = history.qs if valid else history.queryset.none()
+    page = Paginator(found, HISTORY_PAGE).get_page(request.GET.get("page"))
     tiered(request, page)
-    return render(request, "checks/check_list.html", {"page": page})
+    context = {"page": page, "filter": history, "form": history.form}
+    return render(request, "checks/check_list.html", context, status=200 if valid else 400)
+
+
+HISTORY_PAGE = 50
 
 
 def tiered(request: HttpRequest, page: Any) -> None:

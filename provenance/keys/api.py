@@ -60,6 +60,60 @@ class KeyCreatedOutput(KeyOutput):
         fields = [*KeyOutput.Meta.fields, "value"]
 
 
+class RateOutput(serializers.Serializer):
+    genre = serializers.CharField(help_text="prose, code or templated")
+    texts = serializers.IntegerField()
+    flagged = serializers.IntegerField(help_text="texts the decision called watermarked")
+    rate = serializers.FloatField(help_text="the realized false-positive rate, flagged / texts")
+    ci_low = serializers.FloatField(help_text="95% Clopper-Pearson interval, lower bound")
+    ci_high = serializers.FloatField(help_text="95% Clopper-Pearson interval, upper bound")
+    above_threshold = serializers.BooleanField(help_text="the whole interval lies above it")
+
+
+class PowerPointOutput(serializers.Serializer):
+    tokens = serializers.IntegerField(help_text="generated tokens (a prefix of each answer)")
+    texts = serializers.IntegerField()
+    detected = serializers.IntegerField()
+    scored = serializers.IntegerField(help_text="median scored tokens at this length")
+    power = serializers.FloatField(help_text="detected / texts")
+
+
+class PowerCurveOutput(serializers.Serializer):
+    setting = serializers.CharField(help_text='the temperature as a label: "1.0" or "0.7"')
+    temperature = serializers.FloatField()
+    top_p = serializers.FloatField(allow_null=True)
+    tokens_needed = serializers.IntegerField(
+        allow_null=True, help_text="shortest length from which 80% are detected (null: longer)"
+    )
+    scored_tokens_needed = serializers.IntegerField(allow_null=True)
+    points = PowerPointOutput(many=True)
+
+
+class CalibrationOutput(serializers.Serializer):
+    """A finished calibration's figures (``selectors.calibration_figures``): what the keys
+    page draws."""
+
+    id = serializers.UUIDField()
+    threshold = serializers.FloatField()
+    measured_at = serializers.DateTimeField(allow_null=True)
+    texts_per_genre = serializers.IntegerField()
+    chunk_tokens = serializers.IntegerField()
+    rates = RateOutput(many=True)
+    assisted_rates = RateOutput(many=True, help_text="the model-assisted decision's, if measured")
+    assisted_note = serializers.CharField(allow_blank=True)
+    power = PowerCurveOutput(many=True, help_text="empty when the power was not measured")
+    power_tokens = serializers.IntegerField()
+    power_note = serializers.CharField(allow_blank=True)
+
+
+class KeyCalibrationOutput(serializers.Serializer):
+    key_id = serializers.UUIDField()
+    pending = serializers.BooleanField(help_text="a calibration is queued or running")
+    calibration = CalibrationOutput(
+        allow_null=True, help_text="the latest finished calibration; null: none yet"
+    )
+
+
 class KeyInput(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     tokenizer_id = serializers.IntegerField(required=False)
@@ -138,6 +192,19 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def rotate(self, request: AuthenticatedRequest, pk: str | None = None) -> Response:
         new_key, value = services.key_rotate(key=self._own_key(), created_by=request.user)
         return Response(_created(new_key, value), status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=KeyCalibrationOutput)
+    @action(detail=True, methods=["get"])
+    def calibration(self, request: Request, pk: str | None = None) -> Response:
+        """The key's latest measured false-positive rates and power curve."""
+        key = self.get_object()
+        run = selectors.latest_calibrations([key]).get(key.id)
+        body = {
+            "key_id": key.id,
+            "pending": key.id in selectors.pending_calibrations([key]),
+            "calibration": selectors.calibration_figures(run),
+        }
+        return Response(KeyCalibrationOutput(body).data)
 
     @extend_schema(request=None, responses=KeyOutput)
     @action(detail=True, methods=["post"])

@@ -262,3 +262,48 @@ def calibration_rates(run: KeyCalibration | None) -> list[dict[str, Any]]:
     if run is None:
         return []
     return [{"rate": r, "label": GENRE_LABELS.get(r.genre, r.genre)} for r in run.rates.all()]
+
+
+def _rate_figures(genre: str, rate: Any) -> dict[str, Any]:
+    """One genre's measured rate (a ``GenreRate`` row or the assisted run's dict)."""
+    read = rate.get if isinstance(rate, dict) else lambda name: getattr(rate, name)
+    fields = ("texts", "flagged", "rate", "ci_low", "ci_high", "above_threshold")
+    return {"genre": genre, **{name: read(name) for name in fields}}
+
+
+def calibration_figures(run: KeyCalibration | None) -> dict[str, Any] | None:
+    """A finished calibration's figures, as the keys page draws them and the API answers
+    them: per genre the realized false-positive rate with its 95% Clopper-Pearson interval
+    (and the model-assisted decision's, where measured), the threshold, and per sampling
+    setting the power curve (share detected by length) with the tokens for 80% power."""
+    if run is None:
+        return None
+    assisted = run.assisted.get("genres", {})
+    return {
+        "id": str(run.id),
+        "threshold": run.threshold,
+        "measured_at": run.finished_at.isoformat() if run.finished_at else None,
+        "texts_per_genre": run.texts_per_genre,
+        "chunk_tokens": run.chunk_tokens,
+        "rates": [_rate_figures(rate.genre, rate) for rate in run.rates.all()],
+        "assisted_rates": [_rate_figures(genre, rate) for genre, rate in assisted.items()],
+        "assisted_note": run.assisted.get("note", ""),
+        "power": [_power_figures(label, entry) for label, entry in run.power.items()],
+        "power_tokens": run.power_tokens,
+        "power_note": run.power_note,
+    }
+
+
+def _power_figures(label: str, entry: dict[str, Any]) -> dict[str, Any]:
+    points = [
+        {**point, "power": point["detected"] / point["texts"] if point["texts"] else 0.0}
+        for point in entry.get("points", [])
+    ]
+    return {
+        "setting": label,
+        "temperature": entry.get("temperature", float(label)),
+        "top_p": entry.get("top_p"),
+        "tokens_needed": entry.get("tokens_needed"),
+        "scored_tokens_needed": entry.get("scored_tokens_needed"),
+        "points": points,
+    }

@@ -5,6 +5,7 @@ Django admin; a team admin may queue a key's calibration from here."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,13 +16,16 @@ from django.views.decorators.http import require_POST
 from provenance.accounts.selectors import team_for_user
 from provenance.keys import calibration
 from provenance.keys.selectors import (
+    GENRE_LABELS,
     calibration_assisted_rates,
+    calibration_figures,
     calibration_rates,
     keys_visible_to,
     latest_calibrations,
     may_calibrate,
     pending_calibrations,
 )
+from provenance.lib import calibration_chart
 
 
 @login_required
@@ -38,10 +42,27 @@ def key_list(request: HttpRequest) -> HttpResponse:
             "assisted": calibration_assisted_rates(latest.get(key.id)),
             "pending": key.id in pending,
             "may_calibrate": may_calibrate(request.user, key),
+            **charts(calibration_figures(latest.get(key.id))),
         }
         for key in keys
     ]
     return render(request, "keys/key_list.html", {"rows": rows, "team": team})
+
+
+def charts(figures: dict[str, Any] | None) -> dict[str, Any]:
+    """A calibration's two charts from the figures the API answers too: the rates (the
+    model-assisted ones after the others) and the power curve; none before a calibration."""
+    if figures is None:
+        return {"rates_chart": {}, "power_chart": {}}
+    rows = [
+        {**rate, "label": GENRE_LABELS.get(rate["genre"], rate["genre"]), "assisted": assisted}
+        for assisted, rates in ((False, figures["rates"]), (True, figures["assisted_rates"]))
+        for rate in rates
+    ]
+    return {
+        "rates_chart": calibration_chart.rates_chart(rows, figures["threshold"]),
+        "power_chart": calibration_chart.power_chart(figures["power"]),
+    }
 
 
 @login_required

@@ -7,7 +7,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.db.models import QuerySet
 from django.urls import reverse
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
@@ -15,6 +17,7 @@ from drf_spectacular.utils import (
     extend_schema_serializer,
 )
 from rest_framework import serializers, status
+from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -34,6 +37,7 @@ from provenance.checks.api.base import (
     waiting_slot,
 )
 from provenance.checks.fields import HYPOTHESIS_FIELDS
+from provenance.checks.filters import CheckFilter
 from provenance.checks.models import Check, Hypothesis
 from provenance.retention.services import check_delete
 
@@ -142,8 +146,20 @@ class CheckTokensOutput(CheckDetailOutput):
 
 
 # The general and the detection rate in one atomic Redis round trip (provenance.throttling).
-class CheckListCreateApi(TieredApi):
+class CheckListCreateApi(TieredApi, GenericAPIView):
+    """Submit a text or a document; list the team's checks, filtered by the history's
+    filters (``provenance.checks.filters``, the ``/checks/`` page's too) and paginated."""
+
     throttle_classes = DETECT_THROTTLES
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = CheckFilter
+    pagination_class = LimitOffsetPagination
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        return self.InputSerializer  # what OPTIONS describes: the submission's fields
+
+    def get_queryset(self) -> QuerySet[Check]:
+        return selectors.checks_for_user(self.request.user)  # type: ignore[arg-type]  # signed in
 
     @extend_schema_serializer(component_name="CheckInput")
     class InputSerializer(serializers.Serializer):
@@ -205,11 +221,13 @@ class CheckListCreateApi(TieredApi):
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
-    @extend_schema(responses=CheckSummaryOutput(many=True))
+    @extend_schema(
+        responses=CheckSummaryOutput(many=True),
+        description="The team's single checks, newest first; the filters combine (and).",
+    )
     def get(self, request: AuthenticatedRequest) -> Response:
-        paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(selectors.checks_for_user(request.user), request, self)
-        return paginator.get_paginated_response(CheckSummaryOutput(page, many=True).data)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(CheckSummaryOutput(page, many=True).data)
 
 
 class CheckDetailApi(TieredApi):

@@ -8,7 +8,14 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from provenance.accounts.selectors import is_auditor, oracle_tier, team_for_user, teams_memoized
+from provenance.accounts.models import Membership
+from provenance.accounts.selectors import (
+    is_auditor,
+    is_team_admin,
+    oracle_tier,
+    team_for_user,
+    teams_memoized,
+)
 from provenance.accounts.services import team_create, user_create
 
 pytestmark = pytest.mark.django_db
@@ -44,3 +51,10 @@ def test_a_membership_read_with_the_user_costs_no_query(cast):
     with CaptureQueriesContext(connection) as queries:
         assert team_for_user(alice) == cast["acme"]
     assert len(queries) == 0
+
+
+def test_only_an_admin_membership_makes_a_team_admin(cast):
+    assert not is_team_admin(cast["alice"]) and not is_team_admin(AnonymousUser())
+    assert not is_team_admin(None)
+    Membership.objects.filter(user=cast["alice"]).update(is_admin=True)
+    assert is_team_admin(cast["alice"]) and not is_team_admin(cast["bob"])

@@ -200,3 +200,74 @@ def test_a_refused_document_shows_the_pages_message_and_stores_nothing(alice_cli
     assert response.status_code == 400 and Check.objects.count() == 0
     expected = str(DOCUMENT_MESSAGES["document_unsupported"]) % {"file": "essay.exe"}
     assert html.escape(expected, quote=False) in response.content.decode()
+
+
+# --- history: filters, search, paging ------------------------------------------------------
+
+
+def test_the_history_filters_by_verdict_with_labelled_controls(alice_client, cast, alice_key):
+    from tests.provenance.checks.test_filters import history_row
+
+    marked = history_row(cast["alice"], verdict="watermarked", key=alice_key)
+    human = history_row(cast["bob"], verdict="not_watermarked", key=alice_key, filename="b.txt")
+    page = alice_client.get("/checks/?verdict=watermarked").content.decode()
+    assert str(marked.id) in page and str(human.id) not in page
+    assert 'id="history-count">1 check<' in page
+    for name in ("verdict", "since", "until", "key_id", "q"):
+        assert f'<label for="id_{name}">' in page and f'id="id_{name}"' in page
+    assert 'name="submitter"' not in page  # alice is no team admin
+    assert 'type="date"' in page and 'type="search"' in page
+    assert '<option value="watermarked" selected>' in page
+    everything = alice_client.get("/checks/").content.decode()
+    assert str(human.id) in everything and "b.txt" in everything
+
+
+def test_the_history_searches_by_document_name(alice_client, cast, alice_key):
+    from tests.provenance.checks.test_filters import history_row
+
+    essay = history_row(cast["bob"], verdict="inconclusive", filename="Essay of Jane.pdf")
+    history_row(cast["bob"], verdict="inconclusive", filename="notes.txt")
+    page = alice_client.get("/checks/", {"q": "jane"}).content.decode()
+    assert str(essay.id) in page and "notes.txt" not in page
+    nothing = alice_client.get("/checks/", {"q": "nobody"}).content.decode()
+    assert "No check matches these filters." in nothing and 'id="filter-clear"' in nothing
+
+
+def test_a_bad_filter_answers_400_with_the_reason_and_lists_nothing(alice_client, cast):
+    from tests.provenance.checks.test_filters import history_row
+
+    row = history_row(cast["alice"], verdict="watermarked")
+    response = alice_client.get("/checks/", {"since": "2026-12-01", "until": "2026-11-01"})
+    page = response.content.decode()
+    assert response.status_code == 400 and 'id="filter-errors"' in page
+    assert "the start date lies after the end date" in page and str(row.id) not in page
+    refused = alice_client.get("/checks/", {"submitter": "bob"})
+    assert refused.status_code == 400
+    assert "only a team admin may filter by submitter" in refused.content.decode()
+
+
+def test_a_team_admin_filters_the_history_by_submitter(alice_client, cast):
+    from provenance.accounts.models import Membership
+    from tests.provenance.checks.test_filters import history_row
+
+    Membership.objects.filter(user=cast["alice"]).update(is_admin=True)
+    mine = history_row(cast["alice"], verdict="watermarked")
+    bobs = history_row(cast["bob"], verdict="watermarked")
+    page = alice_client.get("/checks/", {"submitter": "bob"}).content.decode()
+    assert '<label for="id_submitter">' in page and '<option value="charlie"' not in page
+    assert str(bobs.id) in page and str(mine.id) not in page
+
+
+def test_the_history_pages_keep_the_filters(alice_client, cast, monkeypatch):
+    from provenance.checks import views
+    from tests.provenance.checks.test_filters import history_row
+
+    monkeypatch.setattr(views, "HISTORY_PAGE", 2)
+    rows = [history_row(cast["alice"], verdict="watermarked", days_ago=i) for i in range(5)]
+    history_row(cast["alice"], verdict="inconclusive")
+    first = alice_client.get("/checks/", {"verdict": "watermarked"}).content.decode()
+    assert "page 1 of 3" in first and "5 checks" in first
+    assert 'href="?verdict=watermarked&amp;page=2" rel="next"' in first
+    third = alice_client.get("/checks/", {"verdict": "watermarked", "page": 3}).content.decode()
+    assert str(rows[4].id) in third and str(rows[0].id) not in third
+    assert 'href="?verdict=watermarked&amp;page=2" rel="prev"' in third

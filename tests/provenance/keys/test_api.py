@@ -133,3 +133,38 @@ def test_the_admin_registers_a_builtin(admin_client):
     )
     assert response.status_code == 302
     assert Tokenizer.objects.get(name="mistral").vocab_size == 32768
+
+
+def test_a_keys_calibration_answers_the_charts_figures(api_for, cast, alice_key, tokenizer_row):
+    from provenance.keys.services import key_create
+    from tests.provenance.keys.test_selectors import finished_calibration
+
+    alice = api_for("alice")
+    empty = alice.get(f"/api/v1/keys/{alice_key.id}/calibration").json()
+    assert empty == {"key_id": str(alice_key.id), "pending": False, "calibration": None}
+    run = finished_calibration(alice_key, assisted=True)
+    body = alice.get(f"/api/v1/keys/{alice_key.id}/calibration").json()["calibration"]
+    assert body["id"] == str(run.id) and body["threshold"] == 0.01
+    assert [r["genre"] for r in body["rates"]] == ["prose", "code", "templated"]
+    prose = body["rates"][0]
+    assert prose["rate"] == 0.04 and prose["above_threshold"] is True
+    assert prose["ci_low"] == pytest.approx(run.rates.get(genre="prose").ci_low)
+    assert body["assisted_rates"][0]["texts"] == 40
+    assert [c["tokens_needed"] for c in body["power"]] == [100, None]
+    assert body["power"][0]["points"][1] == {
+        "tokens": 50,
+        "texts": 8,
+        "detected": 4,
+        "scored": 45,
+        "power": 0.5,
+    }
+    private, _ = key_create(name="theirs", team=cast["other"], tokenizer=tokenizer_row)
+    assert alice.get(f"/api/v1/keys/{private.id}/calibration").status_code == 404
+    assert api_for("charlie").get(f"/api/v1/keys/{alice_key.id}/calibration").status_code == 404
+
+
+def test_the_schema_documents_the_calibration_answer(api_for, cast):
+    schema = api_for("alice").get("/api/schema/?format=json").json()
+    assert "/api/v1/keys/{id}/calibration" in schema["paths"]
+    fields = schema["components"]["schemas"]["CalibrationOutput"]["properties"]
+    assert {"rates", "assisted_rates", "power", "threshold"} <= set(fields)

@@ -87,3 +87,87 @@ def test_the_key_config_follows_the_registry_row(cast, tokenizer_row):
     config = key_config(key)
     assert (config.key, config.context_width, config.name) == (value, 6, "wide")
     assert config.deduplicate_contexts == "none"
+
+
+def finished_calibration(key, *, power: bool = True, assisted: bool = False):
+    """A finished calibration as the task stores it, with figures chosen by hand: prose
+    flagged beyond chance, code and templated text within the threshold, and (``power``)
+    a curve per sampling setting, T=1 reaching 80% at 100 tokens, T=0.7 not within 150."""
+    from django.utils import timezone
+
+    from detector.evidence.calibration import clopper_pearson
+    from provenance.keys.models import GenreRate, KeyCalibration
+
+    run = KeyCalibration.objects.create(
+        key=key,
+        status=KeyCalibration.Status.DONE,
+        threshold=0.01,
+        texts_per_genre=300,
+        chunk_tokens=250,
+        power_prompts=8 if power else 0,
+        power_tokens=150 if power else 0,
+        finished_at=timezone.now(),
+    )
+    for genre, flagged in (("prose", 12), ("code", 2), ("templated", 0)):
+        ci = clopper_pearson(flagged, 300)
+        low, high = ci.low, ci.high
+        GenreRate.objects.create(
+            calibration=run,
+            genre=genre,
+            corpus=f"{genre}: 300 chunks of 250",
+            texts=300,
+            flagged=flagged,
+            rate=flagged / 300,
+            ci_low=low,
+            ci_high=high,
+            above_threshold=low > 0.01,
+        )
+    if power:
+        run.power = {
+            label: {
+                "temperature": float(label),
+                "top_p": top_p,
+                "points": [
+                    {"tokens": n, "texts": 8, "detected": d, "scored": n - 5}
+                    for n, d in zip((25, 50, 100, 150), detected, strict=True)
+                ],
+                "tokens_needed": needed,
+                "scored_tokens_needed": None if needed is None else needed - 5,
+            }
+            for label, top_p, detected, needed in (
+                ("1.0", 1.0, (1, 4, 7, 8), 100),
+                ("0.7", 0.9, (0, 1, 3, 5), None),
+            )
+        }
+    if assisted:
+        ci = clopper_pearson(1, 40)
+        rate = {"texts": 40, "flagged": 1, "rate": 0.025, "ci_low": ci.low, "ci_high": ci.high}
+        run.assisted = {"genres": {"prose": {**rate, "above_threshold": False}}, "note": "on"}
+    run.save()
+    return run
+
+
+def test_calibration_figures_name_every_rate_and_the_power_curve(alice_key):
+    from provenance.keys.selectors import calibration_figures
+
+    assert calibration_figures(None) is None
+    run = finished_calibration(alice_key, assisted=True)
+    figures = calibration_figures(run)
+    assert figures["threshold"] == 0.01 and figures["measured_at"] == run.finished_at.isoformat()
+    prose, code, templated = figures["rates"]
+    assert prose["genre"] == "prose" and prose["flagged"] == 12 and prose["above_threshold"]
+    assert prose["ci_low"] < prose["rate"] == 0.04 < prose["ci_high"]
+    assert not code["above_threshold"] and templated["rate"] == 0.0
+    assert figures["assisted_rates"][0]["genre"] == "prose"
+    assert figures["assisted_rates"][0]["texts"] == 40 and figures["assisted_note"] == "on"
+    hot, cool = figures["power"]
+    assert hot["setting"] == "1.0" and hot["tokens_needed"] == 100 and hot["top_p"] == 1.0
+    assert [p["power"] for p in hot["points"]] == [0.125, 0.5, 0.875, 1.0]
+    assert cool["tokens_needed"] is None and cool["temperature"] == 0.7
+
+
+def test_a_calibration_without_power_has_no_curve(alice_key):
+    from provenance.keys.selectors import calibration_figures
+
+    figures = calibration_figures(finished_calibration(alice_key, power=False))
+    assert figures["power"] == [] and figures["assisted_rates"] == []

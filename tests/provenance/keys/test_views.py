@@ -48,3 +48,49 @@ def test_a_team_admin_queues_one_calibration_however_often_asked(client, cast, a
     run = KeyCalibration.objects.get(key=alice_key)  # one, though asked twice
     assert run.requested_by == cast["alice"] and run.status == "pending"
     assert "queued or running" in client.get("/keys/").content.decode()
+
+
+def test_the_keys_page_draws_each_keys_calibration(client, cast, alice_key):
+    import re
+
+    from tests.provenance.keys.test_selectors import finished_calibration
+
+    finished_calibration(alice_key, assisted=True)
+    client.force_login(cast["bob"])
+    page = client.get("/keys/").content.decode()
+    rates = re.search(rf'<svg id="fpr-chart-{alice_key.id}".*?</svg>', page, re.S).group(0)
+    assert 'role="img"' in rates and f'aria-labelledby="fpr-title-{alice_key.id}' in rates
+    assert "<title" in rates and "<desc" in rates and "<script" not in rates
+    # Four rows: three genres and the model-assisted prose; prose flagged in red.
+    assert rates.count('<circle class="rate') == 4 and 'class="rate above"' in rates
+    assert 'class="rate assisted"' in rates and "threshold 0.01" in rates
+    assert "prose: 12 of 300 texts flagged, rate 0.0400, 95% interval" in rates
+    power = re.search(rf'<svg id="power-chart-{alice_key.id}".*?</svg>', page, re.S).group(0)
+    assert power.count("<polyline") == 2 and power.count('class="needed') == 1
+    assert "At T=1.0, top-p 1.0: 80% are detected from 100 tokens on." in power
+    assert "At T=0.7, top-p 0.9: 80% are not detected within 150 tokens." in power
+
+
+def test_a_key_without_calibration_or_power_draws_no_chart(client, cast, alice_key, tokenizer_row):
+    from tests.provenance.keys.test_selectors import finished_calibration
+
+    other, _ = key_create(name="acme-second", team=cast["acme"], tokenizer=tokenizer_row)
+    finished_calibration(other, power=False)
+    client.force_login(cast["alice"])
+    page = client.get("/keys/").content.decode()
+    assert f'id="fpr-chart-{alice_key.id}"' not in page  # not calibrated yet
+    assert f'id="fpr-chart-{other.id}"' in page and 'id="power-chart-' not in page
+
+
+@pytest.mark.parametrize("language", ["ja", "zh-hans", "ko"])
+def test_the_charts_speak_the_pages_language(client, cast, alice_key, language):
+    from tests.provenance.keys.test_selectors import finished_calibration
+    from tests.provenance.test_i18n import english_words, visible_strings
+
+    run = finished_calibration(alice_key, assisted=True)
+    corpora = {rate.corpus for rate in run.rates.all()}  # data: the corpus as measured
+    client.force_login(cast["alice"])
+    english = visible_strings(client.get("/keys/", HTTP_ACCEPT_LANGUAGE="en").content.decode())
+    page = client.get("/keys/", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    left = [s for s in visible_strings(page) - corpora if s in english and english_words(s)]
+    assert left == []

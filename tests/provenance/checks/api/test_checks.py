@@ -217,3 +217,74 @@ def test_throttling_is_per_user(api_for, alice_key, monkeypatch):
     assert codes == [200, 200, 429]
     assert bob.get("/api/v1/checks").status_code == 200
     cache.clear()
+
+
+# --- the history's filters -----------------------------------------------------------------
+
+
+def test_the_list_filters_like_the_history_page(alice, cast, alice_key):
+    from tests.provenance.checks.test_filters import history_row
+
+    marked = history_row(cast["alice"], verdict="watermarked", key=alice_key, filename="a.pdf")
+    old = history_row(cast["bob"], verdict="watermarked", days_ago=30, client_id="row-9")
+    history_row(cast["bob"], verdict="inconclusive", key=alice_key)
+    history_row(cast["charlie"], verdict="watermarked", filename="a.pdf")
+
+    def ids(**query):
+        body = alice.get("/api/v1/checks", query).json()
+        return {item["id"] for item in body["results"]}
+
+    assert ids(verdict="watermarked") == {str(marked.id), str(old.id)}
+    assert ids(verdict="watermarked", since="2026-11-01") == {str(marked.id)}
+    assert ids(until="2026-10-31") == {str(old.id)}
+    assert ids(verdict="watermarked", key_id=str(alice_key.id)) == {str(marked.id)}
+    assert ids(q="a.pdf") == {str(marked.id)} and ids(q="ROW-9") == {str(old.id)}
+    assert ids(q=str(old.id)) == {str(old.id)}
+    page = alice.get("/api/v1/checks", {"verdict": "watermarked", "limit": 1}).json()
+    assert page["count"] == 2 and len(page["results"]) == 1 and "offset=1" in page["next"]
+
+
+def test_a_bad_filter_answers_400_naming_the_parameter(alice, cast, alice_key):
+    for query, field in [
+        ({"verdict": "maybe"}, "verdict"),
+        ({"since": "yesterday"}, "since"),
+        ({"key_id": str(uuid.uuid4())}, "key_id"),
+        ({"submitter": "bob"}, "submitter"),  # alice is no team admin
+    ]:
+        response = alice.get("/api/v1/checks", query)
+        assert response.status_code == 400, query
+        body = response.json()
+        assert body["code"] == "invalid" and field in body, body
+
+
+def test_a_team_admin_filters_the_list_by_submitter(alice, cast):
+    from provenance.accounts.models import Membership
+    from tests.provenance.checks.test_filters import history_row
+
+    Membership.objects.filter(user=cast["alice"]).update(is_admin=True)
+    bobs = history_row(cast["bob"], verdict="watermarked")
+    history_row(cast["alice"], verdict="watermarked")
+    body = alice.get("/api/v1/checks", {"submitter": "bob"}).json()
+    assert [item["id"] for item in body["results"]] == [str(bobs.id)]
+
+
+def test_options_describes_the_submission(alice):
+    response = alice.options("/api/v1/checks")
+    assert response.status_code == 200
+    assert {"text", "file", "key_ids"} <= set(response.json()["actions"]["POST"])
+
+
+def test_the_schema_documents_the_list_filters_and_its_pages(alice):
+    schema = json.loads(alice.get("/api/schema/?format=json").content)
+    listing = schema["paths"]["/api/v1/checks"]["get"]
+    parameters = {p["name"]: p for p in listing["parameters"]}
+    assert {"verdict", "since", "until", "key_id", "submitter", "q", "limit", "offset"} <= set(
+        parameters
+    )
+    assert parameters["verdict"]["schema"]["enum"] == sorted(
+        ["watermarked", "not_watermarked", "inconclusive"]
+    )
+    assert parameters["since"]["schema"]["format"] == "date"
+    assert parameters["key_id"]["schema"]["format"] == "uuid"
+    answer = listing["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert answer.endswith("/PaginatedCheckSummaryOutputList")
