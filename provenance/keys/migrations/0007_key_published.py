@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('keys', '0006_share_permission'),
+        ("keys", "0006_share_permission"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='watermarkkey',
-            name='public_name',
-            field=models.CharField(blank=True, db_default='', default='', max_length=200),
+            model_name="watermarkkey",
+            name="public_name",
+            field=models.CharField(blank=True, db_default="", default="", max_length=200),
         ),
         migrations.AddField(
-            model_name='watermarkkey',
-            name='published_at',
+            model_name="watermarkkey",
+            name="published_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

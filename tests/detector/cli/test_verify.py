@@ -183,7 +183,9 @@ def _receipt_args(d) -> list[str]:
 
 
 def test_a_receipt_verifies_offline_with_its_text(capsys, receipt_files):
-    code, out, err = _run(capsys, [*_receipt_args(receipt_files), "--text", str(receipt_files / "text.txt")])
+    code, out, err = _run(
+        capsys, [*_receipt_args(receipt_files), "--text", str(receipt_files / "text.txt")]
+    )
     assert (code, err) == (EXIT_OK, "")
     assert "receipt signature valid" in out and "watermarked (Acme Assistant)" in out
     assert "text matches" in out
