@@ -126,3 +126,18 @@ def test_bad_input_gets_a_clear_error(published, check):
 
 def test_with_no_published_model_the_check_is_unavailable(alice_key, check, wm_text):
     assert check(wm_text).status_code == 503
+
+
+def test_the_receipt_verifies_offline_with_the_cli_and_fails_on_a_changed_text(
+    published, check, wm_text, client, tmp_path, capsys
+):
+    from detector.cli.main import main
+
+    (tmp_path / "receipt.jws").write_text(check(wm_text).json()["receipt"])
+    (tmp_path / "jwks.json").write_text(client.get("/.well-known/jwks.json").content.decode())
+    (tmp_path / "text.txt").write_bytes(wm_text.encode())
+    args = ["verify", str(tmp_path / "receipt.jws"), "--jwks", str(tmp_path / "jwks.json")]
+    assert main([*args, "--text", str(tmp_path / "text.txt")]) == 0
+    assert f"watermarked ({PUBLIC_NAME})" in capsys.readouterr().out
+    (tmp_path / "text.txt").write_bytes(wm_text.replace("a", "e", 1).encode())
+    assert main([*args, "--text", str(tmp_path / "text.txt")]) == 1

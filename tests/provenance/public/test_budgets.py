@@ -41,3 +41,30 @@ def test_a_partner_budget_defaults_to_the_setting_and_can_be_set(db, settings):
     with pytest.raises(BudgetExceeded):
         partner_spend(own)
     partner_spend(default)  # budgets are per partner
+
+
+@pytest.fixture
+def two_processes(redis_server, monkeypatch):
+    """Two Redis clients, as two web processes have; the budgets counted through either."""
+    from provenance import throttling
+    from provenance.cache import FailoverRedisCache
+
+    clients = [FailoverRedisCache(redis_server.url, {}) for _ in range(2)]
+    clients[0].clear()
+
+    def use(i: int) -> None:
+        monkeypatch.setattr(throttling, "default_cache", clients[i])
+
+    yield use
+    clients[0].clear()
+
+
+def test_a_partner_budget_holds_across_two_processes_sharing_redis(db, two_processes):
+    partner = Partner.objects.create(name="c", key_sha256="c" * 64, per_minute=4)
+    for i in range(4):
+        two_processes(i % 2)
+        partner_spend(partner)
+    for i in range(2):
+        two_processes(i)
+        with pytest.raises(BudgetExceeded):
+            partner_spend(partner)

@@ -50,3 +50,16 @@ def test_a_changed_number_is_refused():
 def test_the_challenge_costs_what_the_setting_says(settings):
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 1234
     assert challenge_create()["maxNumber"] == 1234
+
+
+def test_a_solution_is_used_once_across_processes_sharing_redis(redis_server, monkeypatch):
+    from provenance.cache import FailoverRedisCache
+    from provenance.public import pow
+
+    first, second = (FailoverRedisCache(redis_server.url, {}) for _ in range(2))
+    proof = solve(challenge_create())
+    monkeypatch.setattr(pow, "cache", first)
+    solution_accept(proof)
+    monkeypatch.setattr(pow, "cache", second)
+    with pytest.raises(ProofOfWorkRequired, match="already used"):
+        solution_accept(proof)
