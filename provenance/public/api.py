@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from provenance.checks.api.base import body_size_guard
+from provenance.checks.api.base import body_size_guard, read_upload
 from provenance.checks.models import Verdict
 from provenance.errors import ProblemError
 from provenance.public import pow, selectors, services
@@ -77,7 +77,11 @@ class VerifyApi(PublicApi):
 
     @extend_schema_serializer(component_name="PublicVerifyInput")
     class InputSerializer(serializers.Serializer):
-        text = serializers.CharField(trim_whitespace=False, allow_blank=True)
+        text = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False)
+        file = serializers.FileField(
+            required=False,
+            help_text="instead of text (multipart): a .txt, .md, .html, .docx or .pdf file",
+        )
         pow = serializers.CharField(required=False, help_text="a solved ALTCHA payload")
 
     @extend_schema_serializer(component_name="PublicVerifyOutput")
@@ -90,19 +94,28 @@ class VerifyApi(PublicApi):
         tokens_scored = serializers.IntegerField()
         receipt = serializers.CharField(help_text="compact JWS (Ed25519)")
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer)
+    @extend_schema(
+        request={
+            "application/json": InputSerializer,
+            "multipart/form-data": InputSerializer,
+        },
+        responses=OutputSerializer,
+    )
     def post(self, request: Request) -> Response:
         partner = request.auth if isinstance(request.auth, Partner) else None
         body_size_guard(request)
         data = request.data if isinstance(request.data, dict) else {}
-        text = data.get("text")
+        text, upload = data.get("text"), data.get("file")
         try:
             caller = services.Caller(
                 address=BaseThrottle().get_ident(request),
                 partner=partner,
                 proof=request.META.get(POW_HEADER) or data.get("pow"),
             )
-            answer = services.verify(caller=caller, text=text)
+            document = None
+            if upload is not None and hasattr(upload, "read"):
+                document = (str(upload.name), read_upload(upload))
+            answer = services.verify(caller=caller, text=text, document=document)
         except ProblemError as exc:
             if partner is not None:
                 services.usage_log(partner, exc.status_code, text)

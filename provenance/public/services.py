@@ -24,7 +24,7 @@ from django.views.decorators.debug import sensitive_variables
 from detector.reports import receipt
 from detector.reports.signed import text_sha256
 from provenance.checks.scoring import ScoringError, prepare_keys, score_texts
-from provenance.checks.services.validation import text_validate
+from provenance.checks.services.validation import document_extract, text_validate
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
@@ -101,13 +101,21 @@ class Caller:
     proof: Any = None
 
 
-def verify(*, caller: Caller, text: Any) -> dict[str, Any]:
-    """A public check: the caller's proof of work and budget first, then the answer."""
+def verify(
+    *, caller: Caller, text: Any, document: tuple[str, bytes] | None = None
+) -> dict[str, Any]:
+    """A public check of ``text`` or of a ``document`` (its name and bytes, extracted as the
+    private API does): the caller's proof of work and budget first (a document is read only
+    then), then the answer."""
     if caller.partner is not None:
         budgets.partner_spend(caller.partner)
     else:
         pow.solution_accept(caller.proof)
         budgets.anonymous_spend(caller.address)
+    if document is not None:
+        if text is not None:
+            raise ProblemError("send exactly one of text and file")
+        text = document_extract(*document).text
     return answer_for(text_validate(text))
 
 

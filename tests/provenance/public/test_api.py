@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from detector.reports.receipt import verify_receipt
 from provenance.public.services import partner_create
 from tests.provenance.public.conftest import PUBLIC_NAME, VERIFY
@@ -141,3 +143,25 @@ def test_the_receipt_verifies_offline_with_the_cli_and_fails_on_a_changed_text(
     assert f"watermarked ({PUBLIC_NAME})" in capsys.readouterr().out
     (tmp_path / "text.txt").write_bytes(wm_text.replace("a", "e", 1).encode())
     assert main([*args, "--text", str(tmp_path / "text.txt")]) == 1
+
+
+def test_a_document_is_checked_as_the_private_api_takes_it(published, anon, wm_text):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.provenance.public.conftest import solve
+
+    proof = solve(anon.get("/api/public/v1/challenge").json())
+    upload = SimpleUploadedFile("essay.txt", wm_text.encode(), content_type="text/plain")
+    response = anon.post(VERIFY, {"file": upload}, format="multipart", HTTP_X_PROVENANCE_POW=proof)
+    assert response.status_code == 200, response.content
+    assert response.json()["verdict"] == "watermarked"
+
+
+def test_a_document_is_not_read_without_a_proof_of_work(published, anon, monkeypatch):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from provenance.public import services
+
+    monkeypatch.setattr(services, "document_extract", lambda *a: pytest.fail("extracted"))
+    upload = SimpleUploadedFile("essay.txt", b"some text", content_type="text/plain")
+    assert anon.post(VERIFY, {"file": upload}, format="multipart").status_code == 403
