@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -49,6 +50,16 @@ class PartnerAuthentication(BaseAuthentication):
         return 'Bearer realm="provenance-public"'
 
 
+class PartnerScheme(OpenApiAuthenticationExtension):
+    """The partners' bearer key in the OpenAPI schema."""
+
+    target_class = "provenance.public.api.PartnerAuthentication"
+    name = "PartnerKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer"}
+
+
 @require_GET
 def discovery_view(request: HttpRequest) -> JsonResponse:
     """``/.well-known/provenance.json``: public, cacheable."""
@@ -66,7 +77,15 @@ class PublicApi(APIView):
 class ChallengeApi(PublicApi):
     """A fresh proof-of-work challenge (ALTCHA v1, SHA-256)."""
 
-    @extend_schema(responses={200: serializers.DictField()})
+    @extend_schema_serializer(component_name="PublicChallenge")
+    class OutputSerializer(serializers.Serializer):
+        algorithm = serializers.CharField()
+        challenge = serializers.CharField()
+        maxNumber = serializers.IntegerField()  # noqa: N815  # ALTCHA's field name
+        salt = serializers.CharField()
+        signature = serializers.CharField()
+
+    @extend_schema(responses=OutputSerializer)
     def get(self, request: Request) -> Response:
         return Response(pow.challenge_create(), headers={"Cache-Control": "no-store"})
 
