@@ -95,5 +95,14 @@ class FailoverRedisCache(RedisCache):
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         return self._either("delete", *args, **kwargs)
 
+    def get_many(self, *args: Any, **kwargs: Any) -> Any:
+        return self._either("get_many", *args, **kwargs)
+
+    def set_many(self, *args: Any, **kwargs: Any) -> Any:
+        return self._either("set_many", *args, **kwargs)
+
+    def incr(self, *args: Any, **kwargs: Any) -> Any:
+        return self._either("incr", *args, **kwargs)
+
     def clear(self) -> Any:
         return self._either("clear")
