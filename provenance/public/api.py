@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from provenance.checks.api.base import body_size_guard, read_upload
 from provenance.checks.models import Verdict
 from provenance.errors import ProblemError
-from provenance.public import pow, selectors, services
+from provenance.public import proof_of_work, selectors, services
 from provenance.public.models import Partner
 
 POW_HEADER = "HTTP_X_PROVENANCE_POW"
@@ -87,7 +87,7 @@ class ChallengeApi(PublicApi):
 
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request) -> Response:
-        return Response(pow.challenge_create(), headers={"Cache-Control": "no-store"})
+        return Response(proof_of_work.challenge_create(), headers={"Cache-Control": "no-store"})
 
 
 class VerifyApi(PublicApi):
@@ -147,8 +147,8 @@ class VerifyApi(PublicApi):
 def _problem(exc: ProblemError) -> Response:
     body: dict[str, Any] = {"detail": exc.message, "code": exc.code}
     headers = {"Cache-Control": "no-store"}
-    if isinstance(exc, pow.ProofOfWorkRequired):
-        body["challenge"] = pow.challenge_create()
+    if isinstance(exc, proof_of_work.ProofOfWorkRequired):
+        body["challenge"] = proof_of_work.challenge_create()
     retry = getattr(exc, "retry_after", None)
     if retry is not None:
         headers["Retry-After"] = str(retry)

@@ -28,7 +28,7 @@ from provenance.checks.services.validation import document_extract, text_validat
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
-from provenance.public import budgets, families, pow
+from provenance.public import budgets, families, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
 from provenance.public.selectors import MIN_TOKENS, key_sha256, published_keys
 from provenance.reports.services import signing_key_active
@@ -110,7 +110,7 @@ def verify(
     if caller.partner is not None:
         budgets.partner_spend(caller.partner)
     else:
-        pow.solution_accept(caller.proof)
+        proof_of_work.solution_accept(caller.proof)
         budgets.anonymous_spend(caller.address)
     if document is not None:
         if text is not None:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from provenance.public.pow import ProofOfWorkRequired, challenge_create, solution_accept
+from provenance.public.proof_of_work import ProofOfWorkRequired, challenge_create, solution_accept
 from tests.provenance.public.conftest import solve
 
 
@@ -54,12 +54,12 @@ def test_the_challenge_costs_what_the_setting_says(settings):
 
 def test_a_solution_is_used_once_across_processes_sharing_redis(redis_server, monkeypatch):
     from provenance.cache import FailoverRedisCache
-    from provenance.public import pow
+    from provenance.public import proof_of_work
 
     first, second = (FailoverRedisCache(redis_server.url, {}) for _ in range(2))
     proof = solve(challenge_create())
-    monkeypatch.setattr(pow, "cache", first)
+    monkeypatch.setattr(proof_of_work, "cache", first)
     solution_accept(proof)
-    monkeypatch.setattr(pow, "cache", second)
+    monkeypatch.setattr(proof_of_work, "cache", second)
     with pytest.raises(ProofOfWorkRequired, match="already used"):
         solution_accept(proof)
