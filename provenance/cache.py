@@ -101,5 +101,11 @@ class FailoverRedisCache(RedisCache):
     def decr(self, *args: Any, **kwargs: Any) -> Any:
         return self._either("decr", *args, **kwargs)
 
+    def get_many(self, *args: Any, **kwargs: Any) -> Any:
+        return self._either("get_many", *args, **kwargs)
+
+    def set_many(self, *args: Any, **kwargs: Any) -> Any:
+        return self._either("set_many", *args, **kwargs)
+
     def clear(self) -> Any:
         return self._either("clear")

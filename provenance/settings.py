@@ -172,6 +172,7 @@ INSTALLED_APPS = [
     "provenance.webhooks",
     "provenance.reports",
     "provenance.streams",
+    "provenance.public",
 ]
 
 MIDDLEWARE = [
@@ -399,6 +400,18 @@ PROVENANCE_MAX_TOKENIZER_BYTES = env_int(
 )
 PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
 PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", DEFAULT_THRESHOLD, 0.0, 1.0)
+# Public verification (provenance.public, docs/public.md): the organization it names, the
+# proof of work of an anonymous check (ALTCHA's largest number: about a second of one core
+# in a browser at 300,000), the budgets (checks a minute per address, for everyone, and a
+# partner's default) and the scrubbing guard (near-duplicate variants of one text answered
+# within the window).
+PROVENANCE_PUBLIC_ORGANIZATION = env_str("PROVENANCE_PUBLIC_ORGANIZATION", "Provenance")
+PROVENANCE_PUBLIC_POW_MAX_NUMBER = env_int("PROVENANCE_PUBLIC_POW_MAX_NUMBER", 300_000, minimum=1)
+PROVENANCE_PUBLIC_ADDRESS_PER_MIN = env_int("PROVENANCE_PUBLIC_ADDRESS_PER_MIN", 10, minimum=1)
+PROVENANCE_PUBLIC_GLOBAL_PER_MIN = env_int("PROVENANCE_PUBLIC_GLOBAL_PER_MIN", 600, minimum=1)
+PROVENANCE_PUBLIC_PARTNER_PER_MIN = env_int("PROVENANCE_PUBLIC_PARTNER_PER_MIN", 120, minimum=1)
+PROVENANCE_PUBLIC_MAX_VARIANTS = env_int("PROVENANCE_PUBLIC_MAX_VARIANTS", 20, minimum=1)
+PROVENANCE_PUBLIC_VARIANT_WINDOW_S = env_int("PROVENANCE_PUBLIC_VARIANT_WINDOW_S", 86400, minimum=1)
 # A key's calibration (manage.py keys_calibrate, the keys page): human texts per genre, and
 # the power measurement's size where the key's tokenizer has a model (prompts per temperature,
 # tokens per generated text; 0 prompts skips it). About 7 CPU s a key for the rates and 2.5 CPU

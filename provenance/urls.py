@@ -27,4 +27,5 @@ urlpatterns = [
     path("", include("provenance.playground.urls")),
     path("", include("provenance.reports.urls")),
     path("", include("provenance.streams.urls")),
+    path("", include("provenance.public.urls")),
 ]

@@ -75,8 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="accepted for compatibility: the spans are always part of the decision",
     )
     det.add_argument("file", nargs="?", default="-", help="text file, or - for stdin")
-    ver = sub.add_parser("verify", help="verify a signed report (exit 0 valid, 1 not)")
-    ver.add_argument("report", help="the report: a compact JWS, as the server sent it")
+    ver = sub.add_parser("verify", help="verify a signed report or a receipt (exit 0 valid, 1 not)")
+    ver.add_argument("report", help="the report or receipt: a compact JWS, as the server sent it")
     ver.add_argument("--jwks", required=True, help="the server's /.well-known/jwks.json, saved")
     ver.add_argument("--text", help="the checked text: its SHA-256 must match")
     ver.add_argument("--key-file", help="the watermark key (with --tokenizer): recompute")

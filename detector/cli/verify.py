@@ -9,6 +9,7 @@ from collections.abc import Callable
 from lzma import LZMAError
 from typing import Any
 
+from detector.reports.receipt import is_receipt, verify_receipt
 from detector.reports.signed import ReportError, check_text, recompute, verify
 from detector.text.ngrams import NgramTable
 
@@ -42,6 +43,8 @@ def _verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], i
     except ValueError:
         raise ReportError(f"the JWKS {args.jwks} is not JSON") from None
     token = _read(args.report, "report").decode("ascii", errors="replace")
+    if is_receipt(token):
+        return _verify_receipt(args, token, jwks)
     verified = verify(token, jwks)
     lines = [f"signature valid (key {verified.kid})"]
     if args.text is None:
@@ -70,6 +73,25 @@ def _verify(args: argparse.Namespace, read_key: Callable[[argparse.Namespace], i
             f"recomputed: {got['num_scored_tokens']} scored tokens, "
             f"log10 p {got['log10_p']:.3f}{decision}, as reported ({_table_words(got)})"
         )
+    return lines
+
+
+def _verify_receipt(args: argparse.Namespace, token: str, jwks: dict[str, Any]) -> list[str]:
+    """A public verification's receipt: its signature and, with ``--text``, the text."""
+    if args.key_file:
+        raise ReportError("a receipt holds no hypotheses to recompute: drop --key-file")
+    verified = verify_receipt(token, jwks)
+    got = verified.payload
+    named = f" ({got['model']})" if got["model"] else ""
+    lines = [
+        f"receipt signature valid (key {verified.kid})",
+        f"{got['verdict']}{named}, {got['tokens_scored']} tokens scored, at {got['at']}",
+    ]
+    if args.text is None:
+        lines.append("text not checked (no --text)")
+    else:
+        check_text(got, _text(args.text))
+        lines.append(f"text matches (sha256 {got['text']['sha256']})")
     return lines
 
 

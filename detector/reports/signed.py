@@ -58,10 +58,10 @@ def generate_signing_key() -> OKPKey:
     return key
 
 
-def sign(payload: dict[str, Any], private_jwk: dict[str, Any]) -> str:
+def sign(payload: dict[str, Any], private_jwk: dict[str, Any], typ: str = TYP) -> str:
     """Compact JWS of the canonical payload with the private JWK (which carries its kid)."""
     key = OKPKey.import_key(private_jwk)
-    header = {"alg": ALGORITHM, "kid": private_jwk["kid"], "typ": TYP}
+    header = {"alg": ALGORITHM, "kid": private_jwk["kid"], "typ": typ}
     return jws.serialize_compact(header, canonical_json(payload), key, algorithms=[ALGORITHM])
 
 
@@ -73,11 +73,22 @@ class Verified:
 
 def verify(token: str, jwks: dict[str, Any]) -> Verified:
     """Check the signature against the published keys; return the payload."""
+    return verify_typed(token, jwks, TYP, SCHEMA, "report")
+
+
+def header_typ(token: str) -> str | None:
+    """The ``typ`` of a compact JWS's protected header, unverified (None: unreadable)."""
+    return _header(token.strip()).get("typ")
+
+
+def verify_typed(token: str, jwks: dict[str, Any], typ: str, schema: str, what: str) -> Verified:
+    """``verify`` for a JWS of type ``typ`` whose payload's schema is ``schema`` (a report,
+    or a public verification's receipt: ``detector.reports.receipt``)."""
     token = token.strip()
     kid = _header_kid(token)
     revoked = jwks.get("revoked") if isinstance(jwks, dict) else None
     if kid is not None and isinstance(revoked, list) and kid in revoked:
-        raise ReportError(f"the report was signed with key {kid}, which its issuer revoked")
+        raise ReportError(f"the {what} was signed with key {kid}, which its issuer revoked")
     try:
         keys = KeySet.import_key_set(jwks)  # type: ignore[arg-type]
     except (JoseError, ValueError, KeyError, TypeError) as exc:
@@ -89,27 +100,32 @@ def verify(token: str, jwks: dict[str, Any]) -> Verified:
     except (ValueError, TypeError):
         raise ReportError("the report is not a compact JWS") from None
     header = obj.headers()
-    if header.get("typ") != TYP:
-        raise ReportError(f"the report's type is {header.get('typ')!r}, not {TYP!r}")
+    if header.get("typ") != typ:
+        raise ReportError(f"the {what}'s type is {header.get('typ')!r}, not {typ!r}")
     try:
         payload = json.loads(obj.payload)
     except ValueError:
         raise ReportError("the signed payload is not JSON") from None
     if not isinstance(payload, dict) or canonical_json(payload) != obj.payload:
         raise ReportError("the signed payload is not canonical JSON")
-    if payload.get("schema") != SCHEMA:
-        raise ReportError(f"unknown report schema {payload.get('schema')!r}")
+    if payload.get("schema") != schema:
+        raise ReportError(f"unknown {what} schema {payload.get('schema')!r}")
     return Verified(payload=payload, kid=str(header.get("kid")))
 
 
-def _header_kid(token: str) -> str | None:
-    """The ``kid`` of a compact JWS's protected header, unverified (None: unreadable)."""
+def _header(token: str) -> dict[str, Any]:
+    """A compact JWS's protected header, unverified ({} when unreadable)."""
     try:
         segment = token.split(".", 1)[0]
         header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
     except (ValueError, TypeError):
-        return None
-    kid = header.get("kid") if isinstance(header, dict) else None
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def _header_kid(token: str) -> str | None:
+    """The ``kid`` of a compact JWS's protected header, unverified (None: unreadable)."""
+    kid = _header(token).get("kid")
     return kid if isinstance(kid, str) else None
 
 

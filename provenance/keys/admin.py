@@ -21,6 +21,7 @@ from provenance.errors import ProblemError
 from provenance.keys import calibration, services
 from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
 from provenance.keys.selectors import latest_calibrations
+from provenance.public import services as public
 
 # Where save_model leaves the new key and its value for response_add, on the request.
 _CREATED = "_provenance_created"
@@ -188,9 +189,11 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         "alpha",
         "context_width",
         "deduplicate",
+        "public_name",
         *readonly_fields,
+        "published_at",
     ]
-    actions = ["rotate_keys", "retire_keys", "calibrate_keys"]
+    actions = ["rotate_keys", "retire_keys", "calibrate_keys", "publish_keys", "unpublish_keys"]
 
     @admin.display(description=_("measured false-positive rate"))
     def measured_fpr(self, obj: WatermarkKey) -> str:
@@ -301,6 +304,7 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         return [
             *([] if may_share else ["shared"]),
             *self.readonly_fields,
+            "published_at",
             "team",
             "tokenizer",
             "algorithm",
@@ -345,6 +349,29 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         response = TemplateResponse(request, "admin/keys/key_created.html", context)
         response["Cache-Control"] = "no-store"
         return response
+
+    @admin.action(
+        description=_("Publish for public verification (under its public name, else its name)"),
+        permissions=["change"],
+    )
+    def publish_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]) -> None:
+        for key in queryset:
+            try:
+                public.key_publish(key=key)
+            except ProblemError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+                return
+        self.message_user(
+            request, _("Published %(n)s key(s).") % {"n": queryset.count()}, messages.SUCCESS
+        )
+
+    @admin.action(description=_("Unpublish (public verification)"), permissions=["change"])
+    def unpublish_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]) -> None:
+        for key in queryset:
+            public.key_unpublish(key=key)
+        self.message_user(
+            request, _("Unpublished %(n)s key(s).") % {"n": queryset.count()}, messages.SUCCESS
+        )
 
     @admin.action(description=_("Rotate: retire and register a fresh value"), permissions=["add"])
     def rotate_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]):

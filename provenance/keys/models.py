@@ -111,6 +111,10 @@ class WatermarkKey(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     retired_at = models.DateTimeField(null=True, blank=True)
+    # Public verification (provenance.public): a published key is tested by the public
+    # endpoint under its public name; its value never leaves, as for every key.
+    public_name = models.CharField(max_length=200, blank=True, default="", db_default="")
+    published_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["team__name", "name"]

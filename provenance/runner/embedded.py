@@ -26,6 +26,7 @@ from provenance.runner.supervisor import Child, CrashLoop, Supervisor, spawn
 DEMO_TEAM = "demo"
 DEMO_USER = "demo"
 DEMO_KEY = "demo-smollm2"
+DEMO_PUBLIC_NAME = "SmolLM2 demo"  # the demo key's name on /verify/ and in discovery
 
 
 def _setup_django(redis_url: str) -> None:
@@ -49,13 +50,15 @@ def _demo_password(data_dir: Path) -> str:
 
 
 def _demo_data(data_dir: Path) -> str:
-    """Demo team, staff user and key; idempotent. Returns the demo password."""
+    """Demo team, staff user and key (published for public verification as "SmolLM2 demo");
+    idempotent. Returns the demo password."""
     from django.contrib.auth import get_user_model
 
     from provenance.accounts.models import Team
     from provenance.accounts.services import membership_set, team_create, user_create
     from provenance.keys.models import WatermarkKey
     from provenance.keys.services import key_create, tokenizer_default
+    from provenance.public.services import key_publish
 
     password = _demo_password(data_dir)
     team = Team.objects.filter(name=DEMO_TEAM).first() or team_create(
@@ -78,6 +81,9 @@ def _demo_data(data_dir: Path) -> str:
             value=os.environ.get("PROVENANCE_DEMO_KEY") or None,
             created_by=user,
         )
+    key = WatermarkKey.objects.get(team=team, name=DEMO_KEY)
+    if not key.public_name:  # once: an admin's later unpublish stays
+        key_publish(key=key, public_name=DEMO_PUBLIC_NAME)
     return password
 
 

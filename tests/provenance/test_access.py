@@ -101,6 +101,11 @@ API_ROUTES = [
     # The playground: a conversation is its user's own.
     ("get", "/api/v1/playground/replies/{message}", None, (401, 404, 404, 200, 404)),
     ("get", "/api/schema/", None, (401, 200, 200, 200, 200)),
+    # Public verification: open to all; a check without a proof of work gets no verdict,
+    # whoever asks (a team's token is no partner key).
+    ("get", "/.well-known/provenance.json", None, (200, 200, 200, 200, 200)),
+    ("get", "/api/public/v1/challenge", None, (200, 200, 200, 200, 200)),
+    ("post", "/api/public/v1/verify", {"text": "some text"}, (403, 403, 403, 403, 403)),
     # Deleting (last: it hides the objects): the submitter or a team admin; bob is neither.
     ("delete", "/api/v1/checks/{check}", None, (401, 404, 403, 204, 404)),
     ("delete", "/api/v1/audits/{audit}", None, (401, 404, 403, 204, 404)),
@@ -121,6 +126,7 @@ PAGES = [
     ("/accounts/token/", (LOGIN, 200, 200, 200, 200)),
     ("/api/docs/", (401, 200, 200, 200, 200)),
     ("/playground/", (LOGIN, 200, 200, 200, 200)),
+    ("/verify/", (200, 200, 200, 200, 200)),
     ("/playground/c/{conversation}/", (LOGIN, 404, 404, 200, 404)),
     ("/playground/m/{message}/edit", (LOGIN, 404, 404, 200, 404)),
     ("/admin/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
@@ -184,6 +190,33 @@ def test_lists_show_nothing_of_another_team(world, actor, client):
     bodies += [client.get(url).content.decode() for url in ("/checks/", "/audits/", "/keys/")]
     for body in bodies:
         assert not any(value in body for value in ids.values())
+
+
+def test_the_public_routes_show_no_team_data_and_no_key(world, client, wm_text, settings):
+    from provenance.keys.crypto import decrypt_value
+    from provenance.keys.models import WatermarkKey
+    from provenance.public.services import key_publish
+    from tests.provenance.public.conftest import solve
+
+    settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 1000
+    key = WatermarkKey.objects.get(pk=world["ids"]["key"])
+    key_publish(key=key, public_name="Acme Assistant")
+    anon = APIClient()
+    proof = solve(anon.get("/api/public/v1/challenge").json())
+    verdict = anon.post(
+        "/api/public/v1/verify", {"text": wm_text}, format="json", HTTP_X_PROVENANCE_POW=proof
+    )
+    assert verdict.json()["verdict"] == "watermarked"
+    bodies = [
+        verdict.content.decode(),
+        anon.get("/.well-known/provenance.json").content.decode(),
+        client.get("/verify/").content.decode(),
+    ]
+    private = [str(v) for v in world["ids"].values()]
+    private += ["acme-main", '"acme"', str(decrypt_value(key.encrypted_value))]
+    for body in bodies:
+        assert "Acme Assistant" in body or "receipt" in body
+        assert not [value for value in private if value in body]
 
 
 def test_another_teams_object_and_a_random_id_answer_alike(world):

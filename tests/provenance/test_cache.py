@@ -17,6 +17,9 @@ def test_with_redis_down_every_call_falls_back_to_process_memory(caplog):
         assert cache.add("a", 2) is False and cache.add("b", 2) is True
         cache.delete("a")
         assert cache.get("a") is None and cache.get("b") == 2
+        cache.set_many({"c": 1, "d": 2})
+        assert cache.get_many(["c", "d", "e"]) == {"c": 1, "d": 2}
+        assert cache.incr("c") == 2
         cache.clear()
         assert cache.get("b") is None
     assert "Redis unreachable" in caplog.text

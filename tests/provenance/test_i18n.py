@@ -111,6 +111,7 @@ def pages(client, cast, alice_key, wm_text, api_for):
         "/keys/",
         "/accounts/token/",
         "/playground/",
+        "/verify/",
     ]
 
 

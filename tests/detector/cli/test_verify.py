@@ -153,3 +153,63 @@ def test_run_verify_reads_the_key_through_the_given_reader(capsys, files):
     assert run_verify(args, lambda a: read.append(a) or KEY) == EXIT_OK
     assert read == [args]
     assert run_verify(args, lambda a: KEY + 5) == EXIT_FAILED
+
+
+@pytest.fixture
+def receipt_files(tmp_path):
+    from detector.reports.receipt import sign_receipt
+    from detector.reports.signed import text_sha256
+
+    text = "Checked in public.\n"
+    signer = issuer()
+    body = {
+        "issuer": "Acme",
+        "text": {"sha256": text_sha256(text)},
+        "verdict": "watermarked",
+        "model": "Acme Assistant",
+        "strength": -9,
+        "tokens_scored": 120,
+        "models": ["Acme Assistant"],
+        "at": "2026-12-02T12:00:00+00:00",
+    }
+    (tmp_path / "receipt.jws").write_text(sign_receipt(body, signer.private))
+    (tmp_path / "jwks.json").write_text(json.dumps(signer.jwks))
+    (tmp_path / "text.txt").write_bytes(text.encode())
+    return tmp_path
+
+
+def _receipt_args(d) -> list[str]:
+    return ["verify", str(d / "receipt.jws"), "--jwks", str(d / "jwks.json")]
+
+
+def test_a_receipt_verifies_offline_with_its_text(capsys, receipt_files):
+    code, out, err = _run(
+        capsys, [*_receipt_args(receipt_files), "--text", str(receipt_files / "text.txt")]
+    )
+    assert (code, err) == (EXIT_OK, "")
+    assert "receipt signature valid" in out and "watermarked (Acme Assistant)" in out
+    assert "text matches" in out
+
+
+def test_a_receipt_fails_on_one_changed_character_of_the_text(capsys, receipt_files):
+    (receipt_files / "text.txt").write_text("Checked in public!\n")
+    args = [*_receipt_args(receipt_files), "--text", str(receipt_files / "text.txt")]
+    _failed(capsys, args, "the text does not match")
+
+
+def test_a_receipt_fails_on_one_changed_character_of_itself(capsys, receipt_files):
+    path = receipt_files / "receipt.jws"
+    token = path.read_text()
+    i = token.index(".") + 5
+    path.write_text(token[:i] + ("A" if token[i] != "A" else "B") + token[i + 1 :])
+    _failed(capsys, _receipt_args(receipt_files), "FAILED")
+
+
+def test_a_receipt_is_not_recomputed(capsys, receipt_files):
+    (receipt_files / "key").write_text("1")
+    args = [
+        *_receipt_args(receipt_files),
+        *("--text", str(receipt_files / "text.txt")),
+        *("--key-file", str(receipt_files / "key"), "--tokenizer", "default"),
+    ]
+    _failed(capsys, args, "a receipt holds no hypotheses")

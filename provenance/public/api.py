@@ -1,0 +1,155 @@
+"""Public verification over HTTP, no account: the discovery document, a proof-of-work
+challenge and ``POST /api/public/v1/verify``. Partners authenticate with
+``Authorization: Bearer KEY``; anyone else sends a solved challenge (``X-Provenance-PoW``, or
+``pow`` in the body)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
+from rest_framework.views import APIView
+
+from provenance.checks.api.base import body_size_guard, read_upload
+from provenance.checks.models import Verdict
+from provenance.errors import ProblemError
+from provenance.public import proof_of_work, selectors, services
+from provenance.public.models import Partner
+
+POW_HEADER = "HTTP_X_PROVENANCE_POW"
+
+
+class PartnerAuthentication(BaseAuthentication):
+    """``Authorization: Bearer KEY`` of an unrevoked partner (``request.auth``: the
+    Partner); no header: anonymous; a wrong or revoked key: 401."""
+
+    def authenticate(self, request: Request) -> tuple[Any, Partner] | None:
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != b"bearer":
+            return None
+        if len(parts) != 2:
+            raise AuthenticationFailed("the Authorization header is Bearer KEY")
+        partner = selectors.partner_by_key(parts[1].decode("latin-1"))
+        if partner is None:
+            raise AuthenticationFailed("unknown or revoked partner key")
+        from django.contrib.auth.models import AnonymousUser
+
+        return AnonymousUser(), partner
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="provenance-public"'
+
+
+class PartnerScheme(OpenApiAuthenticationExtension):
+    """The partners' bearer key in the OpenAPI schema."""
+
+    target_class = "provenance.public.api.PartnerAuthentication"
+    name = "PartnerKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer"}
+
+
+@require_GET
+def discovery_view(request: HttpRequest) -> JsonResponse:
+    """``/.well-known/provenance.json``: public, cacheable."""
+    response = JsonResponse(selectors.discovery(request))
+    response["Cache-Control"] = "public, max-age=300"
+    return response
+
+
+class PublicApi(APIView):
+    authentication_classes = [PartnerAuthentication]
+    permission_classes = [AllowAny]
+    throttle_classes: list[type[BaseThrottle]] = []  # the budgets are the service's own
+
+
+class ChallengeApi(PublicApi):
+    """A fresh proof-of-work challenge (ALTCHA v1, SHA-256)."""
+
+    @extend_schema_serializer(component_name="PublicChallenge")
+    class OutputSerializer(serializers.Serializer):
+        algorithm = serializers.CharField()
+        challenge = serializers.CharField()
+        maxNumber = serializers.IntegerField()  # noqa: N815  # ALTCHA's field name
+        salt = serializers.CharField()
+        signature = serializers.CharField()
+
+    @extend_schema(responses=OutputSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(proof_of_work.challenge_create(), headers={"Cache-Control": "no-store"})
+
+
+class VerifyApi(PublicApi):
+    """Test a text against every published model: verdict, model, strength, tokens scored
+    and a signed receipt; nothing more."""
+
+    @extend_schema_serializer(component_name="PublicVerifyInput")
+    class InputSerializer(serializers.Serializer):
+        text = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False)
+        file = serializers.FileField(
+            required=False,
+            help_text="instead of text (multipart): a .txt, .md, .html, .docx or .pdf file",
+        )
+        pow = serializers.CharField(required=False, help_text="a solved ALTCHA payload")
+
+    @extend_schema_serializer(component_name="PublicVerifyOutput")
+    class OutputSerializer(serializers.Serializer):
+        verdict = serializers.ChoiceField(choices=Verdict.choices)
+        model = serializers.CharField(allow_null=True)
+        strength = serializers.IntegerField(
+            allow_null=True, help_text="floor(log10 p) of the corrected p, when watermarked"
+        )
+        tokens_scored = serializers.IntegerField()
+        receipt = serializers.CharField(help_text="compact JWS (Ed25519)")
+
+    @extend_schema(
+        request={
+            "application/json": InputSerializer,
+            "multipart/form-data": InputSerializer,
+        },
+        responses=OutputSerializer,
+    )
+    def post(self, request: Request) -> Response:
+        partner = request.auth if isinstance(request.auth, Partner) else None
+        body_size_guard(request)
+        data = request.data if isinstance(request.data, dict) else {}
+        text, upload = data.get("text"), data.get("file")
+        try:
+            caller = services.Caller(
+                address=BaseThrottle().get_ident(request),
+                partner=partner,
+                proof=request.META.get(POW_HEADER) or data.get("pow"),
+            )
+            document = None
+            if upload is not None and hasattr(upload, "read"):
+                document = (str(upload.name), read_upload(upload))
+            answer = services.verify(caller=caller, text=text, document=document)
+        except ProblemError as exc:
+            if partner is not None:
+                services.usage_log(partner, exc.status_code, text)
+            return _problem(exc)
+        if partner is not None:
+            services.usage_log(partner, 200, text, answer["verdict"])
+        return Response(self.OutputSerializer(answer).data, headers={"Cache-Control": "no-store"})
+
+
+def _problem(exc: ProblemError) -> Response:
+    body: dict[str, Any] = {"detail": exc.message, "code": exc.code}
+    headers = {"Cache-Control": "no-store"}
+    if isinstance(exc, proof_of_work.ProofOfWorkRequired):
+        body["challenge"] = proof_of_work.challenge_create()
+    retry = getattr(exc, "retry_after", None)
+    if retry is not None:
+        headers["Retry-After"] = str(retry)
+    return Response(body, status=exc.status_code, headers=headers)

@@ -1,0 +1,92 @@
+"""Reads of public verification: the published keys, the discovery document, partners."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.urls import reverse
+
+from detector.reports import receipt
+from detector.reports.signed import ALGORITHM, PRF_VERSION
+from provenance.keys.models import WatermarkKey
+from provenance.public.models import Partner
+
+DISCOVERY_SCHEMA = "provenance.discovery/v1"
+MIN_TOKENS = 16  # shorter texts (under every published tokenizer) answer inconclusive untested
+ANSWER_FIELDS = ("verdict", "model", "strength", "tokens_scored", "receipt")
+
+
+def published_keys() -> QuerySet[WatermarkKey]:
+    """Every published key, retired ones included (they still detect old text)."""
+    return (
+        WatermarkKey.objects.filter(published_at__isnull=False)
+        .select_related("tokenizer")
+        .order_by("published_at", "id")
+    )
+
+
+def model_summary(key: WatermarkKey) -> dict[str, Any]:
+    """What the world may know of a published key (never its value, id or team)."""
+    return {
+        "name": key.public_name,
+        "tokenizer": {"name": key.tokenizer.name, "content_hash": key.tokenizer.content_hash},
+        "algorithm": key.algorithm,
+        "prf": PRF_VERSION,
+        "context_width": key.context_width,
+        "status": key.status,
+    }
+
+
+def discovery(request: Any) -> dict[str, Any]:
+    """The discovery document (``/.well-known/provenance.json``; its JSON Schema is
+    ``provenance/public/schema/provenance.schema.json``)."""
+
+    def url(name: str) -> str:
+        return str(request.build_absolute_uri(reverse(name)))
+
+    return {
+        "schema": DISCOVERY_SCHEMA,
+        "organization": {"name": settings.PROVENANCE_PUBLIC_ORGANIZATION},
+        "models": [model_summary(key) for key in published_keys()],
+        "verification": {
+            "endpoint": url("public-verify-api"),
+            "challenge": url("public-challenge"),
+            "page": url("public-verify"),
+            "answer": list(ANSWER_FIELDS),
+        },
+        "jwks_uri": url("jwks"),
+        "receipt": {"schema": receipt.SCHEMA, "typ": receipt.TYP, "alg": ALGORITHM},
+        "limits": {
+            "anonymous_per_minute": settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN,
+            "global_per_minute": settings.PROVENANCE_PUBLIC_GLOBAL_PER_MIN,
+            "partner_per_minute": settings.PROVENANCE_PUBLIC_PARTNER_PER_MIN,
+            "max_text_bytes": settings.PROVENANCE_MAX_TEXT_BYTES,
+            "min_tokens": MIN_TOKENS,
+            "max_variants": settings.PROVENANCE_PUBLIC_MAX_VARIANTS,
+            "variant_window_s": settings.PROVENANCE_PUBLIC_VARIANT_WINDOW_S,
+        },
+        "policy": {
+            "threshold": settings.PROVENANCE_THRESHOLD,
+            "correction": "holm",
+            "strength": "floor(log10 p) of the corrected p-value, only when watermarked",
+            "proof_of_work": {
+                "scheme": "altcha-v1",
+                "algorithm": "SHA-256",
+                "max_number": settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER,
+                "header": "X-Provenance-PoW",
+            },
+            "partners": "Authorization: Bearer KEY, no proof of work, a budget of their own",
+        },
+    }
+
+
+def key_sha256(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def partner_by_key(key: str) -> Partner | None:
+    """The unrevoked partner holding ``key``, or None."""
+    return Partner.objects.filter(key_sha256=key_sha256(key), revoked_at__isnull=True).first()

@@ -1,0 +1,187 @@
+"""Public verification's writes: publishing keys, partners, and the check itself.
+
+A public check is tested against every published key at once through the product's one
+decision (``provenance.checks.scoring.score_texts``: ``detector.decision.decide_many``, Holm
+over every published key); the answer holds the verdict, the model it names, a floored
+strength, the tokens scored and a signed receipt, nothing more (docs/public.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
+
+from detector.reports import receipt
+from detector.reports.signed import text_sha256
+from provenance.checks.scoring import ScoringError, prepare_keys, score_texts
+from provenance.checks.services.validation import document_extract, text_validate
+from provenance.errors import Conflict, ProblemError
+from provenance.keys.crypto import decrypt_bytes
+from provenance.keys.models import WatermarkKey
+from provenance.public import budgets, families, proof_of_work
+from provenance.public.models import Partner, PartnerUsage
+from provenance.public.selectors import MIN_TOKENS, key_sha256, published_keys
+from provenance.reports.services import signing_key_active
+
+ANSWER_TTL_S = 86400  # the same text asked again within a day gets the same answer
+INCONCLUSIVE, WATERMARKED = "inconclusive", "watermarked"
+
+
+def key_publish(*, key: WatermarkKey, public_name: str = "") -> WatermarkKey:
+    """Publish ``key`` for public verification under ``public_name`` (default: the key's
+    public name if it has one, else its name)."""
+    name = (public_name or key.public_name or key.name).strip()
+    if not name or len(name) > 200:
+        raise ProblemError("a public name is 1 to 200 characters")
+    taken = published_keys().filter(public_name=name).exclude(pk=key.pk).exists()
+    if taken:
+        raise Conflict(f"another published key is named {name!r}")
+    key.public_name = name
+    key.published_at = key.published_at or timezone.now()
+    key.save(update_fields=["public_name", "published_at"])
+    return key
+
+
+def key_unpublish(*, key: WatermarkKey) -> WatermarkKey:
+    key.published_at = None
+    key.save(update_fields=["published_at"])
+    return key
+
+
+@sensitive_variables("key")
+def partner_create(*, name: str, per_minute: int | None = None) -> tuple[Partner, str]:
+    """A partner and its key (returned once; only its SHA-256 is stored)."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ProblemError("a partner's name is 1 to 200 characters")
+    if Partner.objects.filter(name=name).exists():
+        raise Conflict(f"a partner named {name!r} exists")
+    key = "pvp_" + secrets.token_urlsafe(32)
+    partner = Partner.objects.create(name=name, key_sha256=key_sha256(key), per_minute=per_minute)
+    return partner, key
+
+
+def partner_revoke(*, partner: Partner) -> Partner:
+    partner.revoked_at = partner.revoked_at or timezone.now()
+    partner.save(update_fields=["revoked_at"])
+    return partner
+
+
+def usage_log(partner: Partner, status_code: int, text: Any, verdict: str = "") -> None:
+    digest = text_sha256(text) if isinstance(text, str) and _encodable(text) else ""
+    PartnerUsage.objects.create(
+        partner=partner, status_code=status_code, text_sha256=digest, verdict=verdict
+    )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks: a partner, or an anonymous address with its proof of work."""
+
+    address: str
+    partner: Partner | None = None
+    proof: Any = None
+
+
+def verify(
+    *, caller: Caller, text: Any, document: tuple[str, bytes] | None = None
+) -> dict[str, Any]:
+    """A public check of ``text`` or of a ``document`` (its name and bytes, extracted as the
+    private API does): the caller's proof of work and budget first (a document is read only
+    then), then the answer."""
+    if caller.partner is not None:
+        budgets.partner_spend(caller.partner)
+    else:
+        proof_of_work.solution_accept(caller.proof)
+        budgets.anonymous_spend(caller.address)
+    if document is not None:
+        if text is not None:
+            raise ProblemError("send exactly one of text and file")
+        text = document_extract(*document).text
+    return answer_for(text_validate(text))
+
+
+def answer_for(text: str) -> dict[str, Any]:
+    """The answer for a valid text: cached for the same text and the same published keys."""
+    keys = list(published_keys())
+    if not keys:
+        raise ProblemError("no model is published for public verification", status_code=503)
+    digest = text_sha256(text)
+    cache_key = f"public:answer:{digest}:{_keys_hash(keys)}"
+    cached = cache.get(cache_key)
+    if cached is not None:
+        return dict(cached)
+    try:
+        groups = prepare_keys(keys)
+    except ScoringError:
+        raise ProblemError("public verification is unavailable", status_code=503) from None
+    if all(len(g.loaded.encode_lazy(text)[0]) < MIN_TOKENS for g in groups):
+        answer = _answer(digest, keys, INCONCLUSIVE, None, None, 0)
+    else:
+        families.family_observe(text, digest)
+        (result,) = score_texts([text], groups, threshold=settings.PROVENANCE_THRESHOLD)
+        best = None if result.best is None else result.hypotheses[result.best]
+        marked = result.verdict == WATERMARKED and best is not None
+        answer = _answer(
+            digest,
+            keys,
+            result.verdict,
+            best.key.public_name if marked and best else None,
+            math.floor(result.log10_p) if marked else None,
+            best.detection.num_scored_tokens if best else 0,
+        )
+    cache.set(cache_key, answer, ANSWER_TTL_S)
+    return answer
+
+
+def _keys_hash(keys: list[WatermarkKey]) -> str:
+    names = json.dumps([[str(k.pk), k.public_name] for k in keys])
+    return hashlib.sha256(names.encode()).hexdigest()[:16]
+
+
+def _answer(
+    digest: str,
+    keys: list[WatermarkKey],
+    verdict: str,
+    model: str | None,
+    strength: int | None,
+    tokens: int,
+) -> dict[str, Any]:
+    payload = {
+        "issuer": settings.PROVENANCE_PUBLIC_ORGANIZATION,
+        "text": {"sha256": digest},
+        "verdict": verdict,
+        "model": model,
+        "strength": strength,
+        "tokens_scored": tokens,
+        "models": [k.public_name for k in keys],
+        "at": timezone.now().isoformat(),
+    }
+    body = {k: payload[k] for k in ("verdict", "model", "strength", "tokens_scored")}
+    return {**body, "receipt": receipt_sign(payload)}
+
+
+@sensitive_variables("private")
+def receipt_sign(payload: dict[str, Any]) -> str:
+    with transaction.atomic():
+        signer = signing_key_active()
+    private = json.loads(decrypt_bytes(signer.encrypted_private))
+    return receipt.sign_receipt(payload, private)

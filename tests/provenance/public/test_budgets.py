@@ -1,0 +1,70 @@
+"""Budgets counted in the cache: per address, global, per partner; 429 with Retry-After."""
+
+from __future__ import annotations
+
+import pytest
+
+from provenance.public.budgets import (
+    BudgetExceeded,
+    anonymous_spend,
+    partner_limit,
+    partner_spend,
+)
+from provenance.public.models import Partner
+
+
+def test_an_address_meets_its_budget_and_others_do_not(settings):
+    settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN = 2
+    anonymous_spend("10.0.0.1")
+    anonymous_spend("10.0.0.1")
+    with pytest.raises(BudgetExceeded) as refused:
+        anonymous_spend("10.0.0.1")
+    assert refused.value.status_code == 429 and 1 <= refused.value.retry_after <= 60
+    anonymous_spend("10.0.0.2")
+
+
+def test_the_global_budget_holds_for_every_address(settings):
+    settings.PROVENANCE_PUBLIC_GLOBAL_PER_MIN = 3
+    for i in range(3):
+        anonymous_spend(f"10.0.1.{i}")
+    with pytest.raises(BudgetExceeded):
+        anonymous_spend("10.0.1.9")
+
+
+def test_a_partner_budget_defaults_to_the_setting_and_can_be_set(db, settings):
+    settings.PROVENANCE_PUBLIC_PARTNER_PER_MIN = 120
+    default = Partner.objects.create(name="a", key_sha256="a" * 64)
+    own = Partner.objects.create(name="b", key_sha256="b" * 64, per_minute=2)
+    assert partner_limit(default) == 120 and partner_limit(own) == 2
+    partner_spend(own)
+    partner_spend(own)
+    with pytest.raises(BudgetExceeded):
+        partner_spend(own)
+    partner_spend(default)  # budgets are per partner
+
+
+@pytest.fixture
+def two_processes(redis_server, monkeypatch):
+    """Two Redis clients, as two web processes have; the budgets counted through either."""
+    from provenance import throttling
+    from provenance.cache import FailoverRedisCache
+
+    clients = [FailoverRedisCache(redis_server.url, {}) for _ in range(2)]
+    clients[0].clear()
+
+    def use(i: int) -> None:
+        monkeypatch.setattr(throttling, "default_cache", clients[i])
+
+    yield use
+    clients[0].clear()
+
+
+def test_a_partner_budget_holds_across_two_processes_sharing_redis(db, two_processes):
+    partner = Partner.objects.create(name="c", key_sha256="c" * 64, per_minute=4)
+    for i in range(4):
+        two_processes(i % 2)
+        partner_spend(partner)
+    for i in range(2):
+        two_processes(i)
+        with pytest.raises(BudgetExceeded):
+            partner_spend(partner)

@@ -1,0 +1,67 @@
+"""The scrubbing guard: a loop of edited variants of one text is stopped after the documented
+number, the event names the variants' hashes, and unrelated texts pass."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from detector.reports.signed import text_sha256
+from provenance.public.families import VariantLimit, band_keys, family_observe, shingles
+from provenance.public.models import ScrubEvent
+from tests.provenance.watermark import HUMAN_TEXT
+
+LIMIT = 20
+
+
+@pytest.fixture(autouse=True)
+def _limit(settings) -> None:
+    settings.PROVENANCE_PUBLIC_MAX_VARIANTS = LIMIT
+
+
+def variants(text: str, count: int, seed: int = 0) -> list[str]:
+    """A scrubbing loop: each variant swaps two more words of the previous one for others."""
+    rng = random.Random(seed)
+    words = text.split()
+    out = []
+    for _ in range(count):
+        for _ in range(2):
+            words[rng.randrange(len(words))] = rng.choice(["grey", "boats", "quietly", "sea"])
+        out.append(" ".join(words))
+    return out
+
+
+def test_a_loop_of_500_variants_is_stopped_after_the_limit(db):
+    answered = 0
+    loop = variants(HUMAN_TEXT, 500)
+    for variant in loop:
+        try:
+            family_observe(variant, text_sha256(variant))
+        except VariantLimit as exc:
+            assert exc.status_code == 429 and exc.retry_after > 0
+            continue
+        answered += 1
+    assert answered == LIMIT
+    (event,) = ScrubEvent.objects.all()
+    assert event.variants == 500
+    assert sorted(event.text_hashes) == sorted({text_sha256(v) for v in loop})
+
+
+def test_unrelated_texts_are_each_their_own_family(db):
+    vocabulary = sorted(set(HUMAN_TEXT.lower().split()))
+    texts = [" ".join(random.Random(i).choices(vocabulary, k=60)) for i in range(2 * LIMIT)]
+    families = {family_observe(t, text_sha256(t)) for t in texts}
+    assert len(families) == len(texts)
+    assert not ScrubEvent.objects.exists()
+
+
+def test_near_duplicates_share_bands_and_distant_texts_do_not():
+    a, b = variants(HUMAN_TEXT, 2)
+    assert set(band_keys(a)) & set(band_keys(b))
+    assert not set(band_keys(HUMAN_TEXT)) & set(band_keys("a train left the station at noon"))
+
+
+def test_shingles_are_word_triples_or_the_whole_text_when_shorter():
+    assert shingles("One two three four") == {b"one two three", b"two three four"}
+    assert shingles("Hi there") == {b"hi there"}

@@ -1,0 +1,70 @@
+"""The discovery document against its shipped JSON Schema, and what it names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from detector.core.config import ALGORITHMS
+from provenance.public import selectors
+from provenance.public.services import key_unpublish, partner_create
+from tests.provenance.public.conftest import PUBLIC_NAME
+
+SCHEMA = Path(selectors.__file__).parent / "schema" / "provenance.schema.json"
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    loaded = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(loaded)
+    return loaded
+
+
+def _validate(document: dict, schema: dict) -> None:
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    jsonschema.Draft202012Validator(schema, format_checker=checker).validate(document)
+
+
+def test_the_served_document_validates_against_the_shipped_schema(published, client, schema):
+    response = client.get("/.well-known/provenance.json")
+    assert response.status_code == 200
+    _validate(response.json(), schema)
+
+
+def test_an_empty_organization_validates_too(db, client, schema):
+    _validate(client.get("/.well-known/provenance.json").json(), schema)
+
+
+def test_the_schema_refuses_a_document_with_a_key_value(published, client, schema):
+    document = client.get("/.well-known/provenance.json").json()
+    document["models"][0]["key"] = 42
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(document, schema)
+
+
+def test_the_schema_names_every_algorithm_the_detector_knows(schema):
+    enum = schema["properties"]["models"]["items"]["properties"]["algorithm"]["enum"]
+    assert sorted(enum) == sorted(ALGORITHMS)
+
+
+def test_a_published_model_shows_its_name_tokenizer_hash_and_prf(published, client):
+    (model,) = client.get("/.well-known/provenance.json").json()["models"]
+    assert model["name"] == PUBLIC_NAME
+    assert model["tokenizer"]["content_hash"] == published.tokenizer.content_hash
+    assert model["prf"] == "philox4x32-10-v1" and model["context_width"] == 4
+
+
+def test_an_unpublished_key_leaves_the_document(published, client):
+    key_unpublish(key=published)
+    assert selectors.published_keys().count() == 0
+    assert client.get("/.well-known/provenance.json").json()["models"] == []
+
+
+def test_a_partner_is_found_by_its_key_only(db):
+    partner, key = partner_create(name="Fact-checkers")
+    assert selectors.partner_by_key(key) == partner
+    assert selectors.partner_by_key(key + "x") is None
+    assert partner.key_sha256 == selectors.key_sha256(key) and key not in partner.key_sha256

@@ -1,0 +1,79 @@
+"""Publishing keys, partners, and the public check's answer (cache, scrubbing guard)."""
+
+from __future__ import annotations
+
+import pytest
+
+from provenance.errors import Conflict, ProblemError
+from provenance.keys.services import key_create
+from provenance.public import services
+from provenance.public.families import VariantLimit
+from provenance.public.models import ScrubEvent
+from provenance.public.selectors import published_keys
+from provenance.runner.embedded import DEMO_KEY, DEMO_PUBLIC_NAME, _demo_data
+from tests.provenance.public.conftest import PUBLIC_NAME
+from tests.provenance.public.test_families import variants
+
+
+def test_publishing_keeps_the_name_and_unpublishing_keeps_it_for_later(alice_key):
+    services.key_publish(key=alice_key, public_name="  Acme 2026  ")
+    assert list(published_keys()) == [alice_key] and alice_key.public_name == "Acme 2026"
+    services.key_unpublish(key=alice_key)
+    assert not published_keys().exists()
+    assert services.key_publish(key=alice_key).public_name == "Acme 2026"
+
+
+def test_two_published_keys_cannot_share_a_public_name(published, cast, tokenizer_row):
+    other, _ = key_create(name="other", team=cast["other"], tokenizer=tokenizer_row, value=7)
+    with pytest.raises(Conflict):
+        services.key_publish(key=other, public_name=PUBLIC_NAME)
+
+
+def test_make_runs_demo_data_publishes_the_demo_key_once(db, tmp_path):
+    _demo_data(tmp_path)
+    (key,) = published_keys()
+    assert (key.name, key.public_name) == (DEMO_KEY, DEMO_PUBLIC_NAME)
+    services.key_unpublish(key=key)
+    _demo_data(tmp_path)  # an admin's unpublish stays
+    assert not published_keys().exists()
+
+
+def test_a_partner_key_is_returned_once_and_stored_as_a_hash(db):
+    partner, key = services.partner_create(name="Newsroom", per_minute=30)
+    assert key.startswith("pvp_") and len(key) > 40
+    assert key not in repr(partner.__dict__)
+    with pytest.raises(Conflict):
+        services.partner_create(name="Newsroom")
+    with pytest.raises(ProblemError):
+        services.partner_create(name=" ")
+
+
+def test_the_answer_is_cached_for_the_same_text(published, wm_text):
+    assert services.answer_for(wm_text) == services.answer_for(wm_text)
+
+
+def test_a_new_published_key_means_a_new_answer(published, wm_text, cast, tokenizer_row):
+    first = services.answer_for(wm_text)
+    other, _ = key_create(name="other", team=cast["other"], tokenizer=tokenizer_row, value=7)
+    services.key_publish(key=other, public_name="Other Model")
+    second = services.answer_for(wm_text)
+    assert second["receipt"] != first["receipt"] and second["verdict"] == "watermarked"
+
+
+def test_a_scrubbing_loop_through_the_check_is_stopped_and_logged(published, wm_text, settings):
+    settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 5
+    answered = stopped = 0
+    for variant in dict.fromkeys(variants(wm_text, 40)):
+        try:
+            services.answer_for(variant)
+            answered += 1
+        except VariantLimit:
+            stopped += 1
+    assert answered == 5 and stopped > 0
+    assert ScrubEvent.objects.count() == 1
+
+
+def test_a_short_text_is_not_counted_as_a_variant(published, settings):
+    settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 1
+    for i in range(5):
+        assert services.answer_for(f"tiny text {i}")["verdict"] == "inconclusive"
