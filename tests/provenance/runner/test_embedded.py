@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from provenance.runner.redis_server import free_port
+from tests.provenance.public.conftest import solve
 from tests.provenance.watermark import watermarked_text
 from tests.waiting import wait_until
 
@@ -65,6 +66,7 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
         wait_until(lambda: _port_open(port), 60, 0.2)
         verdict = _paste_and_check(port, password, watermarked_text(DEMO_KEY, 120, seed=9))
         assert verdict == "watermarked"
+        _public_check(port, tmp_path)
         # Redis runs without snapshots; an operator's SAVE (or a replica's sync) still
         # writes a dump holding the queue's messages: private as well.
         redis_port = int(re.search(r"Redis \(embedded\) on port (\d+)", "".join(lines)).group(1))
@@ -84,6 +86,31 @@ def test_make_run_serves_the_product_and_stops_cleanly(tmp_path):
     assert (data_dir / "provenance.sqlite3").exists() and (data_dir / "kek.key").exists()
     assert str(DEMO_KEY) not in "".join(lines)
     _assert_private(while_running | _modes(data_dir))
+
+
+def _public_check(port: int, tmp_path: Path) -> None:
+    """`make run` publishes its demo key: the discovery document names it, an anonymous check
+    without a proof of work gets a challenge and no verdict, and with one a watermarked text
+    answers "watermarked" with a receipt that `python -m detector verify` accepts offline."""
+    from detector.cli.main import main
+
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        discovery = client.get("/.well-known/provenance.json").json()
+        assert [model["name"] for model in discovery["models"]] == ["SmolLM2 demo"]
+        assert client.get("/verify/").status_code == 200
+        text = watermarked_text(DEMO_KEY, 120, seed=11)
+        refused = client.post("/api/public/v1/verify", json={"text": text})
+        assert refused.status_code == 403 and "verdict" not in refused.json()
+        proof = solve(refused.json()["challenge"])
+        answer = client.post(
+            "/api/public/v1/verify", json={"text": text}, headers={"X-Provenance-Pow": proof}
+        ).json()
+        assert (answer["verdict"], answer["model"]) == ("watermarked", "SmolLM2 demo")
+        (tmp_path / "jwks.json").write_bytes(client.get(discovery["jwks_uri"]).content)
+    (tmp_path / "receipt.jws").write_text(answer["receipt"])
+    (tmp_path / "text.txt").write_bytes(text.encode())
+    args = ["verify", str(tmp_path / "receipt.jws"), "--jwks", str(tmp_path / "jwks.json")]
+    assert main([*args, "--text", str(tmp_path / "text.txt")]) == 0
 
 
 def _modes(data_dir: Path) -> dict[str, int]:
