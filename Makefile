@@ -33,8 +33,8 @@ $(STAMP): pyproject.toml scripts/install-python-deps.sh
 # Two pytest processes side by side, each on its own free ports and temporary directories:
 # the whole suite on SQLite over two xdist workers (the web product's tests together on one,
 # for their shared Redis, Celery worker, Chromium and secret scan; everything else on the
-# other: tests/conftest.py), and the web product's tests and its attack tests again on a
-# throwaway PostgreSQL server (the production database), whose output is kept in $(PG_LOG) and shown after. The
+# other: tests/conftest.py), and the web product's tests again on a throwaway PostgreSQL
+# server (the production database), whose output is kept in $(PG_LOG) and shown after. The
 # runner and browser tests, which do not depend on the database, run once. docs/testing.md.
 PG_SKIP := --ignore=tests/provenance/runner --ignore=tests/provenance/playground/test_embedded.py
 PG_LOG := var/test-postgresql.log
@@ -42,7 +42,7 @@ XDIST := -n 2 --dist loadgroup
 
 test: setup
 	@mkdir -p $(dir $(PG_LOG))
-	@PROVENANCE_TEST_DB=postgresql $(PY) -m pytest tests/provenance tests/security/web -m "not browser" $(PG_SKIP) \
+	@PROVENANCE_TEST_DB=postgresql $(PY) -m pytest tests/provenance -m "not browser" $(PG_SKIP) \
 		$(PYTEST_ARGS) >$(PG_LOG) 2>&1 & pg=$$!; \
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS); main=$$?; \
 	wait $$pg; postgresql=$$?; \

@@ -288,7 +288,13 @@ def calibration_figures(run: KeyCalibration | None) -> dict[str, Any] | None:
         "rates": [_rate_figures(rate.genre, rate) for rate in run.rates.all()],
         "assisted_rates": [_rate_figures(genre, rate) for genre, rate in assisted.items()],
         "assisted_note": run.assisted.get("note", ""),
-        "power": [_power_figures(label, entry) for label, entry in run.power.items()],
+        # Hottest setting first, on every database (PostgreSQL's jsonb keeps no key order).
+        "power": [
+            _power_figures(label, entry)
+            for label, entry in sorted(
+                run.power.items(), key=lambda item: -float(item[1].get("temperature", 0.0))
+            )
+        ],
         "power_tokens": run.power_tokens,
         "power_note": run.power_note,
     }
