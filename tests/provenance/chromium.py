@@ -75,3 +75,18 @@ def connected(endpoint: str) -> Iterator[Any]:
                 browser.close()  # closes the contexts this test made and disconnects
     finally:
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def csp_watched_page(context: Any) -> Any:
+    """A new page of ``context`` that keeps what the Content-Security-Policy blocked (Chromium
+    reports it on its console) in ``page.csp_violations``."""
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.csp_violations = []
+
+    def console(msg: Any) -> None:
+        if "Content Security Policy" in msg.text:
+            page.csp_violations.append(msg.text)
+
+    page.on("console", console)
+    return page

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.provenance.chromium import connected
+from tests.provenance.chromium import connected, csp_watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,19 +18,10 @@ def browser_page(chromium):
     """A page in a fresh context of the session's Chromium (tests/provenance/chromium.py)."""
     with connected(chromium) as browser:
         context = browser.new_context()
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        # Chromium reports what the Content-Security-Policy blocked on its console.
-        page.csp_violations = []
-        page.on("console", lambda msg: _csp(page, msg.text))
+        page = csp_watched_page(context)
         yield page
         context.close()
     assert page.csp_violations == [], "the pages broke their own CSP"
-
-
-def _csp(page, text: str) -> None:
-    if "Content Security Policy" in text:
-        page.csp_violations.append(text)
 
 
 def _screenshot(page, fallback_dir: Path) -> Path:

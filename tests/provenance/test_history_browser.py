@@ -11,7 +11,7 @@ import pytest
 
 from provenance.checks.models import Check
 from tests.provenance.checks.test_filters import history_row
-from tests.provenance.chromium import connected
+from tests.provenance.chromium import connected, csp_watched_page
 from tests.provenance.keys.test_selectors import finished_calibration
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -41,13 +41,7 @@ def _screenshots(tmp_path: Path) -> Path:
 
 def _signed_in(browser, base: str, language: str):
     context = browser.new_context(locale=language, viewport={"width": 1100, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.csp_violations = []
-    page.on(
-        "console",
-        lambda msg: "Content Security Policy" in msg.text and page.csp_violations.append(msg.text),
-    )
+    page = csp_watched_page(context)
     page.goto(f"{base}/accounts/login/")
     page.fill("input[name=username]", "alice")
     page.fill("input[name=password]", "alice-pass-123")

@@ -14,7 +14,7 @@ import pytest
 from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Audit
 from tests.provenance import documents as make
-from tests.provenance.chromium import connected
+from tests.provenance.chromium import connected, csp_watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,14 +27,7 @@ def browser(chromium):
 
 def _page(browser, locale: str = "en"):
     context = browser.new_context(locale=locale, viewport={"width": 1100, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.csp_violations = []
-    page.on(
-        "console",
-        lambda msg: "Content Security Policy" in msg.text and page.csp_violations.append(msg.text),
-    )
-    return page
+    return csp_watched_page(context)
 
 
 def _login(page, base: str) -> None:
