@@ -412,6 +412,26 @@ PROVENANCE_PUBLIC_GLOBAL_PER_MIN = env_int("PROVENANCE_PUBLIC_GLOBAL_PER_MIN", 6
 PROVENANCE_PUBLIC_PARTNER_PER_MIN = env_int("PROVENANCE_PUBLIC_PARTNER_PER_MIN", 120, minimum=1)
 PROVENANCE_PUBLIC_MAX_VARIANTS = env_int("PROVENANCE_PUBLIC_MAX_VARIANTS", 20, minimum=1)
 PROVENANCE_PUBLIC_VARIANT_WINDOW_S = env_int("PROVENANCE_PUBLIC_VARIANT_WINDOW_S", 86400, minimum=1)
+# Peer organizations (provenance.public.peers, docs/public.md): the discovery URLs of the
+# verifiers a public check also asks (the operator's choice only, never the caller's; at most
+# PROVENANCE_PUBLIC_MAX_PEERS), a partner key at some of them ("URL=KEY", comma-separated;
+# without one the peer's proof of work is solved here) and the time the whole fan-out may take.
+PROVENANCE_PUBLIC_MAX_PEERS = 8
+PROVENANCE_PUBLIC_PEERS = env_list("PROVENANCE_PUBLIC_PEERS", [])
+if len(PROVENANCE_PUBLIC_PEERS) > PROVENANCE_PUBLIC_MAX_PEERS:
+    raise ValueError(f"PROVENANCE_PUBLIC_PEERS names at most {PROVENANCE_PUBLIC_MAX_PEERS} peers")
+if len(set(PROVENANCE_PUBLIC_PEERS)) != len(PROVENANCE_PUBLIC_PEERS):
+    raise ValueError("PROVENANCE_PUBLIC_PEERS names a peer twice")
+for _peer in PROVENANCE_PUBLIC_PEERS:
+    if not re.fullmatch(r"https?://[^/?#\s@]+/\S*", _peer):
+        raise ValueError(f"PROVENANCE_PUBLIC_PEERS: not an http(s) discovery URL: {_peer!r}")
+PROVENANCE_PUBLIC_PEER_KEYS: dict[str, str] = {}
+for _pair in env_list("PROVENANCE_PUBLIC_PEER_KEYS", []):
+    _url, _, _key = _pair.rpartition("=")
+    if _url not in PROVENANCE_PUBLIC_PEERS or not _key:
+        raise ValueError("PROVENANCE_PUBLIC_PEER_KEYS holds URL=KEY pairs of configured peers")
+    PROVENANCE_PUBLIC_PEER_KEYS[_url] = _key
+PROVENANCE_PUBLIC_PEER_TIMEOUT_S = env_float("PROVENANCE_PUBLIC_PEER_TIMEOUT_S", 10.0, 0.0, 60.0)
 # A key's calibration (manage.py keys_calibrate, the keys page): human texts per genre, and
 # the power measurement's size where the key's tokenizer has a model (prompts per temperature,
 # tokens per generated text; 0 prompts skips it). About 7 CPU s a key for the rates and 2.5 CPU

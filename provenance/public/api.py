@@ -68,6 +68,36 @@ def discovery_view(request: HttpRequest) -> JsonResponse:
     return response
 
 
+@extend_schema_serializer(component_name="PublicSupportedClaim")
+class SupportedSerializer(serializers.Serializer):
+    organization = serializers.CharField()
+    model = serializers.CharField(allow_null=True)
+    strength = serializers.IntegerField(help_text="Bonferroni-corrected p < 10^(strength+1)")
+
+
+@extend_schema_serializer(component_name="PublicPeerLine")
+class PeerSerializer(serializers.Serializer):
+    organization = serializers.CharField()
+    discovery = serializers.URLField()
+    status = serializers.ChoiceField(
+        choices=["answered", "unreachable", "refused", "receipt_invalid"]
+    )
+    verdict = serializers.ChoiceField(choices=Verdict.choices, allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    strength = serializers.IntegerField(allow_null=True)
+    tokens_scored = serializers.IntegerField(allow_null=True)
+    receipt = serializers.CharField(allow_null=True, help_text="the peer's JWS, verified")
+    jwks_uri = serializers.URLField(allow_null=True)
+
+
+@extend_schema_serializer(component_name="PublicCombinedClaim")
+class CombinedSerializer(serializers.Serializer):
+    verdict = serializers.ChoiceField(choices=Verdict.choices)
+    organizations = serializers.IntegerField(help_text="m: the organizations asked")
+    correction = serializers.CharField()
+    supported = SupportedSerializer(many=True, help_text="the claims that stand")
+
+
 class PublicApi(APIView):
     authentication_classes = [PartnerAuthentication]
     permission_classes = [AllowAny]
@@ -102,6 +132,9 @@ class VerifyApi(PublicApi):
             help_text="instead of text (multipart): a .txt, .md, .html, .docx or .pdf file",
         )
         pow = serializers.CharField(required=False, help_text="a solved ALTCHA payload")
+        peers = serializers.BooleanField(
+            required=False, default=True, help_text="false: ask no peer organization"
+        )
 
     @extend_schema_serializer(component_name="PublicVerifyOutput")
     class OutputSerializer(serializers.Serializer):
@@ -112,6 +145,8 @@ class VerifyApi(PublicApi):
         )
         tokens_scored = serializers.IntegerField()
         receipt = serializers.CharField(help_text="compact JWS (Ed25519)")
+        peers = PeerSerializer(many=True, required=False, help_text="with peers configured")
+        combined = CombinedSerializer(required=False, help_text="with peers configured")
 
     @extend_schema(
         request={
@@ -134,7 +169,9 @@ class VerifyApi(PublicApi):
             document = None
             if upload is not None and hasattr(upload, "read"):
                 document = (str(upload.name), read_upload(upload))
-            answer = services.verify(caller=caller, text=text, document=document)
+            answer = services.verify(
+                caller=caller, text=text, document=document, ask_peers=_flag(data.get("peers"))
+            )
         except ProblemError as exc:
             if partner is not None:
                 services.usage_log(partner, exc.status_code, text)
@@ -142,6 +179,16 @@ class VerifyApi(PublicApi):
         if partner is not None:
             services.usage_log(partner, 200, text, answer["verdict"])
         return Response(self.OutputSerializer(answer).data, headers={"Cache-Control": "no-store"})
+
+
+def _flag(value: Any) -> bool:
+    """The ``peers`` field: absent or true asks the peers; false (JSON, or "false"/"0" in a
+    form) does not."""
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() not in {"false", "0", "no", "off"}
 
 
 def _problem(exc: ProblemError) -> Response:

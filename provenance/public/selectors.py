@@ -47,6 +47,8 @@ def discovery(request: Any) -> dict[str, Any]:
     def url(name: str) -> str:
         return str(request.build_absolute_uri(reverse(name)))
 
+    peers = list(settings.PROVENANCE_PUBLIC_PEERS)
+
     return {
         "schema": DISCOVERY_SCHEMA,
         "organization": {"name": settings.PROVENANCE_PUBLIC_ORGANIZATION},
@@ -55,7 +57,7 @@ def discovery(request: Any) -> dict[str, Any]:
             "endpoint": url("public-verify-api"),
             "challenge": url("public-challenge"),
             "page": url("public-verify"),
-            "answer": list(ANSWER_FIELDS),
+            "answer": list(ANSWER_FIELDS) + (["peers", "combined"] if peers else []),
         },
         "jwks_uri": url("jwks"),
         "receipt": {"schema": receipt.SCHEMA, "typ": receipt.TYP, "alg": ALGORITHM},
@@ -79,6 +81,12 @@ def discovery(request: Any) -> dict[str, Any]:
                 "header": "X-Provenance-PoW",
             },
             "partners": "Authorization: Bearer KEY, no proof of work, a budget of their own",
+        },
+        "peers": {
+            "discovery": peers,
+            "max_peers": settings.PROVENANCE_PUBLIC_MAX_PEERS,
+            "timeout_s": settings.PROVENANCE_PUBLIC_PEER_TIMEOUT_S,
+            "correction": "bonferroni",
         },
     }
 

@@ -28,7 +28,7 @@ from provenance.checks.services.validation import document_extract, text_validat
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
-from provenance.public import budgets, families, proof_of_work
+from provenance.public import budgets, combined, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
 from provenance.public.selectors import MIN_TOKENS, key_sha256, published_keys
 from provenance.reports.services import signing_key_active
@@ -102,11 +102,17 @@ class Caller:
 
 
 def verify(
-    *, caller: Caller, text: Any, document: tuple[str, bytes] | None = None
+    *,
+    caller: Caller,
+    text: Any,
+    document: tuple[str, bytes] | None = None,
+    ask_peers: bool = True,
 ) -> dict[str, Any]:
     """A public check of ``text`` or of a ``document`` (its name and bytes, extracted as the
     private API does): the caller's proof of work and budget first (a document is read only
-    then), then the answer."""
+    then), then the answer. With peers configured (and ``ask_peers``), the answer also holds
+    one line per peer and the combined claim (``provenance.public.peers``, ``.combined``);
+    the local fields stay the local answer's."""
     if caller.partner is not None:
         budgets.partner_spend(caller.partner)
     else:
@@ -116,7 +122,16 @@ def verify(
         if text is not None:
             raise ProblemError("send exactly one of text and file")
         text = document_extract(*document).text
-    return answer_for(text_validate(text))
+    text = text_validate(text)
+    if not ask_peers or not settings.PROVENANCE_PUBLIC_PEERS:
+        return answer_for(text)
+    fanout = peers.ask_all(text)  # the peers work while the local test runs
+    local = answer_for(text)
+    lines = fanout.lines()
+    claim = combined.combine(
+        settings.PROVENANCE_PUBLIC_ORGANIZATION, local, lines, settings.PROVENANCE_THRESHOLD
+    )
+    return {**local, "peers": lines, "combined": claim}
 
 
 def answer_for(text: str) -> dict[str, Any]:

@@ -1,0 +1,326 @@
+"""Peer organizations over real HTTP: two verifiers on loopback, A and B, each with its own
+database, key and signing key, each listing the other. A asks B with B's proof of work solved
+server-side, and also lists a closed port and a peer that accepts connections but never
+answers; B asks A with a partner key registered at A. Then, in this process, a fake peer
+records what it is sent and answers with receipts that must not pass."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import altcha
+import httpx
+import jsonschema
+import pytest
+
+from detector.reports.receipt import sign_receipt, verify_receipt
+from detector.reports.signed import generate_signing_key, text_sha256
+from provenance.public import peers, services
+from provenance.runner.redis_server import free_port
+from tests.provenance.public.conftest import PUBLIC_NAME, solve
+from tests.provenance.public.instances import Instance
+from tests.provenance.watermark import watermarked_text
+
+KEY_A, KEY_B = 0x5EED_A11C_E000_0001, 0x5EED_B0B0_0000_0002
+TIMEOUT_S = 6.0  # A's fan-out deadline (the black-hole peer waits it out)
+ANSWER_SCHEMA = Path(peers.__file__).parent / "schema" / "answer.schema.json"
+
+
+@functools.lru_cache
+def _marked(key: int, seed: int) -> str:
+    # long enough that a verifier without the key answers not_watermarked, not inconclusive
+    # (the power of its test; detector.evidence.power)
+    return watermarked_text(key, 450, seed=seed)
+
+
+def _validate(answer: dict[str, Any]) -> None:
+    schema = json.loads(ANSWER_SCHEMA.read_text())
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    jsonschema.Draft202012Validator(schema, format_checker=checker).validate(answer)
+
+
+@pytest.fixture(scope="module")
+def black_hole() -> Iterator[int]:
+    """A port that accepts connections (the kernel's backlog) and never answers."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        yield int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory, black_hole: int) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("peers")
+    a = Instance(root / "a", "Org A", "A model", KEY_A)
+    b = Instance(root / "b", "Org B", "B model", KEY_B)
+    dead = f"http://127.0.0.1:{free_port()}/.well-known/provenance.json"
+    hole = f"http://127.0.0.1:{black_hole}/.well-known/provenance.json"
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:  # the two migrations at once
+            keyed, plain = pool.submit(a.setup, "Org B"), pool.submit(b.setup)
+            partner_key, _ = keyed.result(), plain.result()
+        a.start(
+            PROVENANCE_PUBLIC_PEERS=",".join([b.discovery, dead, hole]),
+            PROVENANCE_PUBLIC_PEER_TIMEOUT_S=str(TIMEOUT_S),
+            PROVENANCE_PUBLIC_ADDRESS_PER_MIN="1000",
+        )
+        b.start(
+            PROVENANCE_PUBLIC_PEERS=a.discovery,
+            PROVENANCE_PUBLIC_PEER_KEYS=f"{a.discovery}={partner_key}",
+            PROVENANCE_PUBLIC_ADDRESS_PER_MIN="1000",
+        )
+        a.wait_ready()
+        b.wait_ready()
+        yield {"a": a, "b": b, "dead": dead, "hole": hole, "partner_key": partner_key}
+    finally:
+        a.stop()
+        b.stop()
+
+
+def _check(instance: Instance, text: str, **body: Any) -> tuple[dict[str, Any], float]:
+    with httpx.Client(base_url=instance.url, timeout=60) as client:
+        proof = solve(client.get("/api/public/v1/challenge").json())
+        started = time.monotonic()
+        response = client.post(
+            "/api/public/v1/verify",
+            json={"text": text, **body},
+            headers={"X-Provenance-PoW": proof},
+        )
+        elapsed = time.monotonic() - started
+    assert response.status_code == 200, response.text
+    return response.json(), elapsed
+
+
+def _jwks(instance: Instance) -> dict[str, Any]:
+    return httpx.get(f"{instance.url}/.well-known/jwks.json", timeout=10).json()
+
+
+@pytest.mark.slow
+def test_a_text_marked_under_a_is_watermarked_at_a_and_not_at_b(pair, tmp_path):
+    a, b = pair["a"], pair["b"]
+    text = _marked(KEY_A, 21)
+    answer, elapsed = _check(a, text)
+    _validate(answer)
+    assert (answer["verdict"], answer["model"]) == ("watermarked", "A model")
+    lines = {line["discovery"]: line for line in answer["peers"]}
+    assert list(lines) == [b.discovery, pair["dead"], pair["hole"]]
+    at_b = lines[b.discovery]
+    assert (at_b["organization"], at_b["status"]) == ("Org B", "answered")
+    assert (at_b["verdict"], at_b["model"], at_b["strength"]) == ("not_watermarked", None, None)
+    # the line's receipt is B's, about this text, and verifies offline against B's key set
+    payload = verify_receipt(at_b["receipt"], _jwks(b)).payload
+    assert payload["issuer"] == "Org B" and payload["text"] == {"sha256": text_sha256(text)}
+    assert payload["models"] == ["B model"]
+    with pytest.raises(Exception, match="signature"):
+        verify_receipt(at_b["receipt"], _jwks(a))
+    from detector.cli.main import main
+
+    (tmp_path / "r.jws").write_text(at_b["receipt"])
+    (tmp_path / "jwks.json").write_text(json.dumps(_jwks(b)))
+    (tmp_path / "t.txt").write_bytes(text.encode())
+    args = ["verify", str(tmp_path / "r.jws"), "--jwks", str(tmp_path / "jwks.json")]
+    assert main([*args, "--text", str(tmp_path / "t.txt")]) == 0
+    # a closed port and a peer that never answers: unreachable, within the deadline
+    assert lines[pair["dead"]]["status"] == lines[pair["hole"]]["status"] == "unreachable"
+    assert lines[pair["hole"]]["verdict"] is None and lines[pair["hole"]]["receipt"] is None
+    assert TIMEOUT_S - 0.5 < elapsed < TIMEOUT_S + 4.0
+    # four organizations asked: A's claim stands once corrected, one power of ten weaker
+    combined = answer["combined"]
+    assert (combined["verdict"], combined["organizations"]) == ("watermarked", 4)
+    strength = answer["strength"]
+    assert combined["supported"] == [
+        {"organization": "Org A", "model": "A model", "strength": strength + 1}
+    ]
+
+
+@pytest.mark.slow
+def test_the_reverse_b_marks_its_own_text_and_a_answers_b_through_its_partner_key(pair):
+    a, b = pair["a"], pair["b"]
+    text = _marked(KEY_B, 22)
+    answer, elapsed = _check(b, text)
+    _validate(answer)
+    assert (answer["verdict"], answer["model"]) == ("watermarked", "B model")
+    (at_a,) = answer["peers"]
+    assert (at_a["organization"], at_a["status"], at_a["verdict"]) == (
+        "Org A",
+        "answered",
+        "not_watermarked",
+    )
+    assert verify_receipt(at_a["receipt"], _jwks(a)).payload["issuer"] == "Org A"
+    assert answer["combined"]["organizations"] == 2
+    assert answer["combined"]["supported"][0]["organization"] == "Org B"
+    assert elapsed < TIMEOUT_S  # nothing unreachable here: no waiting out a deadline
+
+
+@pytest.mark.slow
+def test_without_peers_the_answer_is_the_local_one_alone(pair):
+    text = _marked(KEY_A, 21)
+    answer, elapsed = _check(pair["a"], text, peers=False)
+    assert set(answer) == {"verdict", "model", "strength", "tokens_scored", "receipt"}
+    assert elapsed < TIMEOUT_S - 1
+
+
+@pytest.mark.slow
+def test_a_peers_answer_never_changes_the_local_verdict(pair):
+    # the text marked under B, asked of A: A's own fields say what A alone says
+    text = _marked(KEY_B, 23)
+    alone, _ = _check(pair["a"], text, peers=False)
+    answer, _ = _check(pair["a"], text)
+    assert {k: answer[k] for k in alone} == alone  # the same answer, receipt included
+    assert answer["verdict"] == "not_watermarked"
+    assert answer["peers"][0]["verdict"] == "watermarked"
+    combined = answer["combined"]
+    assert combined["verdict"] == "watermarked"
+    assert [c["organization"] for c in combined["supported"]] == ["Org B"]
+
+
+# --- a fake peer, in this process: what a peer is sent, and receipts that must not pass ---
+
+
+class FakePeer(ThreadingHTTPServer):
+    """Serves a discovery document, a key set, a challenge and answers; records requests."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[dict[str, Any]] = []
+        self.signer = generate_signing_key().as_dict(private=True)
+        self.jwks = {"keys": [generate_signing_key().as_dict(private=False)]}  # not the signer
+        self.hmac = "fake-peer-hmac"
+        self.endpoint = ""
+        self.receipt_text = ""  # "" : about the text asked
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "schema": "provenance.discovery/v1",
+            "organization": {"name": "Fake"},
+            "verification": {
+                "endpoint": self.endpoint or f"{self.url}/verify",
+                "challenge": f"{self.url}/challenge",
+            },
+            "jwks_uri": f"{self.url}/jwks",
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FakePeer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, body: Any, status: int = 200) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_GET(self) -> None:  # noqa: N802
+        fake = self.server
+        fake.requests.append({"path": self.path, "headers": dict(self.headers)})
+        if self.path.startswith("/.well-known"):
+            self._send(fake.document())
+        elif self.path == "/jwks":
+            self._send(fake.jwks)
+        else:
+            options = altcha.ChallengeOptionsV1(max_number=500, hmac_key=fake.hmac)
+            self._send(altcha.create_challenge_v1(options).to_dict())
+
+    def do_POST(self) -> None:  # noqa: N802
+        fake = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        headers = dict(self.headers)
+        ok, _ = altcha.verify_solution_v1(headers.get("X-Provenance-PoW", ""), fake.hmac)
+        fake.requests.append({"path": self.path, "headers": headers, "body": body, "pow": ok})
+        payload = {
+            "issuer": "Fake",
+            "text": {"sha256": text_sha256(fake.receipt_text or body["text"])},
+            "verdict": "watermarked",
+            "model": "Fake model",
+            "strength": -30,
+            "tokens_scored": 99,
+            "models": ["Fake model"],
+            "at": "2026-01-01T00:00:00+00:00",
+        }
+        answer = {k: payload[k] for k in ("verdict", "model", "strength", "tokens_scored")}
+        self._send({**answer, "receipt": sign_receipt(payload, fake.signer)})
+
+
+@pytest.fixture
+def fake(settings: Any) -> Iterator[FakePeer]:
+    server = FakePeer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    settings.PROVENANCE_PUBLIC_PEERS = [f"{server.url}/.well-known/provenance.json"]
+    settings.PROVENANCE_PUBLIC_PEER_KEYS = {}
+    settings.PROVENANCE_PUBLIC_PEER_TIMEOUT_S = 5.0
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _ask(text: str, address: str = "203.0.113.7") -> dict[str, Any]:
+    from provenance.public.proof_of_work import challenge_create
+
+    proof = solve(challenge_create())
+    return services.verify(caller=services.Caller(address=address, proof=proof), text=text)
+
+
+def test_a_peer_is_sent_the_text_alone_with_its_proof_of_work_solved(published, fake, wm_text):
+    answer = _ask(wm_text)
+    (posted,) = [r for r in fake.requests if "body" in r]
+    assert posted["body"] == {"text": wm_text, "peers": False}
+    assert posted["pow"] is True
+    sent = json.dumps(fake.requests)
+    assert "203.0.113.7" not in sent and "Authorization" not in sent and "Cookie" not in sent
+    assert answer["model"] == PUBLIC_NAME  # the local fields are the local answer's
+
+
+def test_a_receipt_that_does_not_verify_against_the_peers_key_set_is_invalid(
+    published, fake, wm_text
+):
+    (line,) = _ask(wm_text)["peers"]
+    assert line["status"] == "receipt_invalid"
+    assert line["verdict"] is None and line["receipt"] is None
+
+
+def test_a_receipt_about_another_text_is_invalid(published, fake, wm_text):
+    fake.jwks = {"keys": [{k: v for k, v in fake.signer.items() if k != "d"}]}
+    fake.receipt_text = "another text altogether"
+    (line,) = _ask(wm_text)["peers"]
+    assert line["status"] == "receipt_invalid"
+
+
+def test_a_valid_peer_receipt_gives_a_line_and_a_combined_claim(published, fake, wm_text):
+    fake.jwks = {"keys": [{k: v for k, v in fake.signer.items() if k != "d"}]}
+    answer = _ask(wm_text)
+    _validate(answer)
+    (line,) = answer["peers"]
+    assert (line["status"], line["verdict"], line["model"]) == (
+        "answered",
+        "watermarked",
+        "Fake model",
+    )
+    organizations = [c["organization"] for c in answer["combined"]["supported"]]
+    assert "Fake" in organizations
+
+
+def test_a_document_pointing_elsewhere_is_not_followed(published, fake, wm_text):
+    elsewhere = f"http://127.0.0.1:{free_port()}/verify"
+    fake.endpoint = elsewhere
+    (line,) = _ask(wm_text)["peers"]
+    assert line["status"] == "unreachable"
+    assert not any(r["path"] == "/verify" for r in fake.requests)
