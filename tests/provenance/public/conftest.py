@@ -3,7 +3,8 @@ client, and a solver of the proof of work (kept small here: 2,000 numbers)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import altcha
@@ -11,6 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from provenance.public.services import key_publish
+from tests.provenance.public.fake_peer import FakePeer
 
 PUBLIC_NAME = "Acme Assistant"
 VERIFY = "/api/public/v1/verify"
@@ -59,3 +61,17 @@ def check(anon: APIClient) -> Callable[..., Any]:
         )
 
     return run
+
+
+@pytest.fixture
+def fake(settings: Any) -> Iterator[FakePeer]:
+    """A fake peer, the only one configured."""
+    server = FakePeer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    settings.PROVENANCE_PUBLIC_PEERS = [f"{server.url}/.well-known/provenance.json"]
+    settings.PROVENANCE_PUBLIC_PEER_KEYS = {}
+    settings.PROVENANCE_PUBLIC_PEER_TIMEOUT_S = 5.0
+    yield server
+    server.shutdown()
+    server.server_close()

@@ -165,3 +165,17 @@ def test_a_document_is_not_read_without_a_proof_of_work(published, anon, monkeyp
     monkeypatch.setattr(services, "document_extract", lambda *a: pytest.fail("extracted"))
     upload = SimpleUploadedFile("essay.txt", b"some text", content_type="text/plain")
     assert anon.post(VERIFY, {"file": upload}, format="multipart").status_code == 403
+
+
+def test_the_answer_validates_against_the_shipped_answer_schema(published, check, wm_text):
+    from pathlib import Path
+
+    import jsonschema
+
+    from provenance.public import api
+
+    schema = json.loads((Path(api.__file__).parent / "schema" / "answer.schema.json").read_text())
+    body = check(wm_text).json()
+    jsonschema.Draft202012Validator(schema).validate(body)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate({**body, "score": 3.2})

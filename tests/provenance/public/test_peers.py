@@ -10,20 +10,17 @@ import concurrent.futures
 import functools
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import altcha
 import httpx
 import jsonschema
 import pytest
 
-from detector.reports.receipt import sign_receipt, verify_receipt
-from detector.reports.signed import generate_signing_key, text_sha256
+from detector.reports.receipt import verify_receipt
+from detector.reports.signed import text_sha256
 from provenance.public import peers, services
 from provenance.runner.redis_server import free_port
 from tests.provenance.public.conftest import PUBLIC_NAME, solve
@@ -186,92 +183,6 @@ def test_a_peers_answer_never_changes_the_local_verdict(pair):
 # --- a fake peer, in this process: what a peer is sent, and receipts that must not pass ---
 
 
-class FakePeer(ThreadingHTTPServer):
-    """Serves a discovery document, a key set, a challenge and answers; records requests."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.requests: list[dict[str, Any]] = []
-        self.signer = generate_signing_key().as_dict(private=True)
-        self.jwks = {"keys": [generate_signing_key().as_dict(private=False)]}  # not the signer
-        self.hmac = "fake-peer-hmac"
-        self.endpoint = ""
-        self.receipt_text = ""  # "" : about the text asked
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def document(self) -> dict[str, Any]:
-        return {
-            "schema": "provenance.discovery/v1",
-            "organization": {"name": "Fake"},
-            "verification": {
-                "endpoint": self.endpoint or f"{self.url}/verify",
-                "challenge": f"{self.url}/challenge",
-            },
-            "jwks_uri": f"{self.url}/jwks",
-        }
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: FakePeer
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _send(self, body: Any, status: int = 200) -> None:
-        raw = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def do_GET(self) -> None:  # noqa: N802
-        fake = self.server
-        fake.requests.append({"path": self.path, "headers": dict(self.headers)})
-        if self.path.startswith("/.well-known"):
-            self._send(fake.document())
-        elif self.path == "/jwks":
-            self._send(fake.jwks)
-        else:
-            options = altcha.ChallengeOptionsV1(max_number=500, hmac_key=fake.hmac)
-            self._send(altcha.create_challenge_v1(options).to_dict())
-
-    def do_POST(self) -> None:  # noqa: N802
-        fake = self.server
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        headers = dict(self.headers)
-        ok, _ = altcha.verify_solution_v1(headers.get("X-Provenance-PoW", ""), fake.hmac)
-        fake.requests.append({"path": self.path, "headers": headers, "body": body, "pow": ok})
-        payload = {
-            "issuer": "Fake",
-            "text": {"sha256": text_sha256(fake.receipt_text or body["text"])},
-            "verdict": "watermarked",
-            "model": "Fake model",
-            "strength": -30,
-            "tokens_scored": 99,
-            "models": ["Fake model"],
-            "at": "2026-01-01T00:00:00+00:00",
-        }
-        answer = {k: payload[k] for k in ("verdict", "model", "strength", "tokens_scored")}
-        self._send({**answer, "receipt": sign_receipt(payload, fake.signer)})
-
-
-@pytest.fixture
-def fake(settings: Any) -> Iterator[FakePeer]:
-    server = FakePeer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    settings.PROVENANCE_PUBLIC_PEERS = [f"{server.url}/.well-known/provenance.json"]
-    settings.PROVENANCE_PUBLIC_PEER_KEYS = {}
-    settings.PROVENANCE_PUBLIC_PEER_TIMEOUT_S = 5.0
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
 def _ask(text: str, address: str = "203.0.113.7") -> dict[str, Any]:
     from provenance.public.proof_of_work import challenge_create
 
@@ -298,14 +209,14 @@ def test_a_receipt_that_does_not_verify_against_the_peers_key_set_is_invalid(
 
 
 def test_a_receipt_about_another_text_is_invalid(published, fake, wm_text):
-    fake.jwks = {"keys": [{k: v for k, v in fake.signer.items() if k != "d"}]}
+    fake.trust()
     fake.receipt_text = "another text altogether"
     (line,) = _ask(wm_text)["peers"]
     assert line["status"] == "receipt_invalid"
 
 
 def test_a_valid_peer_receipt_gives_a_line_and_a_combined_claim(published, fake, wm_text):
-    fake.jwks = {"keys": [{k: v for k, v in fake.signer.items() if k != "d"}]}
+    fake.trust()
     answer = _ask(wm_text)
     _validate(answer)
     (line,) = answer["peers"]

@@ -68,3 +68,21 @@ def test_a_partner_is_found_by_its_key_only(db):
     assert selectors.partner_by_key(key) == partner
     assert selectors.partner_by_key(key + "x") is None
     assert partner.key_sha256 == selectors.key_sha256(key) and key not in partner.key_sha256
+
+
+def test_the_peers_are_named_in_the_document_and_its_answer_fields(
+    published, client, schema, settings
+):
+    peer = "https://verify.example.org/.well-known/provenance.json"
+    settings.PROVENANCE_PUBLIC_PEERS = [peer]
+    document = client.get("/.well-known/provenance.json").json()
+    _validate(document, schema)
+    assert document["peers"]["discovery"] == [peer]
+    assert document["peers"]["correction"] == "bonferroni"
+    assert document["verification"]["answer"][-2:] == ["peers", "combined"]
+
+
+def test_without_peers_the_answer_fields_are_the_local_ones(published, client):
+    document = client.get("/.well-known/provenance.json").json()
+    assert document["peers"]["discovery"] == []
+    assert document["verification"]["answer"] == list(selectors.ANSWER_FIELDS)

@@ -79,3 +79,31 @@ def test_chromium_solves_the_proof_of_work_and_shows_the_answer(
         page.screenshot(path=str(directory / f"verify-{language}.png"), full_page=True)
         context.close()
     assert blocked == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_chromium_shows_one_line_per_peer_and_the_combined_claim(
+    live_server, chromium, alice_key, wm_text, settings, fake
+):
+    from provenance.public.services import key_publish
+    from tests.provenance.chromium import connected
+
+    settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 20_000
+    key_publish(key=alice_key, public_name="Acme Assistant")
+    fake.trust()
+    with connected(chromium) as browser:
+        context = browser.new_context(locale="ja", extra_http_headers={"Accept-Language": "ja"})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(f"{live_server.url}/verify/")
+        page.fill("#id_text", wm_text)
+        page.click("#verify-submit")
+        page.wait_for_selector("#verify-peers:not([hidden])")
+        assert page.inner_text("#verify-model") == "Acme Assistant"  # the local answer
+        (row,) = page.query_selector_all("#verify-peer-lines tr")
+        cells = [cell.inner_text() for cell in row.query_selector_all("td")]
+        assert cells == ["Fake", "透かしあり", "Fake model", "p < 10^-29"]
+        assert page.inner_text("#verify-combined-m") == "2"
+        assert "Fake (Fake model, p < 10^-28)" in page.inner_text("#verify-combined")
+        context.close()
