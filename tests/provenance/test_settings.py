@@ -83,3 +83,24 @@ def test_organization_sign_in_without_its_endpoints_or_teams_fails_loudly():
     malformed = _import_settings(**complete, PROVENANCE_OIDC_TEAMS="teachers")
     assert "group=team pairs" in malformed
     assert _import_settings(**complete, PROVENANCE_OIDC_TEAMS="teachers=acme") == ""
+
+
+def test_peer_organizations_are_bounded_and_well_formed_or_fail_loudly():
+    many = ",".join(f"https://p{i}.example/.well-known/provenance.json" for i in range(9))
+    assert "at most 8 peers" in _import_settings(PROVENANCE_PUBLIC_PEERS=many)
+    assert "not an http(s) discovery URL" in _import_settings(
+        PROVENANCE_PUBLIC_PEERS="file:///etc/passwd"
+    )
+    one = "https://p.example/.well-known/provenance.json"
+    assert "names a peer twice" in _import_settings(PROVENANCE_PUBLIC_PEERS=f"{one},{one}")
+    stray = _import_settings(
+        PROVENANCE_PUBLIC_PEERS=one,
+        PROVENANCE_PUBLIC_PEER_KEYS="https://q.example/.well-known/provenance.json=pvp_secret",
+    )
+    assert "URL=KEY pairs of configured peers" in stray and "pvp_secret" not in stray
+    assert (
+        _import_settings(
+            PROVENANCE_PUBLIC_PEERS=one, PROVENANCE_PUBLIC_PEER_KEYS=f"{one}=pvp_secret"
+        )
+        == ""
+    )
