@@ -30,19 +30,24 @@ $(STAMP): pyproject.toml scripts/install-python-deps.sh
 	@bash scripts/install-python-deps.sh $(VENV)
 	@touch $@
 
-# Two pytest processes side by side, each on its own free ports and temporary directories:
-# the whole suite on SQLite over two xdist workers (the web product's tests together on one,
-# for their shared Redis, Celery worker, Chromium and secret scan; everything else on the
-# other: tests/conftest.py), and the web product's tests again on a throwaway PostgreSQL
-# server (the production database), whose output is kept in $(PG_LOG) and shown after. The
-# runner and browser tests, which do not depend on the database, run once. docs/testing.md.
-PG_SKIP := --ignore=tests/provenance/runner --ignore=tests/provenance/playground/test_embedded.py
+# Two pytest runs side by side, each over two xdist workers, on its own free ports and
+# temporary directories: the whole suite on SQLite, and the web product's tests again on a
+# throwaway PostgreSQL server per worker (the production database), whose output is kept in
+# $(PG_LOG) and shown after. The web product's tests form two shards, each whole on one worker
+# with its own Redis, Celery worker, Chromium and secret scan (tests/conftest.py). Tests that
+# do not depend on the database run once: the runner's, the browser's, the two-instance peers'
+# (their own SQLite databases) and SmolLM2's forward passes (marker `model`). The embedded
+# model is converted once, before the runs that read it. docs/testing.md.
+PG_SKIP := --ignore=tests/provenance/runner --ignore=tests/provenance/playground/test_embedded.py \
+	--ignore=tests/provenance/public/test_peers.py
 PG_LOG := var/test-postgresql.log
 XDIST := -n 2 --dist loadgroup
 
 test: setup
 	@mkdir -p $(dir $(PG_LOG))
-	@PROVENANCE_TEST_DB=postgresql $(PY) -m pytest tests/provenance -m "not browser" $(PG_SKIP) \
+	@$(PY) -c "from generator.models import embedded_model_dir; embedded_model_dir()"
+	@PROVENANCE_TEST_DB=postgresql $(PY) -m pytest tests/provenance -m "not browser and not model" \
+		$(PG_SKIP) $(XDIST) \
 		$(PYTEST_ARGS) >$(PG_LOG) 2>&1 & pg=$$!; \
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS); main=$$?; \
 	wait $$pg; postgresql=$$?; \

@@ -71,11 +71,13 @@ def backend():
 
 
 @pytest.mark.slow
-def test_the_transformers_backend_watermarks_200_tokens_detectably(backend):
+def test_the_transformers_backend_watermarks_64_tokens_detectably(backend):
+    # Sampling is the keyed argmax, so this reply is the same in every run: p is about 1e-35
+    # at 60 tokens, 1e-123 at 200.
     g = backend.generate(
-        [GenerationRequest(messages=PROMPT, max_tokens=200, key_name="team-a", ignore_eos=True)]
+        [GenerationRequest(messages=PROMPT, max_tokens=64, key_name="team-a", ignore_eos=True)]
     )[0]
-    assert len(g.token_ids) == 200 and g.watermarked and g.key_name == "team-a"
+    assert len(g.token_ids) == 64 and g.watermarked and g.key_name == "team-a"
     assert detect_ids(list(g.token_ids), KEY).p_value < 1e-6
     assert detect_ids(list(g.token_ids), 5).p_value > 1e-3
     assert g.model == "smollm2-135m-instruct" and len(g.tokenizer_hash) == 64

@@ -11,6 +11,7 @@ import pytest
 
 from provenance.checks.models import Check
 from provenance.keys.models import WatermarkKey
+from tests.conftest import WEB_SHARDS, group_of
 from tests.provenance import capture
 from tests.provenance.conftest import KEY_VALUE
 from tests.waiting import wait_until
@@ -37,8 +38,11 @@ def _scenario(celery_worker, api_for, client, cast, alice_key, wm_text) -> None:
     assert "decrypt" in Check.objects.get(id=broken).failure_reason
 
 
+# One scan per shard of the web product's tests (tests/conftest.py): under xdist each runs last
+# on its shard's worker and searches what that process produced; in one process both run.
+@pytest.mark.parametrize("shard", WEB_SHARDS)
 def test_nothing_the_suite_produced_shows_a_key(
-    celery_worker, api_for, client, cast, alice_key, wm_text
+    shard, celery_worker, api_for, client, cast, alice_key, wm_text
 ):
     _scenario(celery_worker, api_for, client, cast, alice_key, wm_text)
     values = capture.scanned(capture.key_values | {KEY_VALUE})
@@ -63,6 +67,18 @@ def test_the_scan_runs_after_every_other_test(request):
     first_scan = min(i for i, item in enumerate(items) if item.get_closest_marker("secret_scan"))
     assert all(item.get_closest_marker("secret_scan") for item in items[first_scan:])
     assert request.node in items[first_scan:]
+
+
+def test_each_shard_has_its_own_scan():
+    # Each scan belongs to the group (and so the worker) of the shard it searches.
+    for shard in WEB_SHARDS:
+        scan = "test_nothing_the_suite_produced_shows_a_key"
+        assert group_of(f"tests/provenance/test_secret_scan.py::{scan}[{shard}]") == shard
+    assert {
+        group_of("tests/provenance/playground/test_browser.py::t"),
+        group_of("tests/provenance/playground/test_embedded.py::t"),
+    } == {WEB_SHARDS[0]}  # one embedded generator
+    assert group_of("tests/provenance/keys/test_api.py::t") == WEB_SHARDS[1]
 
 
 def test_the_scan_would_find_a_leak():

@@ -298,9 +298,15 @@ def human_chunks() -> list[np.ndarray]:
     return chunks("code", 10, 40) + chunks("prose", 10, 40)
 
 
+@pytest.fixture(scope="module")
+def human_readings(assist: ModelAssist, human_chunks: list[np.ndarray]) -> list:
+    """The model's reading of those chunks at T=0.7/top-p 0.9, read once for both weightings."""
+    return assist.read(human_chunks, temperature=0.7, top_p=0.9)
+
+
 @pytest.mark.parametrize("weighting", ["expected", "observed"])
 def test_the_weighted_test_keeps_its_size_on_human_text(
-    assist: ModelAssist, human_chunks: list[np.ndarray], weighting: str
+    human_readings: list, human_chunks: list[np.ndarray], weighting: str
 ) -> None:
     """500 tests (20 human chunks x 25 random keys), read at T=0.7/top-p 0.9, with the
     ``E[s] - 1`` weights and with the default observed-token weights: the weighted p-values
@@ -308,7 +314,7 @@ def test_the_weighted_test_keeps_its_size_on_human_text(
     decision flags more than alpha + 3 sd at 1% and 10%."""
     from scipy import stats
 
-    readings = assist.read(human_chunks, temperature=0.7, top_p=0.9)
+    readings = human_readings
     keys = np.random.default_rng(5).integers(0, 2**63, 25)
     found = [
         detect_ids(

@@ -88,6 +88,7 @@ def test_the_admin_shows_a_bad_model_path_as_a_form_error(db, admin_client, tmp_
     assert tokenizer.model_path == EMBEDDED_MODEL
 
 
+@pytest.mark.model
 def test_the_worker_path_runs_the_weighted_test_and_the_request_path_does_not(
     alice_key, wm_text, settings
 ):
@@ -110,6 +111,7 @@ def test_the_worker_path_runs_the_weighted_test_and_the_request_path_does_not(
     )
 
 
+@pytest.mark.model
 def test_texts_past_the_token_budget_get_the_gamma_test_alone(alice_key, wm_text, settings):
     settings.PROVENANCE_MODEL_ASSIST = True
     settings.PROVENANCE_ASSIST_MAX_TOKENS = 10
@@ -135,6 +137,7 @@ def assist_worker(tmp_path_factory):
     point_celery_at(previous)
 
 
+@pytest.mark.model
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_scores_a_check_with_the_model_and_stores_the_decision(
     assist_worker, api_for, client, cast, alice_key, wm_text, human_text

@@ -91,6 +91,7 @@ def test_power_is_not_measured_without_a_registered_model(alice_key, monkeypatch
     assert tokens_needed(alice_key) is None
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_the_power_curve_is_measured_with_the_embedded_model(alice_key):
     """Generation on the CPU with the transformers backend: 2 prompts x 50 tokens x 2
@@ -317,6 +318,7 @@ def test_without_model_assistance_the_assisted_rate_says_why_it_is_missing(alice
     assert run.assisted == {"note": "model assistance is off (PROVENANCE_MODEL_ASSIST)"}
 
 
+@pytest.mark.model
 def test_with_model_assistance_the_assisted_decision_is_measured_as_the_workers_decide(
     alice_key, settings, client, cast, capsys
 ):

@@ -10,12 +10,9 @@ from django.contrib.auth.models import Permission
 from provenance.playground.models import Message
 from provenance.runner.redis_server import free_port
 from tests.provenance import test_browser
-from tests.provenance.playground import test_embedded as test_playground_generator
 
-# Fixtures shared with those modules (a conftest is not ours to change).
+# The browser fixture of that module; the generator's come from this folder's conftest.
 browser_page = test_browser.browser_page
-generator = test_playground_generator.generator
-shared_generator = test_playground_generator.shared_generator
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 

@@ -6,7 +6,6 @@ meter, stop, and keys that apply without a restart."""
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import httpx
@@ -16,59 +15,10 @@ from django.urls import reverse
 
 from provenance.keys.services import key_create, key_retire
 from provenance.playground.client import ChatRequest, ClientConfig, GeneratorError, stream_chat
-from provenance.playground.embedded import EmbeddedGenerator
 from provenance.playground.keyfile import generator_key_name
 from provenance.playground.models import Conversation, Message
-from provenance.runner.redis_server import free_port
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
-
-
-def wait_healthy(url: str, process, timeout: float = 300) -> None:
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{url}/health", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    alive = None if process is None else (lambda: process.poll() is None)
-    wait_until(healthy, timeout, 0.5, alive=alive, what="the generator's /health")
-
-
-@pytest.fixture(scope="session")
-def shared_generator(tmp_path_factory):
-    """One embedded generator for the session (vLLM starts in ~35 s), started on first use
-    (again if it died) and stopped when the session's fixtures are torn down, before pytest's
-    summary, so its shutdown output never follows the result line; shared with the browser
-    tests, which import the ``generator`` fixture."""
-    running: list[EmbeddedGenerator] = []
-
-    def get() -> EmbeddedGenerator:
-        if not running or not running[0].alive():
-            env = {**os.environ, "OMP_NUM_THREADS": "1"}
-            started = EmbeddedGenerator(tmp_path_factory.mktemp("gen"), free_port(), env).start()
-            running.append(started)
-            wait_healthy(started.url, started.process)
-        return running[-1]
-
-    yield get
-    for started in running:
-        started.stop()
-
-
-@pytest.fixture
-def generator(shared_generator, settings, alice_key):
-    """The embedded generator on this test's registry keys; the playground points at it."""
-    running = shared_generator()
-    running.write_keys()
-    settings.PROVENANCE_PLAYGROUND = {
-        **settings.PROVENANCE_PLAYGROUND,
-        "GENERATOR_URL": running.url,
-        "GENERATOR_TOKEN": running.token,
-        "READ_TIMEOUT": 60,
-    }
-    return running
 
 
 @pytest.fixture
