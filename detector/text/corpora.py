@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
+import os
 import platform
 import sysconfig
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from detector.paths import data_dir
 from detector.text.ngram_sources import dpkg_stanzas
 from detector.text.tokenizers import Tokenizer
 
@@ -44,13 +47,48 @@ class Corpus:
     description: str
 
 
+def _docstring_sources(root: Path) -> list[Path]:
+    return [
+        path
+        for path in sorted(root.glob("*.py")) + sorted(root.glob("*/*.py"))
+        if "test" not in path.parts[-2] and not path.name.startswith("test")
+    ]
+
+
 def docstrings(root: Path = STDLIB) -> list[str]:
     """Docstrings of at least ``MIN_DOCSTRING`` characters of the modules under ``root``
-    (one level of packages; test modules skipped), in path order."""
+    (one level of packages; test modules skipped), in path order.
+
+    Parsing a standard library takes seconds, so the list is kept under the data directory,
+    named by a digest of every source's path, size and modification time (and this
+    function's rules): a changed file reads them all again; a missing or unreadable cache
+    file is only a slower start."""
+    sources = _docstring_sources(root)
+    stamp = hashlib.sha256(f"{MIN_DOCSTRING} ast {platform.python_version()}".encode())
+    for path in sources:
+        st = path.stat()
+        stamp.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    cache = data_dir() / "corpora" / f"docstrings-{stamp.hexdigest()[:32]}.json"
+    try:
+        found = json.loads(cache.read_text(encoding="utf-8"))
+        if isinstance(found, list) and all(isinstance(d, str) for d in found):
+            return found
+    except (OSError, ValueError):
+        pass
+    out = _parse_docstrings(sources)
+    try:
+        cache.parent.mkdir(mode=0o700, exist_ok=True)
+        partial = cache.with_name(f"{cache.name}.{os.getpid()}")
+        partial.write_text(json.dumps(out), encoding="utf-8")
+        partial.replace(cache)  # atomic: a reader sees the whole list or none
+    except OSError:
+        pass
+    return out
+
+
+def _parse_docstrings(sources: list[Path]) -> list[str]:
     out: list[str] = []
-    for path in sorted(root.glob("*.py")) + sorted(root.glob("*/*.py")):
-        if "test" in path.parts[-2] or path.name.startswith("test"):
-            continue
+    for path in sources:
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError, ValueError):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +62,39 @@ def test_templated_texts_come_from_packages_no_ngram_table_is_built_from(tokeniz
 def test_it_refuses_an_unknown_genre(tokenizer):
     with pytest.raises(ValueError, match="unknown genre"):
         corpora.human_chunks(tokenizer, "poetry", limit=5)
+
+
+def _package(root: Path, doc: str) -> Path:
+    (root / "pkg").mkdir(parents=True, exist_ok=True)
+    (root / "alpha.py").write_text(f'"""{doc}"""\n\ndef f():\n    """{"short"}"""\n')
+    (root / "pkg" / "beta.py").write_text(f'class C:\n    """{doc[::-1]}"""\n')
+    (root / "test_gamma.py").write_text(f'"""{doc}"""\n')  # test modules are skipped
+    return root
+
+
+def test_docstrings_are_read_once_and_again_when_a_source_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROVENANCE_DATA_DIR", str(tmp_path / "data"))
+    doc = ("A long docstring. " * 20).strip()
+    root = _package(tmp_path / "lib", doc)
+    first = corpora.docstrings(root)
+    assert first == [doc, doc[::-1]]
+    (cached,) = (tmp_path / "data" / "corpora").glob("docstrings-*.json")
+    assert json.loads(cached.read_text()) == first
+    # A second call reads the cache: parsing is not called.
+    monkeypatch.setattr(corpora, "_parse_docstrings", lambda sources: pytest.fail("parsed"))
+    assert corpora.docstrings(root) == first
+    monkeypatch.undo()
+    monkeypatch.setenv("PROVENANCE_DATA_DIR", str(tmp_path / "data"))
+    (root / "alpha.py").write_text(f'"""{doc} Changed and longer."""\n')
+    assert corpora.docstrings(root) == [f"{doc} Changed and longer.", doc[::-1]]
+
+
+def test_an_unreadable_cache_is_only_a_slower_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROVENANCE_DATA_DIR", str(tmp_path / "data"))
+    doc = ("Another long docstring. " * 20).strip()
+    root = _package(tmp_path / "lib", doc)
+    first = corpora.docstrings(root)
+    (cached,) = (tmp_path / "data" / "corpora").glob("docstrings-*.json")
+    cached.write_text("{not json")
+    assert corpora.docstrings(root) == first
+    assert json.loads(cached.read_text()) == first  # written again

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from provenance.keys.services import key_create, key_retire
 from provenance.playground.client import ChatRequest, ClientConfig, GeneratorError, stream_chat
+from provenance.playground.embedded import EmbeddedGenerator
 from provenance.playground.keyfile import generator_key_name
 from provenance.playground.models import Conversation, Message
 
@@ -132,7 +133,9 @@ def _a_few_tokens(generator, key) -> list:
     return list(stream_chat(config, request))
 
 
-def test_keys_added_and_retired_apply_without_a_restart(cast, tokenizer_row, generator):
+def test_keys_added_and_retired_apply_without_a_restart(
+    cast, tokenizer_row, generator: EmbeddedGenerator
+):
     pid = generator.process.pid
     key, _ = key_create(name="fresh", team=cast["acme"], tokenizer=tokenizer_row)
     with pytest.raises(GeneratorError, match=re.escape(generator_key_name(key))):
@@ -148,7 +151,7 @@ def test_keys_added_and_retired_apply_without_a_restart(cast, tokenizer_row, gen
     assert generator.process.pid == pid and generator.alive()
 
 
-def test_the_embedded_generator_answers_only_the_playgrounds_token(generator):
+def test_the_embedded_generator_answers_only_the_playgrounds_token(generator: EmbeddedGenerator):
     body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
     url = f"{generator.url}/v1/chat/completions"
     assert httpx.post(url, json=body, timeout=30).status_code == 401
