@@ -7,7 +7,12 @@ import pytest
 
 from provenance.checks import queue
 from provenance.checks.models import Check, DetectionLog, QuotaUsage, Upload
-from provenance.checks.services import check_document_create, check_score, refusal_problem
+from provenance.checks.services import (
+    check_document_create,
+    check_fail,
+    check_score,
+    refusal_problem,
+)
 from provenance.checks.services.extraction import check_text_read
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.heartbeats.services import checks_claim
@@ -86,3 +91,9 @@ def test_a_stored_refusal_is_the_problem_the_request_answered(code, status):
     problem = refusal_problem(code, "x.pdf: why", "x.pdf")
     assert (problem.code, problem.status_code, problem.message) == (code, status, "x.pdf: why")
     assert isinstance(problem, PayloadTooLarge) == (status == 413)
+
+
+def test_a_check_failed_by_its_task_keeps_no_staged_file(cast, alice_key):
+    check = check_document_create(user=cast["alice"], filename="a.txt", content=b"words")
+    check_fail(check.id, "scoring exceeded its time limit")  # the task ran out of time
+    assert Check.objects.get().status == "failed" and not Upload.objects.exists()
