@@ -16,6 +16,7 @@ from provenance.audits.extraction import (
     audit_upload_submit,
     audits_lost,
 )
+from provenance.audits.selectors import AUDIT_WAITING, audit_queue_notice
 from provenance.audits.services import audit_refresh
 from provenance.checks import queue
 from provenance.checks.models import Audit, Check, DetectionLog, QuotaUsage, Upload
@@ -117,3 +118,10 @@ def test_the_sweeper_finds_an_audit_whose_files_no_task_will_read(cast, alice_ke
     Audit.objects.filter(id=deleted.id).update(deleted_at=timezone.now())
     assert audits_lost(10, backlog=None) == [never.id]  # the queue's length is unknown
     assert set(audits_lost(10, backlog=0)) == {never.id, lost.id}
+
+
+def test_files_waiting_for_the_broker_say_so(cast, alice_key):
+    audit = _submit(cast, [("a.txt", b"first")])  # never queued: the commit hook did not run
+    assert audit_queue_notice(audit) == AUDIT_WAITING
+    Upload.objects.update(queued_at=timezone.now())
+    assert audit_queue_notice(audit) == ""
