@@ -383,9 +383,12 @@ PROVENANCE_MAX_KEY_IDS = env_int("PROVENANCE_MAX_KEY_IDS", 64, minimum=1)
 PROVENANCE_MAX_DOCUMENT_BYTES = env_int("PROVENANCE_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024, 1)
 PROVENANCE_MAX_DOCUMENT_PAGES = env_int("PROVENANCE_MAX_DOCUMENT_PAGES", 300, minimum=1)
 PROVENANCE_MAX_ARCHIVE_BYTES = env_int("PROVENANCE_MAX_ARCHIVE_BYTES", 64 * 1024 * 1024, 1)
-# Extraction runs in the request: seconds to read one document, and all documents of a zip.
+# Extraction runs on the workers: seconds to read one document, and all documents of a zip.
 PROVENANCE_DOCUMENT_SECONDS = env_float("PROVENANCE_DOCUMENT_SECONDS", 20.0, 0.0, 3600.0)
 PROVENANCE_ARCHIVE_SECONDS = env_float("PROVENANCE_ARCHIVE_SECONDS", 120.0, 0.0, 3600.0)
+# Public verification reads its documents in the request (it stores nothing to poll): at most
+# this many at once in one web process; another is answered 503 with Retry-After.
+PROVENANCE_PUBLIC_DOCUMENT_SLOTS = env_int("PROVENANCE_PUBLIC_DOCUMENT_SLOTS", 2, minimum=1)
 # Audit callbacks (provenance.webhooks): private, loopback and link-local targets are refused
 # unless allowed (SSRF); each attempt times out after TIMEOUT s; failed attempts are retried
 # after BACKOFF, 2 x BACKOFF, 4 x BACKOFF... seconds (at most BACKOFF_MAX), MAX_RETRIES times.

@@ -23,7 +23,7 @@ from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
-from provenance.audits import selectors, services
+from provenance.audits import extraction, selectors, services
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import tiers
 from provenance.checks.api.base import (
@@ -37,7 +37,6 @@ from provenance.checks.api.checks import CheckSummaryOutput
 from provenance.checks.exports import csv_safe
 from provenance.checks.fields import EXPORT_FIELDS
 from provenance.checks.models import Audit
-from provenance.checks.services import archive_texts
 from provenance.keys.selectors import exact_for
 from provenance.retention.services import audit_delete
 
@@ -76,6 +75,8 @@ class AuditOutput(serializers.ModelSerializer):
             "callback_url",
             "created_at",
             "finished_at",
+            "failure_code",
+            "failure_reason",
             "counts",
             "notice",
         ]
@@ -100,7 +101,9 @@ class AuditListCreateApi(TieredApi):
         archive = serializers.FileField(
             required=False,
             help_text="instead of texts (multipart): a zip of .txt, .md, .html, .docx and .pdf "
-            "files; each file's name (its path in the zip) becomes its client_id",
+            "files; each file's name (its path in the zip) becomes its client_id. A worker "
+            "reads it: the audit has no texts until then, and a zip it refuses fails the "
+            "audit with failure_code (document_...) and failure_reason",
         )
         key_ids = KeyIdsField()
         callback_url = serializers.CharField(
@@ -129,16 +132,19 @@ class AuditListCreateApi(TieredApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        texts = data.get("texts")
-        if "archive" in data:
-            texts = archive_texts(read_upload(data["archive"]))
-        audit, created = services.audit_submit(
-            user=request.user,
-            texts=texts,
-            key_ids=data.get("key_ids"),
-            idempotency_key=request.headers.get("Idempotency-Key", "").strip(),
-            callback_url=data.get("callback_url", ""),
-        )
+        request_options: dict[str, Any] = {
+            "user": request.user,
+            "key_ids": data.get("key_ids"),
+            "idempotency_key": request.headers.get("Idempotency-Key", "").strip(),
+            "callback_url": data.get("callback_url", ""),
+        }
+        if "archive" in data:  # staged: a worker reads the zip, then its texts are scored
+            files = [("archive", read_upload(data["archive"]))]
+            audit, created = extraction.audit_upload_submit(
+                files=files, archive=True, **request_options
+            )
+        else:
+            audit, created = services.audit_submit(texts=data.get("texts"), **request_options)
         code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
         location = reverse("api-audit-detail", args=[audit.id])
         return Response(AuditOutput(audit).data, status=code, headers={"Location": location})

@@ -172,5 +172,8 @@ def audit_export_rows(audit: Audit, verdict: str = "", sort: str = "") -> Iterat
 
 
 def audit_queue_notice(audit: Audit) -> str:
+    if audit.status == Status.PENDING and not audit.num_texts:  # its files wait to be read
+        unread = audit.uploads.filter(queued_at__isnull=True)
+        return AUDIT_WAITING if unread.exists() else ""
     waiting = audit.checks.filter(status=Status.PENDING, queued_at__isnull=True)
     return AUDIT_WAITING if waiting.exists() else ""

@@ -54,7 +54,7 @@ def audit_submit(
         callback_url = webhooks.callback_url_validate(callback_url)
     digest = _request_hash(items, None if key_ids is None else [str(k) for k in key_ids])
     if idempotency_key:
-        existing = _audit_replay(team, idempotency_key, digest)
+        existing = audit_replay(team, idempotency_key, digest)
         if existing is not None:
             return existing, False
     try:
@@ -62,7 +62,7 @@ def audit_submit(
         return stored, True
     except IntegrityError:
         # A concurrent request with the same Idempotency-Key won the race.
-        existing = _audit_replay(team, idempotency_key, digest)
+        existing = audit_replay(team, idempotency_key, digest)
         if existing is None:
             raise
         return existing, False
@@ -73,7 +73,7 @@ def _request_hash(items: list[tuple[str, str]], key_ids: Sequence[Any] | None) -
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _audit_replay(team: Team, idempotency_key: str, digest: str) -> Audit | None:
+def audit_replay(team: Team, idempotency_key: str, digest: str) -> Audit | None:
     existing = Audit.objects.filter(team=team, idempotency_key=idempotency_key).first()
     if existing is not None and existing.request_hash != digest:
         raise Conflict("this Idempotency-Key was already used with a different request")
@@ -107,36 +107,44 @@ def _audit_store(
     digest: str,
     callback_url: str = "",
 ) -> Audit:
-    quota_consume(user, len(items))
-    key_ids = [str(key.id) for key in keys]
     audit = Audit.objects.create(
         team=team,
         submitted_by=user,
         idempotency_key=idempotency_key,
         request_hash=digest,
         num_texts=len(items),
-        key_ids=key_ids,
+        key_ids=[str(key.id) for key in keys],
         threshold=settings.PROVENANCE_THRESHOLD,
         callback_url=callback_url,
     )
+    audit_items_store(audit, user, items, keys)
+    return audit
+
+
+def audit_items_store(
+    audit: Audit, user: User, items: list[tuple[str, str]], keys: list[WatermarkKey]
+) -> None:
+    """Take the quota, insert the audit's checks, log the request and queue the checks once
+    committed; the caller's transaction holds it all (a refusal stores nothing)."""
+    quota_consume(user, len(items))
+    key_ids = [str(key.id) for key in keys]
     now = timezone.now()
     check_ids = [uuid.uuid4() for _ in items]
     rows = (
-        (cid, team.id, user.pk, audit.id, i, client_id, text, text_sha256(text), key_ids)
+        (cid, audit.team_id, user.pk, audit.id, i, client_id, text, text_sha256(text), key_ids)
         + (audit.threshold, Status.PENDING, "", now)
         for i, (cid, (client_id, text)) in enumerate(zip(check_ids, items, strict=True))
     )
     bulk.insert_rows(Check, CHECK_FIELDS, rows)
     detection_log_create(
         user=user,
-        team=team,
+        team=audit.team,
         kind=DetectionLog.Kind.AUDIT,
         keys=keys,
         num_texts=len(items),
         audit=audit,
     )
     transaction.on_commit(lambda: audit_enqueue(audit.id, check_ids))
-    return audit
 
 
 def audit_enqueue(audit_id: Any, check_ids: Sequence[Any]) -> int:
@@ -225,8 +233,8 @@ def audit_refresh(audit_id: Any) -> None:
             Audit.objects.filter(id=audit_id, status=Status.PENDING).update(status=Status.RUNNING)
             return
         finished = (
-            Audit.objects.filter(id=audit_id)
-            .exclude(status=Status.DONE)
+            Audit.objects.filter(id=audit_id, num_texts__gt=0)  # none while its files are read
+            .exclude(status__in=[Status.DONE, Status.FAILED])
             .update(status=Status.DONE, finished_at=timezone.now())
         )
         if finished:  # this call made the transition: the callback is sent exactly once

@@ -1,11 +1,13 @@
-"""An audit's texts from files uploaded on the audits page: zip archives, documents (several
-at once) and CSV files with a text column, in any mix.
+"""An audit's texts from files uploaded on the audits page or to the API: zip archives,
+documents (several at once) and CSV files with a text column, in any mix.
 
-Each kind is read by the same code as the API's (``provenance.lib.archives``,
-``provenance.lib.documents``, ``provenance.lib.tables`` under
+The web process only ``uploads_precheck``s them (types by name, sizes, the number of
+documents: what costs nothing); a worker reads them (``staged_texts``, called by
+``provenance.audits.extraction``). Each kind is read by the same code as a check's document
+(``provenance.lib.archives``, ``provenance.lib.documents``, ``provenance.lib.tables`` under
 ``provenance.checks.services.validation.document_limits``), and every text is then held to
 the check's own rules (``text_validate``). Every refused file is reported, not only the
-first (``UploadRefused``); the audit is then not submitted, so nothing is stored.
+first (``UploadRefused``); the audit then holds no texts.
 """
 
 from __future__ import annotations
@@ -34,23 +36,64 @@ class UploadRefused(ProblemError):
         self.problems = list(problems)
 
 
+# The kind of an uploaded file by its name (``Upload.Kind``); any other name is a document.
+KINDS = {".zip": "archive", ".csv": "table"}
+
+
+def upload_kind(name: str) -> str:
+    return KINDS.get(PurePosixPath(name).suffix.lower(), "document")
+
+
+def uploads_precheck(files: Sequence[tuple[str, str, int]]) -> list[ProblemError]:
+    """What the request refuses of (kind, name, size) files before any is read: no file at
+    all, a document of an unsupported type or over the size limit, more documents or more
+    bytes of them than an audit may take, a CSV file over an archive's limit."""
+    if not files:
+        return [ProblemError(gettext("choose at least one file"))]
+    limits = document_limits()
+    problems: list[ProblemError] = []
+    plain = [(name, size) for kind, name, size in files if kind == "document"]
+    for kind, name, size in files:
+        try:
+            if kind == "document":
+                documents.precheck(name, size, limits)
+            elif kind == "table" and size > limits.max_archive_bytes:
+                reason = f"the file is {size} bytes; the limit is {limits.max_archive_bytes}"
+                raise tables.TableError(name, reason, "too_large")
+        except documents.DocumentError as exc:
+            problems.append(document_problem(exc))
+    if plain:
+        try:
+            archives.batch_limits("upload", len(plain), sum(size for _, size in plain), limits)
+        except documents.DocumentError as exc:
+            problems.append(document_problem(exc))
+    return problems
+
+
 def upload_texts(
     files: Sequence[tuple[str, bytes]], *, text_column: str = "", id_column: str = ""
 ) -> list[dict[str, str]]:
-    """An audit's ``texts`` (``client_id``, ``text``) from uploaded (name, content) pairs:
-    a zip's documents under their paths in it, a document under its name, a CSV's rows under
-    their id column (else ``name:row``). Raises ``UploadRefused`` naming every bad file."""
+    """``staged_texts`` of (name, content) files, each of the kind its name says."""
     if not files:
         raise ProblemError(gettext("choose at least one file"))
+    staged = [(upload_kind(name), name, content) for name, content in files]
+    return staged_texts(staged, text_column=text_column, id_column=id_column)
+
+
+def staged_texts(
+    files: Sequence[tuple[str, str, bytes]], *, text_column: str = "", id_column: str = ""
+) -> list[dict[str, str]]:
+    """An audit's ``texts`` (``client_id``, ``text``) from (kind, name, content) files: a
+    zip's documents under their paths in it, a document under its name, a CSV's rows under
+    their id column (else ``name:row``). Raises ``UploadRefused`` naming every bad file."""
     texts: list[dict[str, str]] = []
     problems: list[ProblemError] = []
     plain: list[tuple[str, bytes]] = []
-    for name, content in files:
-        suffix = PurePosixPath(name).suffix.lower()
+    for kind, name, content in files:
         try:
-            if suffix == ".zip":
+            if kind == "archive":
                 texts += _archive_texts(name, content)
-            elif suffix == ".csv":
+            elif kind == "table":
                 texts += _table_texts(name, content, text_column, id_column)
             else:
                 plain.append((name, content))

@@ -19,9 +19,10 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework.request import Request
 
 from provenance.accounts.selectors import team_for_user
-from provenance.audits import selectors, services, uploads
+from provenance.audits import extraction, selectors, uploads
 from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import tiers
+from provenance.checks.models import Status
 from provenance.checks.selectors import may_delete
 from provenance.checks.views import DOCUMENT_MESSAGES
 from provenance.errors import PayloadTooLarge, ProblemError
@@ -103,14 +104,28 @@ def _audit_from_form(request: AuthenticatedHttpRequest) -> Any:
     except TooManyFilesSent:
         raise uploads.too_many_files(settings.DATA_UPLOAD_MAX_NUMBER_FILES) from None
     files = [(upload.name or "document", upload.read()) for upload in chosen]
-    texts = uploads.upload_texts(
-        files,
+    # Staged for a worker to read: the audit's page shows its progress, or every refused
+    # file (``_refusals``), in the page's language.
+    audit, _created = extraction.audit_upload_submit(
+        user=request.user,
+        files=files,
+        key_ids=request.POST.getlist("key_ids") or None,  # none chosen: every usable key
         text_column=request.POST.get("text_column", "").strip(),
         id_column=request.POST.get("id_column", "").strip(),
     )
-    key_ids = request.POST.getlist("key_ids") or None  # none chosen: every usable key
-    audit, _created = services.audit_submit(user=request.user, texts=texts, key_ids=key_ids)
     return audit
+
+
+def _refusals(audit: Any) -> list[str]:
+    """Why the workers refused an audit's files, one line per file as the upload form says
+    it (``UPLOAD_MESSAGES``)."""
+    lines = []
+    for item in audit.refusals or []:
+        problem = ProblemError(item.get("message", ""), code=item.get("code", ""))
+        for name in ("filename", "column", "row"):
+            setattr(problem, name, item.get(name, ""))
+        lines.append(_upload_message(problem))
+    return lines or ([audit.failure_reason] if audit.failure_reason else [])
 
 
 @login_required
@@ -141,6 +156,8 @@ def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> Http
         "columns": _columns(verdict, sort),
         "chart": histogram(log10_ps, audit.threshold),
         "may_delete": may_delete(request.user, audit),
+        "reading": audit.status == Status.PENDING and not audit.num_texts,
+        "refusals": _refusals(audit) if audit.status == Status.FAILED else [],
     }
     return render(request, "audits/audit_detail.html", context)
 

@@ -66,6 +66,12 @@ class Audit(models.Model):
     threshold = models.FloatField()
     # Called with the audit's summary when it finishes (empty: the team's default, if any).
     callback_url = models.URLField(max_length=500, blank=True, default="", db_default="")
+    # An upload the workers refused (a file that cannot be read, a limit): the audit is then
+    # failed with no texts. ``failure_code`` is the first refusal's stable code
+    # (``document_corrupt``...), ``refusals`` every one: code, filename, message, column, row.
+    failure_code = models.CharField(max_length=40, blank=True, default="", db_default="")
+    failure_reason = models.TextField(blank=True, default="", db_default="")
+    refusals = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Deleted by its submitter or a team admin: the row stays for the detection log, hidden
@@ -111,6 +117,9 @@ class Check(models.Model):
         max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True
     )
     failure_reason = models.TextField(blank=True)
+    # A document the worker refused to read: its stable code (``document_corrupt``...,
+    # ``too_large``), empty for any other failure.
+    failure_code = models.CharField(max_length=40, blank=True, default="", db_default="")
     # Family-wise verdict over num_hypotheses (Holm-corrected).
     num_hypotheses = models.PositiveIntegerField(null=True, blank=True)
     is_watermarked = models.BooleanField(null=True, blank=True)
@@ -187,6 +196,43 @@ class Check(models.Model):
 
     def __str__(self) -> str:
         return f"check {self.pk} ({self.status})"
+
+
+class Upload(models.Model):
+    """An uploaded file staged for a worker to read (the web process never parses one): the
+    document of a check, or one file of an audit (a document, a zip, a CSV). Deleted once
+    read, with the check or audit it belongs to, or by the sweeper when left over."""
+
+    class Kind(models.TextChoices):
+        DOCUMENT = "document", "document"
+        ARCHIVE = "archive", "zip archive"
+        TABLE = "table", "CSV file"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    check_run = models.OneToOneField(
+        Check, null=True, blank=True, on_delete=models.CASCADE, related_name="upload"
+    )
+    audit = models.ForeignKey(
+        Audit, null=True, blank=True, on_delete=models.CASCADE, related_name="uploads"
+    )
+    position = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    filename = models.CharField(max_length=255)
+    content = models.BinaryField()
+    # A CSV's columns (text_column, id_column), as the form named them.
+    options = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # An audit's upload (read by its own task): when the task reached the broker, and when a
+    # worker began reading it (the sweeper publishes it again when lost).
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["audit", "position"]
+        indexes = [models.Index(fields=["audit", "position"])]
+
+    def __str__(self) -> str:
+        return f"upload {self.pk} ({self.kind})"
 
 
 class Hypothesis(models.Model):

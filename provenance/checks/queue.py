@@ -16,6 +16,8 @@ logger = logging.getLogger(__name__)
 
 SCORE_CHECK = "provenance.checks.score_check"
 SCORE_AUDIT_CHUNK = "provenance.checks.score_audit_chunk"
+# Reading an audit's uploaded files (a check's document is read by its scoring task).
+EXTRACT_AUDIT = "provenance.audits.extract_audit"
 
 
 def publish(task_name: str, *args: Any) -> bool:

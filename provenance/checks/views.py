@@ -88,8 +88,18 @@ def _check_from_form(request: AuthenticatedHttpRequest, text: str) -> Check:
         limit = settings.PROVENANCE_MAX_DOCUMENT_BYTES
         message = gettext("%(file)s: the file is %(size)s bytes; the limit is %(limit)s")
         raise PayloadTooLarge(message % {"file": upload.name, "size": upload.size, "limit": limit})
-    document = services.document_extract(upload.name or "", upload.read())
-    return services.check_create(user=request.user, text=document.text, filename=document.filename)
+    # Staged for a worker to read: the check's page shows the verdict, or why the file was
+    # refused (``failure_message``), in the page's language.
+    return services.check_document_create(
+        user=request.user, filename=upload.name or "", content=upload.read()
+    )
+
+
+def failure_message(check: Check) -> str:
+    """Why a check failed, for its page: a refused document's reason in the page's language
+    (the API answers the English message and the same code)."""
+    problem = services.refusal_problem(check.failure_code, check.failure_reason, check.filename)
+    return _page_message(problem) if check.failure_code else check.failure_reason
 
 
 @login_required
@@ -118,6 +128,7 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
         "may_delete": selectors.may_delete(request.user, check),
         "tier": oracle_tier(request.user) if exact else Team.OracleTier.BASIC,
         "key_calibration": _calibration(check),
+        "failure": failure_message(check) if check.status == Status.FAILED else "",
     }
     return render(request, "checks/check_detail.html", context)
 

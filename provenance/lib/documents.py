@@ -1,10 +1,11 @@
 """Text out of uploaded documents (.txt, .md, .html, .docx, .pdf); zip archives of them are
 read by ``provenance.lib.archives``.
 
-Plain Python, no Django: the API and the form call it, then check the extracted text like a
-pasted one. Every refusal is a ``DocumentError`` whose message names the file and the reason
-(``code`` is stable for clients: unsupported, encrypted, corrupt, image_only, empty,
-too_large, too_many_pages, too_many_files, too_complex, too_slow). What the libraries read:
+Plain Python, no Django: the workers call it (the web process only ``precheck``s a file's
+name and size), then check the extracted text like a pasted one. Every refusal is a
+``DocumentError`` whose message names the file and the reason (``code`` is stable for
+clients: unsupported, encrypted, corrupt, image_only, empty, too_large, too_many_pages,
+too_many_files, too_complex, too_slow). What the libraries read:
 
 * .txt and .md as UTF-8 (a BOM is dropped; UTF-16 with a BOM is accepted), CRLF as LF;
   Markdown is checked as written, since that is what a model emits;
@@ -17,9 +18,9 @@ too_large, too_many_pages, too_many_files, too_complex, too_slow). What the libr
   lines of a paragraph are joined (layout mode finds the paragraph gaps). A PDF without a
   text layer (scanned pages) is refused as image-only: there is no OCR here.
 
-Extraction runs in the request, so every input bounds its cost: file and archive sizes (the
-zip reader stops each member at its declared size), the inflated size of a .docx and of its
-XML, PDF pages, pypdf's per-page parsing budget, the extracted text of a PDF (read no
+Extraction runs on the workers, and every input still bounds its cost: file and archive
+sizes (the zip reader stops each member at its declared size), the inflated size of a .docx
+and of its XML, PDF pages, pypdf's per-page parsing budget, the extracted text of a PDF (read no
 further than the check's text limit), and a wall-clock budget checked between PDF pages and
 between archive members.
 """
@@ -68,12 +69,12 @@ class DocumentError(ValueError):
 
     @property
     def too_large(self) -> bool:
-        return self.code in _TOO_LARGE
+        return self.code in TOO_LARGE
 
 
-_TOO_LARGE = frozenset(("too_large", "too_many_pages", "too_many_files", "too_complex", "too_slow"))
+TOO_LARGE = frozenset(("too_large", "too_many_pages", "too_many_files", "too_complex", "too_slow"))
 # Every ``DocumentError.code`` (the API answers ``document_<code>``).
-CODES = ("unsupported", "encrypted", "corrupt", "image_only", "empty", *sorted(_TOO_LARGE))
+CODES = ("unsupported", "encrypted", "corrupt", "image_only", "empty", *sorted(TOO_LARGE))
 
 
 def extract(
@@ -81,14 +82,7 @@ def extract(
 ) -> Document:
     """The text of one document; raises ``DocumentError`` naming what is wrong. ``deadline``
     (``time.monotonic()``) defaults to ``limits.max_seconds`` from now."""
-    name = PurePosixPath(filename.replace("\\", "/")).name or "document"
-    kind = KINDS.get(PurePosixPath(name).suffix.lower())
-    if kind is None:
-        raise DocumentError(name, f"unsupported file type; send {SUPPORTED}", "unsupported")
-    if len(content) > limits.max_bytes:
-        raise DocumentError(
-            name, f"the file is {len(content)} bytes; the limit is {limits.max_bytes}", "too_large"
-        )
+    name, kind = precheck(filename, len(content), limits)
     if deadline is None:
         deadline = time.monotonic() + limits.max_seconds
     text = _READERS[kind](name, content, limits, deadline)
@@ -97,6 +91,19 @@ def extract(
     if not text.strip():
         raise DocumentError(name, "the document contains no text", "empty")
     return Document(filename=name, kind=kind, text=text)
+
+
+def precheck(filename: str, size: int, limits: Limits) -> tuple[str, str]:
+    """The document's name (without folders) and kind, from its name and size alone: what
+    can be refused without reading the file (an unsupported type, a file over the limit)."""
+    name = PurePosixPath(filename.replace("\\", "/")).name or "document"
+    kind = KINDS.get(PurePosixPath(name).suffix.lower())
+    if kind is None:
+        raise DocumentError(name, f"unsupported file type; send {SUPPORTED}", "unsupported")
+    if size > limits.max_bytes:
+        reason = f"the file is {size} bytes; the limit is {limits.max_bytes}"
+        raise DocumentError(name, reason, "too_large")
+    return name, kind
 
 
 def in_time(name: str, deadline: float, seconds: float) -> None:

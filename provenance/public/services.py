@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import secrets
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,11 @@ from django.views.decorators.debug import sensitive_variables
 from detector.reports import receipt
 from detector.reports.signed import text_sha256
 from provenance.checks.scoring import ScoringError, prepare_keys, score_texts
-from provenance.checks.services.validation import document_extract, text_validate
+from provenance.checks.services.validation import (
+    document_extract,
+    document_precheck,
+    text_validate,
+)
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
@@ -121,7 +126,7 @@ def verify(
     if document is not None:
         if text is not None:
             raise ProblemError("send exactly one of text and file")
-        text = document_extract(*document).text
+        text = document_read(*document)
     text = text_validate(text)
     if not ask_peers or not settings.PROVENANCE_PUBLIC_PEERS:
         return answer_for(text)
@@ -132,6 +137,34 @@ def verify(
         settings.PROVENANCE_PUBLIC_ORGANIZATION, local, lines, settings.PROVENANCE_THRESHOLD
     )
     return {**local, "peers": lines, "combined": claim}
+
+
+class ExtractionBusy(ProblemError):
+    """Every slot for reading public documents in this process is taken: 503, Retry-After."""
+
+    status_code = 503
+    default_code = "document_busy"
+    retry_after = 5
+
+
+# Public verification answers at once with a signed receipt and stores nothing (no account,
+# no row a client could poll), so its documents are read in the request, unlike the private
+# API's: at most PROVENANCE_PUBLIC_DOCUMENT_SLOTS at a time in one web process, each within
+# the document time limit; one more is answered 503 with Retry-After at once, so slow
+# documents cannot take every web thread.
+EXTRACTIONS = threading.BoundedSemaphore(settings.PROVENANCE_PUBLIC_DOCUMENT_SLOTS)
+
+
+def document_read(filename: str, content: bytes) -> str:
+    """The text of a public document: its type and size checked first (no slot taken),
+    then read in one of the process's slots, or refused with 503 when none is free."""
+    document_precheck(filename, len(content))
+    if not EXTRACTIONS.acquire(blocking=False):
+        raise ExtractionBusy("too many documents are being read; try again in a few seconds")
+    try:
+        return document_extract(filename, content).text
+    finally:
+        EXTRACTIONS.release()
 
 
 def answer_for(text: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from django.utils import timezone
 from provenance.accounts.models import Team
 from provenance.audits.selectors import audit_get
 from provenance.checks import selectors
-from provenance.checks.models import Audit, Check, Status
+from provenance.checks.models import Audit, Check, Status, Upload
 from provenance.errors import ProblemError
 from provenance.playground.models import Conversation, Message
 from provenance.streams.models import Stream
@@ -108,6 +108,7 @@ def audit_delete(*, user: User, audit_id: Any) -> None:
         _purge(Check.objects.filter(audit=audit), now)
         Check.objects.filter(audit=audit).update(deleted_at=now)
         Audit.objects.filter(id=audit.id).update(deleted_at=now)
+        Upload.objects.filter(audit=audit).delete()  # files not read yet
 
 
 def _purge(checks: QuerySet[Check], now: datetime) -> int:
@@ -119,6 +120,7 @@ def _purge(checks: QuerySet[Check], now: datetime) -> int:
     if not todo.exists():
         return 0
     with transaction.atomic():
+        Upload.objects.filter(check_run__in=todo).delete()  # a document not read yet
         todo.exclude(status__in=[Status.DONE, Status.FAILED]).update(
             status=Status.FAILED, failure_reason=PURGED_BEFORE_SCORING, finished_at=now
         )

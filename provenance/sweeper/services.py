@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from provenance.audits.extraction import audit_extract_enqueue, audits_lost
 from provenance.audits.services import audit_enqueue
 from provenance.checks import queue
 from provenance.checks.models import Check, Status
@@ -33,7 +34,9 @@ def checks_sweep(
       worker died with the message in hand before it claimed the check). A check waiting
       behind a backlog is never taken for lost: the queue is not empty then;
     - running checks with no worker recorded, older than ``running_after`` (default
-      PROVENANCE_SWEEP_RUNNING_AFTER, above every task's hard time limit).
+      PROVENANCE_SWEEP_RUNNING_AFTER, above every task's hard time limit);
+    - audits whose uploaded files no task will read (``extraction.audits_lost``), counted
+      with the lost checks.
 
     Claims make a spurious re-queue cost a lookup, never a second result."""
     reaped = workers_reap(dead_after or settings.PROVENANCE_WORKER_DEAD_AFTER)
@@ -50,12 +53,15 @@ def checks_sweep(
     stuck = Check.objects.filter(lost).order_by("audit_id", "position")
     rows = list(stuck.values_list("id", "audit_id"))
     queued = _requeue(rows)
-    if rows or reaped:
+    unread = audits_lost(pending_after, backlog)  # uploaded files no task will read
+    queued += audit_extract_enqueue(unread) if unread else 0
+    if rows or reaped or unread:
         logger.info(
-            "sweeper: %d worker(s) found dead, %d lost check(s), %d queued again (backlog %s)",
-            *(reaped, len(rows), queued, backlog),
+            "sweeper: %d worker(s) found dead, %d lost check(s), %d lost upload(s), "
+            "%d queued again (backlog %s)",
+            *(reaped, len(rows), len(unread), queued, backlog),
         )
-    return {"dead_workers": reaped, "stuck": len(rows), "queued": queued}
+    return {"dead_workers": reaped, "stuck": len(rows) + len(unread), "queued": queued}
 
 
 def _requeue(rows: list[tuple[Any, Any]]) -> int:

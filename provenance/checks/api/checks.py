@@ -38,7 +38,7 @@ from provenance.checks.api.base import (
 )
 from provenance.checks.fields import HYPOTHESIS_FIELDS
 from provenance.checks.filters import CheckFilter
-from provenance.checks.models import Check, Hypothesis
+from provenance.checks.models import Check, Hypothesis, Status
 from provenance.retention.services import check_delete
 
 
@@ -65,6 +65,7 @@ class CheckSummaryOutput(FieldsOnce):
             "filename",
             "status",
             "failure_reason",
+            "failure_code",
             "is_watermarked",
             "verdict",
             "verdict_reason",
@@ -187,7 +188,10 @@ class CheckListCreateApi(TieredApi, GenericAPIView):
                 float,
                 description="seconds to wait for the verdict (at most PROVENANCE_MAX_WAIT, 30 by "
                 "default): 201 with the finished check when it came in time, else 202. "
-                "Texts up to PROVENANCE_INLINE_MAX_BYTES (16 KiB) are scored in the request.",
+                "Texts up to PROVENANCE_INLINE_MAX_BYTES (16 KiB) are scored in the request. "
+                "A document is read by a worker: one it refuses is answered 400 or 413 "
+                "(code document_...) when the refusal came in time, else its check fails "
+                "with that failure_code.",
             )
         ],
     )
@@ -195,22 +199,27 @@ class CheckListCreateApi(TieredApi, GenericAPIView):
         body_size_guard(request)
         with waiting_slot(request.user, wait_seconds(request)) as wait:
             data = self._input(request)
-            text, filename = data.get("text"), ""
-            if "file" in data:
-                document = services.document_extract(data["file"].name, read_upload(data["file"]))
-                text, filename = document.text, document.filename
-            check = services.check_create(
-                user=request.user,
-                text=text,
-                key_ids=data.get("key_ids"),
-                filename=filename,
-                inline=wait > 0,
-            )
+            if "file" in data:  # staged: a worker reads it, then scores its text
+                check = services.check_document_create(
+                    user=request.user,
+                    filename=data["file"].name or "",
+                    content=read_upload(data["file"]),
+                    key_ids=data.get("key_ids"),
+                )
+            else:
+                check = services.check_create(
+                    user=request.user,
+                    text=data.get("text"),
+                    key_ids=data.get("key_ids"),
+                    inline=wait > 0,
+                )
             if check.status not in FINISHED:  # queued: read what the worker wrote meanwhile
                 if wait > 0:
                     selectors.check_finished(check.id, within=wait)
                 check = selectors.check_get(request.user, check.id)
         # else scored in this request: answered from what was written, not read back.
+        if check.status == Status.FAILED and check.failure_code:  # a document the worker refused
+            raise services.refusal_problem(check.failure_code, check.failure_reason)
         location = reverse("api-check-detail", args=[check.id])
         body = CheckDetailOutput(check).data
         code = status.HTTP_201_CREATED if body["status"] in FINISHED else status.HTTP_202_ACCEPTED

@@ -2,6 +2,7 @@
 
 - ``validation``: what a submitted text must be (refused input stores nothing);
 - ``checks``: a single check's life (create, publish, score, fail) and synchronous /detect;
+- ``extraction``: a check of an uploaded document, staged by the request, read by the worker;
 - ``results``: keys for scoring and storing results once, shared by checks and audits;
 - ``warmup``: tokenizers loaded when a worker starts.
 
@@ -14,18 +15,26 @@ Reads live in ``provenance.checks.selectors``. Services publish tasks by name th
 from __future__ import annotations
 
 from provenance.checks.services.checks import check_create, check_enqueue, check_score, detect_now
+from provenance.checks.services.extraction import check_document_create
 from provenance.checks.services.results import check_fail, results_store
-from provenance.checks.services.validation import archive_texts, document_extract, text_validate
+from provenance.checks.services.validation import (
+    archive_texts,
+    document_extract,
+    refusal_problem,
+    text_validate,
+)
 from provenance.checks.services.warmup import tokenizers_warm
 
 __all__ = [
     "archive_texts",
     "check_create",
+    "check_document_create",
     "check_enqueue",
     "check_fail",
     "check_score",
     "detect_now",
     "document_extract",
+    "refusal_problem",
     "results_store",
     "text_validate",
     "tokenizers_warm",

@@ -24,6 +24,7 @@ from provenance.checks.scoring import (
     prepare_keys,
     score_text,
 )
+from provenance.checks.services.extraction import check_text_read
 from provenance.checks.services.results import (
     check_fail,
     hypotheses_prepare,
@@ -154,7 +155,8 @@ def check_enqueue(check_ids: Sequence[Any]) -> int:
 
 
 def check_score(check_id: Any, claim: str = "") -> None:
-    """Score one check (the task body; ``claim`` is its message id). Done or failed checks,
+    """Score one check (the task body; ``claim`` is its message id), reading its uploaded
+    document first when it has one (``extraction.check_text_read``). Done or failed checks,
     and checks another live task holds, are left as they are; a delivery that races another
     one stores nothing twice (``checks_claim``, ``results_store``)."""
     claim = claim or uuid.uuid4().hex
@@ -162,6 +164,8 @@ def check_score(check_id: Any, claim: str = "") -> None:
     if not mine:
         return
     check = mine[0]
+    if not check.text and not check_text_read(check, claim):  # an uploaded document: read here
+        return
     try:
         groups = prepare_keys(keys_for_scoring(check.key_ids))
         result = score_text(check.text, groups, threshold=check.threshold, assist=True)

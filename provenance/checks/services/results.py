@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from provenance.checks import bulk
 from provenance.checks.fields import HYPOTHESIS_COLUMNS
-from provenance.checks.models import Check, Hypothesis, Status
+from provenance.checks.models import Check, Hypothesis, Status, Upload
 from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
 from provenance.heartbeats.services import held
 from provenance.keys.models import WatermarkKey
@@ -58,9 +58,13 @@ def results_store(pairs: list[tuple[Check, TextResult]], claim: str) -> int:
 
 
 def check_fail(check_id: Any, reason: str) -> None:
-    Check.objects.filter(id=check_id).exclude(status=Status.DONE).update(
-        status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
-    )
+    """Fail a check that is not done; a document it was staged with goes too (a task that
+    failed or ran out of time while reading it)."""
+    with transaction.atomic():
+        Check.objects.filter(id=check_id).exclude(status=Status.DONE).update(
+            status=Status.FAILED, failure_reason=reason, finished_at=timezone.now()
+        )
+        Upload.objects.filter(check_run_id=check_id).delete()
 
 
 def results_write(pairs: list[tuple[Check, TextResult]]) -> None:

@@ -81,6 +81,28 @@ def document_problem(exc: documents.DocumentError) -> ProblemError:
     return problem
 
 
+def document_precheck(filename: str, size: int) -> str:
+    """What the web process checks of an uploaded document before a worker reads it: its
+    type by name and its size (``documents.precheck``); its name, or a 400/413."""
+    try:
+        return documents.precheck(filename, size, document_limits())[0]
+    except documents.DocumentError as exc:
+        raise document_problem(exc) from None
+
+
+# Codes of refused uploads answered 413 (a limit); every other refusal is a 400.
+_LIMIT_CODES = frozenset({"too_large"} | {f"document_{code}" for code in documents.TOO_LARGE})
+
+
+def refusal_problem(code: str, message: str, filename: str = "") -> ProblemError:
+    """A refusal a worker stored (a check's or an audit's ``failure_code`` and reason) as the
+    problem the request would have answered: the same code, message and status."""
+    error_class = PayloadTooLarge if code in _LIMIT_CODES else ProblemError
+    problem = error_class(message, code=code)
+    problem.filename = filename  # type: ignore[attr-defined]
+    return problem
+
+
 def document_extract(filename: str, content: bytes) -> documents.Document:
     """The text of an uploaded document, or a 400/413 naming the file and the reason."""
     try:

@@ -4,7 +4,8 @@
   "use strict";
 
   // Poll the audit's progress (a small JSON in the page's language) and update the bar and
-  // its words in place; reload once the audit is done, to show its results and chart.
+  // its words in place; reload once the audit is done (to show its results and chart) or
+  // failed (its uploaded files were refused: the page lists why).
   function pollAudit() {
     var box = document.getElementById("audit-progress");
     if (!box || !box.dataset.poll) return;
@@ -28,7 +29,7 @@
           if (!body) throw new Error("no progress");
           failures = 0;
           show(body);
-          if (body.status === "done") window.location.reload();
+          if (body.status === "done" || body.status === "failed") window.location.reload();
           else setTimeout(tick, 500);
         })
         .catch(function () {

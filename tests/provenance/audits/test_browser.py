@@ -1,8 +1,8 @@
 """Chromium walks the audits pages as a user would: a zip of documents uploaded on /audits/
 becomes an audit whose page shows its progress, then a summary with the p-value chart and a
 table that sorts, filters and links to each check (English and Japanese screenshots); a
-CSV with named columns becomes an audit, one without them is refused; and a zip of 2,000
-documents moves the progress bar without a reload."""
+CSV with named columns becomes an audit, one without them is refused on the audit's page
+once read; and a zip of 2,000 documents moves the progress bar without a reload."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from provenance.audits.extraction import audit_extract
 from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Audit
 from tests.provenance import documents as make
@@ -129,7 +130,9 @@ def test_a_zip_of_2000_documents_moves_the_progress_bar_without_a_reload(
     audit_id = _upload(page, live_server.url, archive)
     page.wait_for_selector("#audit-progress[data-poll]")
     page.evaluate("window.sameDocument = true")
-    assert page.get_attribute("#audit-progress-bar", "max") == "2000"
+    assert page.is_visible("#audit-reading")  # no texts yet: a worker reads the zip
+    audit_extract(audit_id)  # what the worker does
+    page.wait_for_function("() => document.getElementById('audit-progress-bar').max === 2000")
     ids = [
         str(i)
         for i in Audit.objects.get(id=audit_id)
@@ -166,13 +169,19 @@ def test_a_csv_uploaded_in_the_browser_with_its_columns_named_waits_to_be_scored
     page.check(f"#audit-keys input[value='{alice_key.id}']")
     page.click("#audit-submit")
     page.wait_for_selector("#audit-progress[data-poll]")
+    audit_extract(Audit.objects.get().id)  # what the worker does
+    page.reload()
     assert page.get_attribute("#audit-progress-bar", "max") == "2"
     names = page.locator("#audit-results tbody tr td:first-child").all_text_contents()
     assert names == ["p-1", "p-2"]
     page.goto(f"{live_server.url}/audits/")  # a CSV without the column is refused, named
     page.set_input_files("#id_files", str(table))
     page.click("#audit-submit")
-    page.wait_for_selector("#upload-errors")
-    assert "posts.csv: the CSV file has no column “text”" in page.text_content("#upload-errors")
-    assert Audit.objects.count() == 1
+    page.wait_for_selector("#audit-progress[data-poll]")
+    refused = Audit.objects.get(num_texts=0)
+    audit_extract(refused.id)  # the worker refuses it; the polling page reloads and says why
+    page.wait_for_selector("#audit-refusals")
+    assert "posts.csv: the CSV file has no column “text”" in page.text_content("#audit-refusals")
+    assert not page.is_visible("#audit-progress[data-poll]")  # finished: no more polling
+    assert Audit.objects.get(id=refused.id).status == "failed" and not refused.checks.exists()
     assert page.csp_violations == []

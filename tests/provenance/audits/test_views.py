@@ -1,7 +1,7 @@
-"""The audit pages: the team's list and its upload form (zip, several documents, CSV; every
-refusal named, nothing stored), one audit's progress (and its JSON), its results sorted,
-filtered and paged by query parameters with a p-value chart, deletion with a confirmation,
-for the submitter or a team admin only."""
+"""The audit pages: the team's list and its upload form (zip, several documents, CSV, read by
+a worker; every refusal named on the audit's page, no text stored), one audit's progress
+(and its JSON), its results sorted, filtered and paged by query parameters with a p-value
+chart, deletion with a confirmation, for the submitter or a team admin only."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from django.utils import timezone, translation
 
 from provenance.accounts.models import Membership
 from provenance.audits import views
+from provenance.audits.extraction import audit_extract
 from provenance.audits.services import audit_score_chunk, audit_submit
-from provenance.checks.models import Audit, Check
+from provenance.checks.models import Audit, Check, Upload
 from provenance.checks.services import check_fail
 from tests.provenance import documents as make
 
@@ -94,13 +95,36 @@ def _nothing_stored() -> bool:
     return not Audit.objects.exists() and not Check.objects.exists()
 
 
+def _read(response) -> Audit:
+    """The audit an upload made, once a worker has read its files (the task body)."""
+    audit = Audit.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/audits/{audit.id}/"
+    assert audit.status == "pending" and audit.num_texts == 0 and not audit.checks.exists()
+    audit_extract(audit.id)
+    audit.refresh_from_db()
+    return audit
+
+
+def _refused(client, response, **headers) -> str:
+    """The page of an audit whose files the worker refused: failed, no texts, no files."""
+    audit = _read(response)
+    assert audit.status == "failed" and not audit.checks.exists()
+    assert not Upload.objects.exists()
+    page = client.get(f"/audits/{audit.id}/", **headers)
+    assert page.status_code == 200 and 'id="audit-refusals"' in page.content.decode()
+    assert "data-poll" not in page.content.decode()  # finished: the page stops polling
+    return page.content.decode()
+
+
 def test_a_zip_uploaded_on_the_page_becomes_an_audit_of_its_documents(client, cast, alice_key):
     archive = make.zipped({"a.txt": make.txt(["first essay"]), "sub/b.docx": make.docx(["two"])})
     response = _upload(client, cast["alice"], [_file(archive, "essays.zip")])
-    audit = Audit.objects.get()
-    assert response.status_code == 302 and response["Location"] == f"/audits/{audit.id}/"
+    reading = client.get(response["Location"]).content.decode()
+    assert 'id="audit-reading"' in reading
+    audit = _read(response)
     rows = list(audit.checks.order_by("position").values_list("client_id", "text"))
     assert rows == [("a.txt", "first essay"), ("sub/b.docx", "two")]
+    assert audit.num_texts == 2 and not Upload.objects.exists()
     assert audit.key_ids == [str(alice_key.id)]  # no key chosen: every key the team may use
 
 
@@ -110,7 +134,7 @@ def test_several_documents_at_once_become_one_audit(client, cast, alice_key):
         _file(make.html_page(["marked up"]), "two.html"),
         _file(make.pdf(["from a pdf"]), "three.pdf"),
     ]
-    assert _upload(client, cast["alice"], files).status_code == 302
+    _read(_upload(client, cast["alice"], files))
     rows = list(Check.objects.order_by("position").values_list("client_id", "text"))
     assert rows == [("one.txt", "plain"), ("two.html", "marked up"), ("three.pdf", "from a pdf")]
 
@@ -124,7 +148,7 @@ def test_a_csv_becomes_one_text_per_row_under_its_id_column(client, cast, alice_
         text_column="Body",
         id_column="post_id",
     )
-    assert response.status_code == 302
+    _read(response)
     rows = list(Check.objects.order_by("position").values_list("client_id", "text"))
     assert rows == [("p-1", "first post"), ("p-2", "second, with a comma")]
 
@@ -138,41 +162,46 @@ def test_the_chosen_keys_are_the_ones_tested(client, cast, alice_key, tokenizer_
     assert Audit.objects.get().key_ids == [str(other.id)]
 
 
-def test_every_refused_file_is_named_and_nothing_is_stored(client, cast, alice_key):
-    files = [
-        _file(b"fine", "ok.txt"),
-        _file(make.encrypted_pdf(["x"]), "locked.pdf"),
-        _file(b"\x00\x01", "sheet.xlsx"),
-        _file(b"  \n", "blank.txt"),
-    ]
+def test_an_unsupported_file_is_refused_in_the_request(client, cast, alice_key):
+    files = [_file(b"fine", "ok.txt"), _file(b"\x00\x01", "sheet.xlsx")]
     response = _upload(client, cast["alice"], files)
     html = response.content.decode()
     assert response.status_code == 400
-    assert "locked.pdf: the file is password-protected" in html
     assert "sheet.xlsx: unsupported file type" in html
+    assert "ok.txt" not in html and _nothing_stored() and not Upload.objects.exists()
+
+
+def test_every_file_the_worker_refuses_is_named_and_no_text_is_stored(client, cast, alice_key):
+    files = [
+        _file(b"fine", "ok.txt"),
+        _file(make.encrypted_pdf(["x"]), "locked.pdf"),
+        _file(b"  \n", "blank.txt"),
+    ]
+    html = _refused(client, _upload(client, cast["alice"], files))
+    assert "locked.pdf: the file is password-protected" in html
     assert "blank.txt: the document contains no text" in html
-    assert "ok.txt" not in html and _nothing_stored()
+    assert "ok.txt" not in html
 
 
 def test_a_bad_zip_member_or_csv_refuses_the_upload(client, cast, alice_key):
     archive = make.zipped({"ok.txt": b"fine", "scan.pdf": make.image_only_pdf()})
     table = b"id,content\n1,x\n"
     files = [_file(archive, "batch.zip"), _file(table, "posts.csv")]
-    html = _upload(client, cast["alice"], files).content.decode()
+    html = _refused(client, _upload(client, cast["alice"], files))
     assert "scan.pdf: the PDF has no text layer" in html
     assert "posts.csv: the CSV file has no column “text”" in html
-    assert _nothing_stored()
 
 
 def test_the_upload_limits_are_the_apis(client, cast, alice_key, settings):
     settings.PROVENANCE_MAX_AUDIT_TEXTS = 2
     archive = make.zipped({f"{i}.txt": b"essay" for i in range(3)})
-    response = _upload(client, cast["alice"], [_file(archive, "big.zip")])
-    assert response.status_code == 413
-    assert "big.zip: more documents than an audit may hold" in response.content.decode()
+    html = _refused(client, _upload(client, cast["alice"], [_file(archive, "big.zip")]))
+    assert "big.zip: more documents than an audit may hold" in html
+    assert Audit.objects.get().failure_code == "document_too_many_files"
+    Audit.objects.all().delete()
     settings.PROVENANCE_MAX_DOCUMENT_BYTES = 10
     response = _upload(client, cast["alice"], [_file(b"x" * 11, "long.txt")])
-    assert response.status_code == 413
+    assert response.status_code == 413  # the size is checked in the request
     assert "long.txt: the file is larger than the limit" in response.content.decode()
     assert _nothing_stored()
 
@@ -198,9 +227,9 @@ def test_a_refusal_is_shown_in_the_page_language(client, cast, alice_key):
     response = client.post(
         "/audits/", {"files": [_file(b"  ", "blank.txt")]}, HTTP_ACCEPT_LANGUAGE="ja"
     )
-    assert response.status_code == 400
-    assert "blank.txt: " in response.content.decode()
-    assert "the document contains no text" not in response.content.decode()
+    html = _refused(client, response, HTTP_ACCEPT_LANGUAGE="ja")
+    assert "blank.txt: " in html and "受け付けられませんでした" in html
+    assert "the document contains no text" not in html
 
 
 def test_uploading_without_a_team_or_a_file_is_refused(client, cast, alice_key):

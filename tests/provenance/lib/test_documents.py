@@ -1,5 +1,6 @@
 """Documents: text extraction per type (order kept), refusals naming the reason with nothing
-stored, and watermarked text found inside each type through the API, the form and audits."""
+kept, and watermarked text found inside each type through the API, the form and audits (read
+by the task bodies, as a worker does)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import io
 
 import pytest
 
+from provenance.audits.extraction import audit_extract
 from provenance.audits.services import audit_score_chunk
-from provenance.checks.models import Audit, Check, DetectionLog
+from provenance.checks.models import Check, DetectionLog, Upload
 from provenance.checks.services import check_score
 from provenance.lib import documents
 from tests.provenance import documents as make
@@ -162,6 +164,11 @@ def _nothing_stored() -> bool:
     return not Check.objects.exists() and not DetectionLog.objects.exists()
 
 
+def _nothing_kept() -> bool:
+    """No text and no staged file left: what a refused document leaves."""
+    return not Upload.objects.exists() and not Check.objects.exclude(text="").exists()
+
+
 @pytest.mark.parametrize("kind", sorted(make.MAKERS))
 def test_a_watermarked_text_inside_each_type_is_detected(alice, alice_key, wm_text, kind):
     content = make.MAKERS[kind](["A short human introduction.", wm_text])
@@ -169,19 +176,34 @@ def test_a_watermarked_text_inside_each_type_is_detected(alice, alice_key, wm_te
     response = alice.post("/api/v1/checks", {"file": file}, format="multipart")
     assert response.status_code == 202, response.content
     body = response.json()
-    assert body["filename"] == f"essay.{kind}" and "A short human introduction." in body["text"]
-    check_score(body["id"])
+    assert body["filename"] == f"essay.{kind}" and body["status"] == "pending"
+    assert body["text"] == ""  # read by the worker, not in the request
+    check_score(body["id"])  # the task body: reads the document, then scores its text
     done = alice.get(f"/api/v1/checks/{body['id']}").json()
     assert done["is_watermarked"] is True, done
+    assert "A short human introduction." in done["text"]
+    assert not Upload.objects.exists()  # the staged bytes are gone once read
+    log = DetectionLog.objects.get(check_run_id=body["id"])
+    assert log.text_sha256 == done["text_sha256"] != ""
 
 
-def test_a_refused_upload_is_a_400_naming_the_reason_and_stores_nothing(alice, alice_key):
+def test_a_refused_upload_fails_its_check_naming_the_reason_and_keeps_nothing(alice, alice_key):
     file = _upload(make.image_only_pdf(), "scan.pdf")
     response = alice.post("/api/v1/checks", {"file": file}, format="multipart")
-    assert response.status_code == 400
-    assert response.json()["code"] == "document_image_only"
-    assert "scan.pdf: the PDF has no text layer" in response.json()["detail"]
-    assert _nothing_stored()
+    assert response.status_code == 202
+    check_score(response.json()["id"])
+    body = alice.get(response["Location"]).json()
+    assert body["status"] == "failed" and body["failure_code"] == "document_image_only"
+    assert body["failure_reason"].startswith("scan.pdf: the PDF has no text layer")
+    assert body["text"] == "" and body["num_hypotheses"] is None
+    assert _nothing_kept()
+
+
+def test_an_unsupported_type_is_refused_in_the_request(alice, alice_key):
+    file = _upload(b"MZ\x90\x00", "tool.exe")
+    response = alice.post("/api/v1/checks", {"file": file}, format="multipart")
+    assert response.status_code == 400 and response.json()["code"] == "document_unsupported"
+    assert _nothing_stored() and not Upload.objects.exists()
 
 
 def test_an_oversized_upload_is_a_413(alice, alice_key, settings):
@@ -189,22 +211,36 @@ def test_an_oversized_upload_is_a_413(alice, alice_key, settings):
     file = _upload(b"x" * 500, "big.txt")
     response = alice.post("/api/v1/checks", {"file": file}, format="multipart")
     assert response.status_code == 413 and response.json()["code"] == "document_too_large"
-    assert _nothing_stored()
+    assert _nothing_stored() and not Upload.objects.exists()
 
 
-def test_a_document_whose_text_passes_the_check_limit_is_a_413(alice, alice_key, settings):
+def test_a_document_whose_text_passes_the_check_limit_fails_as_too_large(
+    alice, alice_key, settings
+):
     settings.PROVENANCE_MAX_TEXT_BYTES = 150
     file = _upload(make.pdf(PARAGRAPHS * 3), "long.pdf")
     response = alice.post("/api/v1/checks", {"file": file}, format="multipart")
-    assert response.status_code == 413 and response.json()["code"] == "document_too_large"
-    assert "long.pdf: its text passes the limit" in response.json()["detail"]
-    assert _nothing_stored()
+    check_score(response.json()["id"])
+    body = alice.get(response["Location"]).json()
+    assert body["failure_code"] == "document_too_large"
+    assert "long.pdf: its text passes the limit" in body["failure_reason"]
+    assert _nothing_kept()
 
 
 def test_text_and_file_together_are_refused(alice, alice_key):
     file = _upload(b"hello", "a.txt")
     response = alice.post("/api/v1/checks", {"file": file, "text": "hi"}, format="multipart")
     assert response.status_code == 400 and _nothing_stored()
+
+
+def _audit_from(alice, archive: bytes) -> str:
+    response = alice.post(
+        "/api/v1/audits", {"archive": _upload(archive, "batch.zip")}, format="multipart"
+    )
+    assert response.status_code == 202, response.content
+    assert response.json()["num_texts"] == 0  # until a worker has read the zip
+    assert Upload.objects.filter(audit_id=response.json()["id"]).count() == 1
+    return response.json()["id"]
 
 
 def test_an_audit_from_a_zip_names_each_check_by_its_file(alice, alice_key, wm_text, human_text):
@@ -215,12 +251,11 @@ def test_an_audit_from_a_zip_names_each_check_by_its_file(alice, alice_key, wm_t
             "essays/three.pdf": make.pdf([wm_text]),
         }
     )
-    response = alice.post(
-        "/api/v1/audits", {"archive": _upload(archive, "batch.zip")}, format="multipart"
-    )
-    assert response.status_code == 202, response.content
-    audit_id = response.json()["id"]
+    audit_id = _audit_from(alice, archive)
+    audit_extract(audit_id)  # the task body: reads the zip, stores and queues the checks
+    assert not Upload.objects.exists()
     audit_score_chunk(audit_id, list(Check.objects.values_list("id", flat=True)))
+    assert alice.get(f"/api/v1/audits/{audit_id}").json()["num_texts"] == 3
     items = alice.get(f"/api/v1/audits/{audit_id}/items").json()["results"]
     assert [(i["client_id"], i["is_watermarked"]) for i in items] == [
         ("essays/one.docx", True),
@@ -229,14 +264,14 @@ def test_an_audit_from_a_zip_names_each_check_by_its_file(alice, alice_key, wm_t
     ]
 
 
-def test_a_zip_with_a_bad_member_stores_no_audit(alice, alice_key):
+def test_a_zip_with_a_bad_member_fails_the_audit_with_no_texts(alice, alice_key):
     archive = make.zipped({"ok.txt": b"fine text", "locked.pdf": make.encrypted_pdf(["x"])})
-    response = alice.post(
-        "/api/v1/audits", {"archive": _upload(archive, "batch.zip")}, format="multipart"
-    )
-    assert response.status_code == 400 and response.json()["code"] == "document_encrypted"
-    assert "locked.pdf" in response.json()["detail"]
-    assert not Audit.objects.exists() and _nothing_stored()
+    audit_id = _audit_from(alice, archive)
+    audit_extract(audit_id)
+    body = alice.get(f"/api/v1/audits/{audit_id}").json()
+    assert body["status"] == "failed" and body["failure_code"] == "document_encrypted"
+    assert "locked.pdf" in body["failure_reason"] and body["finished_at"]
+    assert body["num_texts"] == 0 and _nothing_stored() and not Upload.objects.exists()
 
 
 def test_the_form_checks_an_uploaded_document(client, cast, alice_key, wm_text):
@@ -245,18 +280,23 @@ def test_the_form_checks_an_uploaded_document(client, cast, alice_key, wm_text):
     response = client.post("/", {"text": "", "file": file})
     assert response.status_code == 302
     check = Check.objects.get()
-    assert check.filename == "essay.docx" and check.text == wm_text
+    assert check.filename == "essay.docx" and check.status == "pending"
+    check_score(check.id)
+    check.refresh_from_db()
+    assert check.text == wm_text
     page = client.get(response["Location"]).content.decode()
     assert "essay.docx" in page
 
 
-def test_the_form_shows_a_refusal(client, cast, alice_key):
+def test_the_form_shows_a_refusal_on_the_checks_page(client, cast, alice_key):
     client.force_login(cast["alice"])
     file = _upload(make.encrypted_pdf(["x"]), "locked.pdf")
     response = client.post("/", {"text": "", "file": file})
-    assert response.status_code == 400
-    assert "locked.pdf: the file is password-protected" in response.content.decode()
-    assert _nothing_stored()
+    assert response.status_code == 302
+    check_score(Check.objects.get().id)
+    page = client.get(response["Location"]).content.decode()
+    assert "locked.pdf: the file is password-protected" in page
+    assert _nothing_kept()
 
 
 def test_every_refusal_code_has_a_message_on_the_form():
@@ -271,6 +311,8 @@ def test_the_form_names_a_slow_document_in_the_page_language(client, cast, alice
     client.force_login(cast["alice"])
     file = _upload(make.pdf(PARAGRAPHS), "slow.pdf")
     response = client.post("/", {"text": "", "file": file}, HTTP_ACCEPT_LANGUAGE="ja")
-    assert response.status_code == 413
-    assert "slow.pdf: ファイルの読み取りが時間の上限を超えました" in response.content.decode()
-    assert _nothing_stored()
+    assert response.status_code == 302
+    check_score(Check.objects.get().id)
+    page = client.get(response["Location"], HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    assert "slow.pdf: ファイルの読み取りが時間の上限を超えました" in page
+    assert _nothing_kept()

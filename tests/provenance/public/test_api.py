@@ -179,3 +179,36 @@ def test_the_answer_validates_against_the_shipped_answer_schema(published, check
     jsonschema.Draft202012Validator(schema).validate(body)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(schema).validate({**body, "score": 3.2})
+
+
+def test_documents_are_read_a_few_at_a_time_and_one_more_is_answered_503(
+    published, anon, wm_text, monkeypatch
+):
+    """Public verification reads its documents in the request (nothing is stored to poll):
+    with every slot of the process taken, a document is refused at once with Retry-After,
+    while a pasted text and an unsupported file are answered as ever (they take no slot)."""
+    import threading
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from provenance.public import services
+    from tests.provenance.public.conftest import solve
+
+    slots = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(services, "EXTRACTIONS", slots)
+    assert slots.acquire(blocking=False)  # another request is reading a document
+
+    def post(**data):
+        proof = solve(anon.get("/api/public/v1/challenge").json())
+        return anon.post(VERIFY, data, format="multipart", HTTP_X_PROVENANCE_POW=proof)
+
+    busy = post(file=SimpleUploadedFile("essay.txt", wm_text.encode()))
+    assert busy.status_code == 503 and busy["Retry-After"] == "5"
+    assert busy.json()["code"] == "document_busy"
+    assert post(file=SimpleUploadedFile("tool.exe", b"MZ")).json()["code"] == (
+        "document_unsupported"
+    )
+    assert post(text=wm_text).json()["verdict"] == "watermarked"
+    slots.release()
+    assert post(file=SimpleUploadedFile("essay.txt", wm_text.encode())).status_code == 200
+    assert slots.acquire(blocking=False)  # the slot was given back after reading
