@@ -24,7 +24,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from detector.reports import receipt
 from detector.reports.signed import text_sha256
-from provenance.checks.scoring import ScoringError, prepare_keys, score_texts
+from provenance.checks.scoring import KeyGroup, ScoringError, prepare_keys, score_texts
 from provenance.checks.services.validation import (
     document_extract,
     document_precheck,
@@ -181,23 +181,53 @@ def answer_for(text: str) -> dict[str, Any]:
         groups = prepare_keys(keys)
     except ScoringError:
         raise ProblemError("public verification is unavailable", status_code=503) from None
-    if all(len(g.loaded.encode_lazy(text)[0]) < MIN_TOKENS for g in groups):
-        answer = _answer(digest, keys, INCONCLUSIVE, None, None, 0)
-    else:
-        families.family_observe(text, digest)
-        (result,) = score_texts([text], groups, threshold=settings.PROVENANCE_THRESHOLD)
-        best = None if result.best is None else result.hypotheses[result.best]
-        marked = result.verdict == WATERMARKED and best is not None
-        answer = _answer(
-            digest,
-            keys,
-            result.verdict,
-            best.key.public_name if marked and best else None,
-            math.floor(result.log10_p) if marked else None,
-            best.detection.num_scored_tokens if best else 0,
-        )
+    if not too_short(text, groups):
+        families.family_observe(text, digest)  # a text too short to test is no variant
+    (decided,) = decisions([text], groups, threshold=settings.PROVENANCE_THRESHOLD)
+    answer = _answer(digest, keys, decided)
     cache.set(cache_key, answer, ANSWER_TTL_S)
     return answer
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a public answer says of a text, before it is signed."""
+
+    verdict: str
+    model: str | None  # the public name of the key the watermark points to, when watermarked
+    strength: int | None  # floor(log10 p) of the family's corrected p-value, when watermarked
+    tokens_scored: int
+
+
+def too_short(text: str, groups: list[KeyGroup]) -> bool:
+    """Shorter than ``MIN_TOKENS`` under every published tokenizer: answered untested."""
+    return all(len(g.loaded.encode_lazy(text)[0]) < MIN_TOKENS for g in groups)
+
+
+def decisions(texts: list[str], groups: list[KeyGroup], *, threshold: float) -> list[Decided]:
+    """The public decision of each text against every key of ``groups`` (the product's one
+    decision, ``score_texts``: Holm over all of them), coarsened as the answer shows it; a
+    text ``too_short`` is inconclusive untested. ``benchmarks/bench_public.py`` measures it."""
+    short = [too_short(t, groups) for t in texts]
+    tested = [t for t, s in zip(texts, short, strict=True) if not s]
+    results = iter(score_texts(tested, groups, threshold=threshold) if tested else [])
+    out = []
+    for is_short in short:
+        if is_short:
+            out.append(Decided(INCONCLUSIVE, None, None, 0))
+            continue
+        result = next(results)
+        best = None if result.best is None else result.hypotheses[result.best]
+        marked = result.verdict == WATERMARKED and best is not None
+        out.append(
+            Decided(
+                result.verdict,
+                best.key.public_name if marked and best else None,
+                math.floor(result.log10_p) if marked else None,
+                best.detection.num_scored_tokens if best else 0,
+            )
+        )
+    return out
 
 
 def _keys_hash(keys: list[WatermarkKey]) -> str:
@@ -205,21 +235,14 @@ def _keys_hash(keys: list[WatermarkKey]) -> str:
     return hashlib.sha256(names.encode()).hexdigest()[:16]
 
 
-def _answer(
-    digest: str,
-    keys: list[WatermarkKey],
-    verdict: str,
-    model: str | None,
-    strength: int | None,
-    tokens: int,
-) -> dict[str, Any]:
+def _answer(digest: str, keys: list[WatermarkKey], decided: Decided) -> dict[str, Any]:
     payload = {
         "issuer": settings.PROVENANCE_PUBLIC_ORGANIZATION,
         "text": {"sha256": digest},
-        "verdict": verdict,
-        "model": model,
-        "strength": strength,
-        "tokens_scored": tokens,
+        "verdict": decided.verdict,
+        "model": decided.model,
+        "strength": decided.strength,
+        "tokens_scored": decided.tokens_scored,
         "models": [k.public_name for k in keys],
         "at": timezone.now().isoformat(),
     }
