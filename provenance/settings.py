@@ -546,6 +546,9 @@ REST_FRAMEWORK = {
         "detect": env_str("PROVENANCE_DETECT_THROTTLE", "120/min"),
     },
     "EXCEPTION_HANDLER": "provenance.api_errors.exception_handler",
+    # The client's address (budgets and throttles): REMOTE_ADDR unless this many proxies of
+    # the deployment's own append to X-Forwarded-For; a client's own header is never trusted.
+    "NUM_PROXIES": env_int("PROVENANCE_TRUSTED_PROXIES", 0, minimum=0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Provenance API",
