@@ -60,3 +60,22 @@ def test_every_test_package_folder_has_its_init():
         for parent in folder.relative_to(ROOT / "tests").parents:
             if parent != Path("."):
                 assert (ROOT / "tests" / parent / "__init__.py").is_file(), parent
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_product_module_is_over_500_lines():
+    modules = [
+        path
+        for package in (*PACKAGES, "provenance")
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts
+    ]
+    assert len(modules) > 100
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in modules
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, long
