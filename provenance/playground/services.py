@@ -245,11 +245,13 @@ def reply_stream(message: Message) -> Iterator[dict[str, Any]]:
         yield {"type": "start", "message": str(message.pk), "key": message.key_name}
         yield from state.run()
     except GeneratorExit:
-        state.status = Message.Status.STOPPED
+        if not state.stored:  # a client gone after the last event leaves the reply as it was
+            state.status = Message.Status.STOPPED
         raise
     finally:
         _release_stream()
-        state.save()
+        if not state.stored:
+            state.save()
 
 
 class _Reply:
@@ -266,6 +268,7 @@ class _Reply:
         self.status = Message.Status.FAILED
         self.error = "interrupted"
         self.meter: Meter | None = None
+        self.stored = False  # the reply's final state is saved (its last event follows)
 
     def run(self) -> Iterator[dict[str, Any]]:
         try:
@@ -283,9 +286,11 @@ class _Reply:
                     yield event
         except GeneratorError as exc:
             self.status, self.error = Message.Status.FAILED, exc.message
+            self.store()  # before the last event: a page that reloads on it sees the reply so
             yield _error_event(self.message, exc.message, exc.kind)
             return
         self.status, self.error = Message.Status.DONE, ""
+        self.store()
         yield {"type": "done", **self._summary()}
 
     def _request(self) -> ChatRequest:
@@ -336,6 +341,10 @@ class _Reply:
         reported = self.provenance.get("tokenizer_hash")
         key = self.message.key
         return bool(reported and key and reported != key.tokenizer.content_hash)
+
+    def store(self) -> None:
+        self.save()
+        self.stored = True
 
     def save(self) -> None:
         p = self.provenance

@@ -88,3 +88,67 @@ def test_the_meter_rounds_p_for_the_basic_tier(alice_key):
     reading = meter.read(ids)["log10_p"]
     exact = services.Meter(alice_key).read(ids)["log10_p"]
     assert reading == int(reading) and reading <= exact < reading + 1
+
+
+def _streaming_reply(cast, alice_key) -> Message:
+    conversation = services.conversation_create(user=cast["alice"])
+    return services.reply_start(
+        user=cast["alice"],
+        conversation=conversation,
+        content="Hello there.",
+        key_id=str(alice_key.id),
+        watermark=True,
+        sampling=services.Sampling(temperature=1.0, top_p=1.0, max_tokens=8),
+    )
+
+
+def test_a_failed_reply_is_stored_before_the_page_hears_of_it(cast, alice_key, monkeypatch):
+    from provenance.playground.client import GeneratorError
+
+    def down(config, request):
+        raise GeneratorError("the generator is not reachable", "down")
+        yield  # a generator, as the real client is
+
+    monkeypatch.setattr(services, "stream_chat", down)
+    message = _streaming_reply(cast, alice_key)
+    for event in services.reply_stream(message):
+        if event["type"] == "error":
+            # A page that reloads on this event reads the reply as failed, not streaming.
+            message.refresh_from_db()
+            assert message.status == Message.Status.FAILED
+            assert message.error == "the generator is not reachable"
+
+
+def test_a_client_gone_after_the_last_event_leaves_the_reply_done(cast, alice_key, monkeypatch):
+    from provenance.playground.client import Chunk
+
+    def replies(config, request):
+        yield Chunk(text=" Hi", token_ids=(1, 2), finish_reason="stop")
+
+    monkeypatch.setattr(services, "stream_chat", replies)
+    message = _streaming_reply(cast, alice_key)
+    events = services.reply_stream(message)
+    while next(events)["type"] != "done":
+        pass
+    message.refresh_from_db()
+    assert message.status == Message.Status.DONE and message.content == " Hi"
+    events.close()  # the client hangs up before the stream ends
+    message.refresh_from_db()
+    assert message.status == Message.Status.DONE
+
+
+def test_a_client_gone_mid_reply_stops_it_with_the_partial_text(cast, alice_key, monkeypatch):
+    from provenance.playground.client import Chunk
+
+    def replies(config, request):
+        yield Chunk(text=" Hi", token_ids=(1, 2))
+        yield Chunk(text=" there", token_ids=(3,), finish_reason="stop")
+
+    monkeypatch.setattr(services, "stream_chat", replies)
+    message = _streaming_reply(cast, alice_key)
+    events = services.reply_stream(message)
+    while next(events)["type"] != "token":
+        pass
+    events.close()
+    message.refresh_from_db()
+    assert message.status == Message.Status.STOPPED and message.content == " Hi"
