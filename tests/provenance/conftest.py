@@ -259,6 +259,17 @@ def celery_worker(django_db_setup, django_db_blocker, redis_server, tmp_path_fac
     stop_process(worker, timeout=20)
 
 
+@pytest.fixture
+def published_tasks(monkeypatch) -> list[tuple[str, tuple]]:
+    """The task messages this test sends to the broker (name, arguments): none leaves the
+    process."""
+    from provenance.checks import queue
+
+    sent: list[tuple[str, tuple]] = []
+    monkeypatch.setattr(queue, "publish", lambda name, *args: sent.append((name, args)) or True)
+    return sent
+
+
 @pytest.fixture(scope="module")
 def quiet_redis(tmp_path_factory):
     """A Redis no worker consumes from: what the sweeper queues stays there to be seen."""

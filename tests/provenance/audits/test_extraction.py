@@ -24,24 +24,17 @@ from provenance.errors import Conflict, ProblemError
 from tests.provenance import documents as make
 
 
-@pytest.fixture
-def published(monkeypatch):
-    sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(queue, "publish", lambda name, *args: sent.append((name, args)) or True)
-    return sent
-
-
 def _submit(cast, files, **kwargs) -> Audit:
     return audit_upload_submit(user=cast["alice"], files=files, **kwargs)[0]
 
 
 def test_the_request_stages_each_file_and_queues_only_the_audits_id(
-    cast, alice_key, published, django_capture_on_commit_callbacks
+    cast, alice_key, published_tasks, django_capture_on_commit_callbacks
 ):
     files = [("a.zip", make.zipped({"x.txt": b"one"})), ("b.csv", b"text\nrow\n"), ("c.md", b"m")]
     with django_capture_on_commit_callbacks(execute=True):
         audit = _submit(cast, files, text_column="text")
-    assert published == [(queue.EXTRACT_AUDIT, (str(audit.id),))]
+    assert published_tasks == [(queue.EXTRACT_AUDIT, (str(audit.id),))]
     staged = list(Upload.objects.filter(audit=audit).values_list("kind", "filename", "options"))
     columns = {"text_column": "text", "id_column": ""}
     assert staged == [("archive", "a.zip", columns), ("table", "b.csv", columns)] + [

@@ -22,20 +22,12 @@ def alice(api_for):
     return api_for("alice")
 
 
-@pytest.fixture
-def published(monkeypatch):
-    """The task messages sent to the broker (none leaves the process)."""
-    sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(queue, "publish", lambda name, *args: sent.append((name, args)) or True)
-    return sent
-
-
 def _post(client, text, wait="5", **extra):
     return client.post(f"/api/v1/checks?wait={wait}", {"text": text, **extra}, format="json")
 
 
 def test_a_short_text_is_answered_201_with_its_verdict_and_never_queued(
-    alice, alice_key, wm_text, published, django_capture_on_commit_callbacks
+    alice, alice_key, wm_text, published_tasks, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
         response = _post(alice, wm_text)
@@ -44,7 +36,7 @@ def test_a_short_text_is_answered_201_with_its_verdict_and_never_queued(
     assert body["status"] == "done" and body["is_watermarked"] is True
     assert body["best_key"] == "acme-main" and len(body["hypotheses"]) == 1
     assert response["Location"] == f"/api/v1/checks/{body['id']}"
-    assert published == []
+    assert published_tasks == []
     assert DetectionLog.objects.get().check_run_id is not None  # the audit log holds
     heatmap = alice.get(f"/api/v1/checks/{body['id']}?tokens=1").json()["heatmap"]
     assert len(heatmap["scores"]) == body["num_tokens"]
@@ -80,7 +72,7 @@ def test_a_failed_inline_answer_is_what_reading_the_check_back_answers(alice, al
 
 
 def test_a_text_over_the_inline_limit_is_queued_and_waited_for(
-    alice, alice_key, wm_text, settings, published, django_capture_on_commit_callbacks
+    alice, alice_key, wm_text, settings, published_tasks, django_capture_on_commit_callbacks
 ):
     settings.PROVENANCE_INLINE_MAX_BYTES = len(wm_text.encode()) - 1
     start = time.monotonic()
@@ -88,7 +80,7 @@ def test_a_text_over_the_inline_limit_is_queued_and_waited_for(
         response = _post(alice, wm_text, wait="0.3")
     assert time.monotonic() - start >= 0.3  # no worker here: it waited the whole time
     assert response.status_code == 202 and response.json()["status"] == "pending"
-    assert published == [(queue.SCORE_CHECK, (response.json()["id"],))]
+    assert published_tasks == [(queue.SCORE_CHECK, (response.json()["id"],))]
 
 
 @pytest.mark.parametrize("wait", ["soon", "-1", "31", "nan", "inf"])
@@ -141,11 +133,11 @@ def test_a_database_failure_while_storing_inline_answers_503_and_stores_nothing(
 
 
 def test_a_check_a_model_would_assist_is_left_to_the_worker(
-    alice, alice_key, wm_text, settings, published, django_capture_on_commit_callbacks
+    alice, alice_key, wm_text, settings, published_tasks, django_capture_on_commit_callbacks
 ):
     settings.PROVENANCE_MODEL_ASSIST, settings.PROVENANCE_ASSIST_MAX_TOKENS = True, 2048
     assert alice_key.tokenizer.model_path  # the embedded tokenizer comes with its model
     with django_capture_on_commit_callbacks(execute=True):
         response = _post(alice, wm_text, wait="0.1")
     assert response.status_code == 202 and response.json()["status"] == "pending"
-    assert published == [(queue.SCORE_CHECK, (response.json()["id"],))]
+    assert published_tasks == [(queue.SCORE_CHECK, (response.json()["id"],))]

@@ -19,20 +19,13 @@ from provenance.heartbeats.services import checks_claim
 from tests.provenance import documents as make
 
 
-@pytest.fixture
-def published(monkeypatch):
-    sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(queue, "publish", lambda name, *args: sent.append((name, args)) or True)
-    return sent
-
-
 def test_the_request_stages_the_file_and_queues_only_the_checks_id(
-    cast, alice_key, published, django_capture_on_commit_callbacks
+    cast, alice_key, published_tasks, django_capture_on_commit_callbacks
 ):
     content = make.docx(["a staged essay"])
     with django_capture_on_commit_callbacks(execute=True):
         check = check_document_create(user=cast["alice"], filename="in/essay.docx", content=content)
-    assert published == [(queue.SCORE_CHECK, (str(check.id),))]  # no bytes, no key
+    assert published_tasks == [(queue.SCORE_CHECK, (str(check.id),))]  # no bytes, no key
     stored = Check.objects.get()
     assert (stored.status, stored.text, stored.filename) == ("pending", "", "essay.docx")
     assert bytes(Upload.objects.get(check_run=stored).content) == content
