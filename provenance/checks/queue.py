@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from provenance.celery import app
+from provenance.checks.models import Check
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,15 @@ def publish(task_name: str, *args: Any) -> bool:
         )
         return False
     return True
+
+
+def check_publish(check: Check) -> None:
+    """After a new check's commit: publish its scoring; a failed publish clears its
+    queued_at, in the database and on the object the caller answers with, so the sweeper
+    takes it."""
+    if not publish(SCORE_CHECK, str(check.id)):
+        Check.objects.filter(id=check.id).update(queued_at=None)
+        check.queued_at = None
 
 
 def backlog() -> int | None:

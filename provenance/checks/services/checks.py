@@ -103,7 +103,7 @@ def check_create(
         quota_consume(user, 1)
         inserts.run()
         if scored is None:
-            transaction.on_commit(lambda: _publish_created(check))
+            transaction.on_commit(lambda: queue.check_publish(check))
     if hypotheses is not None:  # the answer is built from what was written, not read back
         prefetched(check, "hypotheses", hypotheses)
     return check
@@ -137,14 +137,6 @@ def _score_inline(text: str, keys: list[WatermarkKey]) -> TextResult | ScoringEr
         return score_text(text, groups, threshold=settings.PROVENANCE_THRESHOLD)
     except ScoringError as exc:
         return exc
-
-
-def _publish_created(check: Check) -> None:
-    """After the commit: publish a new check; a failed publish clears its queued_at, in the
-    database and on the object the caller answers with, so the sweeper takes it."""
-    if not queue.publish(queue.SCORE_CHECK, str(check.id)):
-        Check.objects.filter(id=check.id).update(queued_at=None)
-        check.queued_at = None
 
 
 def check_enqueue(check_ids: Sequence[Any]) -> int:

@@ -63,14 +63,8 @@ def check_document_create(
         Upload.objects.create(
             check_run=check, kind=Upload.Kind.DOCUMENT, filename=name[:255], content=content
         )
-        transaction.on_commit(lambda: _publish(check))
+        transaction.on_commit(lambda: queue.check_publish(check))
     return check
-
-
-def _publish(check: Check) -> None:
-    if not queue.publish(queue.SCORE_CHECK, str(check.id)):  # the sweeper takes it
-        Check.objects.filter(id=check.id).update(queued_at=None)
-        check.queued_at = None
 
 
 def check_text_read(check: Check, claim: str) -> bool:
