@@ -22,13 +22,13 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from provenance.accounts.models import Team
 from provenance.audits import uploads
-from provenance.audits.services import audit_items_store, audit_replay
+from provenance.audits.services import audit_items_store, audit_once
 from provenance.checks import queue
 from provenance.checks.models import Audit, Status, Upload
 from provenance.checks.scoring import ScoringError
@@ -71,20 +71,13 @@ def audit_upload_submit(
         callback_url = webhooks.callback_url_validate(callback_url)
     columns = {"text_column": text_column, "id_column": id_column}
     digest = _request_hash(staged, key_ids, columns)
-    if idempotency_key:
-        existing = audit_replay(team, idempotency_key, digest)
-        if existing is not None:
-            return existing, False
-    try:
-        stored = _staged_store(
-            user, team, staged, keys, (idempotency_key, digest, callback_url), columns
-        )
-    except IntegrityError:  # a concurrent request with the same Idempotency-Key won the race
-        existing = audit_replay(team, idempotency_key, digest)
-        if existing is None:
-            raise
-        return existing, False
-    return stored, True
+    request = (idempotency_key, digest, callback_url)
+    return audit_once(
+        team,
+        idempotency_key,
+        digest,
+        lambda: _staged_store(user, team, staged, keys, request, columns),
+    )
 
 
 def _request_hash(

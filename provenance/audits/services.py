@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -53,13 +53,26 @@ def audit_submit(
     if callback_url:
         callback_url = webhooks.callback_url_validate(callback_url)
     digest = _request_hash(items, None if key_ids is None else [str(k) for k in key_ids])
+    return audit_once(
+        team,
+        idempotency_key,
+        digest,
+        lambda: _audit_store(user, team, items, keys, idempotency_key, digest, callback_url),
+    )
+
+
+def audit_once(
+    team: Team, idempotency_key: str, digest: str, store: Callable[[], Audit]
+) -> tuple[Audit, bool]:
+    """(audit, created): the audit an earlier request with this Idempotency-Key and the
+    same ``digest`` made, else the one ``store()`` makes; another request under the key is a
+    conflict. A concurrent request that stored first (the unique key) is answered too."""
     if idempotency_key:
         existing = audit_replay(team, idempotency_key, digest)
         if existing is not None:
             return existing, False
     try:
-        stored = _audit_store(user, team, items, keys, idempotency_key, digest, callback_url)
-        return stored, True
+        return store(), True
     except IntegrityError:
         # A concurrent request with the same Idempotency-Key won the race.
         existing = audit_replay(team, idempotency_key, digest)
