@@ -181,9 +181,10 @@ def answer_for(text: str) -> dict[str, Any]:
         groups = prepare_keys(keys)
     except ScoringError:
         raise ProblemError("public verification is unavailable", status_code=503) from None
-    if not too_short(text, groups):
+    short = too_short(text, groups)
+    if not short:
         families.family_observe(text, digest)  # a text too short to test is no variant
-    (decided,) = decisions([text], groups, threshold=settings.PROVENANCE_THRESHOLD)
+    (decided,) = decisions([text], groups, threshold=settings.PROVENANCE_THRESHOLD, short=[short])
     answer = _answer(digest, keys, decided)
     cache.set(cache_key, answer, ANSWER_TTL_S)
     return answer
@@ -204,11 +205,20 @@ def too_short(text: str, groups: list[KeyGroup]) -> bool:
     return all(len(g.loaded.encode_lazy(text)[0]) < MIN_TOKENS for g in groups)
 
 
-def decisions(texts: list[str], groups: list[KeyGroup], *, threshold: float) -> list[Decided]:
+def decisions(
+    texts: list[str],
+    groups: list[KeyGroup],
+    *,
+    threshold: float,
+    short: list[bool] | None = None,
+) -> list[Decided]:
     """The public decision of each text against every key of ``groups`` (the product's one
     decision, ``score_texts``: Holm over all of them), coarsened as the answer shows it; a
-    text ``too_short`` is inconclusive untested. ``benchmarks/bench_public.py`` measures it."""
-    short = [too_short(t, groups) for t in texts]
+    text ``too_short`` is inconclusive untested (``short``: those flags when the caller has
+    them already, so no text is tokenized for them twice). ``benchmarks/bench_public.py``
+    measures it."""
+    if short is None:
+        short = [too_short(t, groups) for t in texts]
     tested = [t for t, s in zip(texts, short, strict=True) if not s]
     results = iter(score_texts(tested, groups, threshold=threshold) if tested else [])
     out = []
