@@ -111,10 +111,14 @@ class Instance:
         )
 
     def _answers(self) -> bool:
+        # This instance's own document: a port picked free can still be taken by another
+        # server before this one binds it, and that server's answer is not this one's.
         try:
-            return httpx.get(self.discovery, timeout=1).status_code == 200
-        except httpx.HTTPError:
+            response = httpx.get(self.discovery, timeout=1)
+            found = response.json()["organization"]["name"] if response.status_code == 200 else ""
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return False
+        return bool(found == self.organization)
 
     def stop(self) -> None:
         if self.process is not None:

@@ -59,6 +59,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory, black_hole: int) -> Iterator[
     root = tmp_path_factory.mktemp("peers")
     a = Instance(root / "a", "Org A", "A model", KEY_A)
     b = Instance(root / "b", "Org B", "B model", KEY_B)
+    while b.port == a.port:  # free ports are picked before either binds
+        b.port = free_port()
     dead = f"http://127.0.0.1:{free_port()}/.well-known/provenance.json"
     hole = f"http://127.0.0.1:{black_hole}/.well-known/provenance.json"
     try:
