@@ -197,7 +197,11 @@ def test_a_team_admin_calibrates_from_the_keys_page_with_a_real_worker(
     try:
         assert "Calibrate</button>" in client.get("/keys/").content.decode()
         assert client.post(f"/keys/{alice_key.id}/calibrate").status_code == 302
-        assert "queued or running" in client.get("/keys/").content.decode()
+        page = client.get("/keys/").content.decode()
+        # The worker may finish eight texts before the page is read: the page must say
+        # so whenever the run was still live after it was drawn (test_views pins the text).
+        if KeyCalibration.objects.get(key=alice_key).status in ("pending", "running"):
+            assert "queued or running" in page
     finally:
         before_task_publish.disconnect(keep)
     run = KeyCalibration.objects.get(key=alice_key)
