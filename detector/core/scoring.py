@@ -1,5 +1,5 @@
 """Per-token scores ``s = -log(1 - u)``: numpy (or, for long inputs, the compiled PRF of
-``detector.core.compiled``) on the CPU, ``kernels.score_tokens`` on CUDA.
+``detector.core.compiled_prf``) on the CPU, ``kernels.score_tokens`` on CUDA.
 
 The GPU path is taken only when a CUDA device is visible (checked without importing torch on
 machines that have no NVIDIA device node) and ``PROVENANCE_DEVICE`` is not ``cpu``. Both paths
@@ -30,20 +30,54 @@ def token_scores(
     ``mask``, only the rows where it holds are scored (``[mask.sum()]``, in row order).
 
     Long inputs (``COMPILED_FROM`` rows and more) take the compiled PRF
-    (``detector.core.compiled.uniforms``: the same words, ~2x faster, and no gathered copy
+    (``detector.core.compiled_prf.uniforms``: the same words, ~2x faster, and no gathered copy
     of the masked rows); short ones numpy's (``detector.core.prf``). Both give the same
     float32 uniforms bit for bit, so the same scores.
     """
     if np.shape(ids)[0] >= COMPILED_FROM:
-        from detector.core import compiled
+        from detector.core import compiled_prf
 
         rows = np.ones(np.shape(ids)[0], np.bool_) if mask is None else mask
-        u = compiled.uniforms(prf.check_key(key), contexts, ids, rows)
+        u = compiled_prf.uniforms(prf.check_key(key), contexts, ids, rows)
     else:
         if mask is not None:
             contexts, ids = contexts[mask], ids[mask]
         u = prf.uniform(prf.uint32(key, contexts, ids))
     return -np.log1p(-u.astype(np.float64))
+
+
+def spread_scores(
+    config: KeyConfig, ids: NDArray[np.int64], mask: NDArray[np.bool_]
+) -> NDArray[np.float64]:
+    """``config_scores`` of the rows of ``ids`` where ``mask`` holds, at their positions
+    (``[n]``, 0.0 elsewhere), the contexts taken at ``config.context_width``. Long inputs
+    compute each PRF word from the ids in place (``compiled_prf.spread_uniforms``) and the scores
+    over it in place: no context array, gather, scatter or temporary (each fresh array right
+    after a tokenization costs its page faults); the same floats as the masked
+    ``config_scores``."""
+    if ids.shape[0] < COMPILED_FROM:
+        from detector.core.contexts import build_contexts
+
+        out = np.zeros(ids.shape[0], np.float64)
+        if mask.any():
+            out[mask] = config_scores(config, build_contexts(ids, config.context_width), ids, mask)
+        return out
+    from detector.core import compiled_prf
+
+    def scores(key: int) -> NDArray[np.float64]:
+        s = compiled_prf.spread_uniforms(prf.check_key(key), ids, config.context_width, mask)
+        np.negative(s, out=s)  # -log1p(-u), as token_scores; off the mask -log1p(-0.0) = +0.0
+        np.log1p(s, out=s)
+        return np.negative(s, out=s)
+
+    if config.algorithm == "gumbel":
+        return scores(config.key)
+    a = scores(prf.derive_key(config.key, b"key_a"))
+    b = scores(prf.derive_key(config.key, b"key_b"))
+    a *= 1.0 - config.alpha  # (1 - alpha) * a + alpha * b, as config_scores
+    b *= config.alpha
+    a += b
+    return a
 
 
 def config_scores(

@@ -214,38 +214,38 @@ class Document:
 
 @dataclass(frozen=True)
 class _Masks:
-    """What the hypotheses of one configuration share: contexts ``[n, w]``, the de-duplicated
-    positions (vLLM's scored set) and the positions the decision scores (``scored``: the
-    de-duplicated ones minus the pairs common in human text)."""
+    """What the hypotheses of one configuration share: the de-duplicated positions (vLLM's
+    scored set) and the positions the decision scores (``scored``: the de-duplicated ones
+    minus the pairs common in human text)."""
 
-    contexts: NDArray[np.int64]
     dedup: NDArray[np.bool_]
     scored: NDArray[np.bool_]
 
 
 def _scored_mask(ids: NDArray[np.int64], config: KeyConfig, ngrams: NgramTable | None) -> _Masks:
     width = config.context_width
-    contexts = build_contexts(ids, width)
-    table = ngrams if ngrams is not None and ngrams.applies_to(width) else None
-    if table is not None and len(table) and ids.shape[0] >= COMPILED_FROM:
-        # One compiled pass hashes every context and every (context, token) pair; the
-        # de-duplication set is keyed by the same context hashes (detector.core.compiled).
+    table = ngrams if ngrams is not None and ngrams.applies_to(width) and len(ngrams) else None
+    if ids.shape[0] >= COMPILED_FROM:
+        # One compiled pass from the ids: each context's hash keys the de-duplication set and
+        # its (context, token) fingerprint the table's (detector.core.compiled).
         from detector.core import compiled
 
-        context_hashes, grams = compiled.gram_hashes(ids, width)
-        common = table.contains(grams)
-        if not config.deduplicate:
-            dedup = np.ones(ids.shape[0], np.bool_)
-        else:
-            dedup = compiled.dedup_mask(contexts, config.max_history, context_hashes)
-        return _Masks(contexts, dedup, dedup & ~common)
+        dedup, scored = compiled.scored_masks(
+            ids,
+            width,
+            deduplicate=config.deduplicate,
+            max_history=config.max_history,
+            table=None if table is None else table.hash_set,
+        )
+        return _Masks(dedup, dedup if table is None else scored)
+    contexts = build_contexts(ids, width)
     if config.deduplicate:
         dedup = dedup_mask(contexts, config.max_history)
     else:
         dedup = np.ones(ids.shape[0], np.bool_)
     if table is None:
-        return _Masks(contexts, dedup, dedup)
-    return _Masks(contexts, dedup, dedup & ~table.common_mask(ids, contexts))
+        return _Masks(dedup, dedup)
+    return _Masks(dedup, dedup & ~table.common_mask(ids, contexts))
 
 
 def _masks(ids: NDArray[np.int64], doc: Document) -> list[_Masks]:
@@ -271,14 +271,15 @@ def _detection(
     model: PowerModel | None = None,
     observed: ArrayLike | None = None,
 ) -> Detection:
-    """``scores`` holds every de-duplicated position's score (0.0 elsewhere)."""
+    """``scores`` holds every de-duplicated position's score (0.0 elsewhere); it becomes the
+    detection's ``token_scores`` (the skipped positions zeroed in place)."""
     mask = masks.scored
     vllm_n = int(masks.dedup.sum())
     vllm_total = float(scores.sum())
     if mask is masks.dedup:
         n, total, kept = vllm_n, vllm_total, scores
-    else:
-        kept = np.where(mask, scores, 0.0)
+    else:  # zero the skipped positions in place: scores are finite and >= 0, so s * 0 = +0.0
+        kept = np.multiply(scores, mask, out=scores)
         n, total = int(mask.sum()), float(kept.sum())
     p_value, log10_p = survival(config, total, n)
     vllm = (p_value, log10_p) if mask is masks.dedup else survival(config, vllm_total, vllm_n)
@@ -356,20 +357,13 @@ def detect_batch(
         full = _gpu_scores([ids for ids, *_ in flat], [c for *_, c in flat])
         scores = [np.where(m.dedup, s, 0.0) for (_, m, _), s in zip(flat, full, strict=True)]
     else:
-        scores = [_cpu_scores(ids, m.contexts, m.dedup, c) for ids, m, c in flat]
+        scores = [scoring.spread_scores(c, ids, m.dedup) for ids, m, c in flat]
     expected = [(d.expected_scores, d.observed_scores) for d in docs for _ in d.configs]
     found = iter(
         _detection(ids, m, s, c, threshold, e, model, o)
         for (ids, m, c), s, (e, o), model in zip(flat, scores, expected, models, strict=True)
     )
     return [[next(found) for _ in doc.configs] for doc in docs]
-
-
-def _cpu_scores(ids: NDArray, contexts: NDArray, mask: NDArray, config: KeyConfig) -> NDArray:
-    scores = np.zeros(ids.shape[0], np.float64)
-    if mask.any():
-        scores[mask] = scoring.config_scores(config, contexts, ids, mask)
-    return scores
 
 
 def _gpu_scores(arrays: list[NDArray], configs: Sequence[KeyConfig]) -> list[NDArray]:

@@ -30,6 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from detector.core.contexts import COMPILED_FROM
+
 MIN_WINDOW = 32  # scored tokens: shorter runs cannot carry a usable signal at real entropies
 LENGTH_RATIO = 1.25  # window lengths grow by this factor; refinement closes the gaps
 STRIDE_FRACTION = 16  # starts every L/16 scored tokens
@@ -190,8 +192,37 @@ def best_windows(scores: Sequence[NDArray[np.float64]]) -> list[Window | None]:
         return out
     cums = [np.concatenate([[0.0], np.cumsum(scores[i], dtype=np.float64)]) for i in keep]
     base = np.cumsum([0] + [c.shape[0] for c in cums])[:-1]
-    cum = np.concatenate(cums)
+    cum = cums[0] if len(cums) == 1 else np.concatenate(cums)
     ns = np.asarray([c.shape[0] - 1 for c in cums], np.int64)
+    if len(keep) == 1 and ns[0] >= COMPILED_FROM:
+        # One long text: the compiled coarse pass, without the family's arrays (~2.5 n).
+        start, stop, best_lp = _coarse_compiled(cum)
+    else:
+        start, stop, best_lp = _coarse_batch(cum, base, ns)
+    start, stop, best_lp = _refine_batch(cum, base, ns, start, stop, best_lp)
+    for t, i_text in enumerate(keep):
+        out[i_text] = Window(int(start[t]), int(stop[t]), float(best_lp[t]))
+    return out
+
+
+def _coarse_compiled(cum: NDArray[np.float64]) -> tuple[NDArray, NDArray, NDArray]:
+    """``_coarse_batch`` of one text by ``detector.core.compiled.coarse_scan``: the same sums
+    by the same subtraction, the same first maximum per length and first minimum p."""
+    from detector.core import compiled
+
+    lengths = _lengths(cum.shape[0] - 1)
+    best, where = compiled.coarse_scan(cum, lengths, STRIDE_FRACTION)
+    lp = log10_gamma_sf(lengths, best)
+    k = int(np.argmin(lp))
+    start = np.asarray([where[k]], np.int64)
+    return start, start + lengths[k], lp[k : k + 1].copy()
+
+
+def _coarse_batch(
+    cum: NDArray[np.float64], base: NDArray[np.int64], ns: NDArray[np.int64]
+) -> tuple[NDArray, NDArray, NDArray]:
+    """Each text's best coarse window (start, stop, log10 p) by numpy over every text's
+    family at once."""
     fams = [_family(int(n)) for n in ns]
     # Coarse: best sum per (text, length), the length of smallest p per text, its best start.
     starts = np.concatenate([f[0] + b for f, b in zip(fams, base, strict=True)])
@@ -211,9 +242,19 @@ def best_windows(scores: Sequence[NDArray[np.float64]]) -> list[Window | None]:
     idx, owner, _ = _ragged(blocks[k], block_end[k])
     i = idx[_first_in_segments(sums[idx] == best[k][owner], seg)]
     start = starts[i] - base
-    stop = start + lengths[i]
-    best_lp = lp[k].copy()
-    # Refinement, as ``_refine`` with the whole text free (lo = 0, hi = n).
+    return start, start + lengths[i], lp[k].copy()
+
+
+def _refine_batch(
+    cum: NDArray[np.float64],
+    base: NDArray[np.int64],
+    ns: NDArray[np.int64],
+    start: NDArray[np.int64],
+    stop: NDArray[np.int64],
+    best_lp: NDArray[np.float64],
+) -> tuple[NDArray, NDArray, NDArray]:
+    """Refinement of every text's coarse window, as ``_refine`` with the whole text free
+    (lo = 0, hi = n)."""
     reach = np.minimum(REFINE_SPAN, np.maximum(4, (stop - start) // 4))
     for _ in range(3):
         for side in ("start", "stop"):
@@ -245,9 +286,7 @@ def best_windows(scores: Sequence[NDArray[np.float64]]) -> list[Window | None]:
             else:
                 stop = np.where(moved, cand[j], stop)
             best_lp = np.where(moved, seg_min, best_lp)
-    for t, i_text in enumerate(keep):
-        out[i_text] = Window(int(start[t]), int(stop[t]), float(best_lp[t]))
-    return out
+    return start, stop, best_lp
 
 
 def human_stretch(scores: NDArray[np.float64], w: Window) -> tuple[int, int] | None:

@@ -100,7 +100,8 @@ class NgramTable:
         return self.width == context_width
 
     @functools.cached_property
-    def _set(self) -> Any:  # ``detector.core.compiled.HashSet``, built once (~9 ms for 1 M)
+    def hash_set(self) -> Any:  # ``detector.core.compiled.HashSet``, built once (~9 ms for 1 M)
+        """The fingerprints in the compiled hash set of long texts' look-ups."""
         from detector.core import compiled
 
         return compiled.HashSet(self.hashes)
@@ -116,7 +117,7 @@ class NgramTable:
         if len(self) == 0 or found.shape[0] == 0:
             return np.zeros(found.shape[0], np.bool_)
         if found.shape[0] >= COMPILED_FROM:
-            return self._set.contains(found)  # type: ignore[no-any-return]
+            return self.hash_set.contains(found)  # type: ignore[no-any-return]
         return self.searched(found)
 
     def searched(self, found: NDArray[np.uint32]) -> NDArray[np.bool_]:

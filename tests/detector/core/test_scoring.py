@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detector.core import compiled, prf, scoring
+from detector.core import scoring
 from detector.core.config import KeyConfig
 from detector.core.contexts import COMPILED_FROM, build_contexts
 from detector.evidence.detection import Document, detect_batch
@@ -25,21 +25,6 @@ def documents():
     docs.append(np.tile(rng.integers(0, 100, size=20), 10))  # repeats: the mask matters
     docs.append(np.tile(rng.integers(0, 100, size=300), 10))
     return docs
-
-
-@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8, 9])
-@pytest.mark.parametrize("high", [49152, 2**32])
-def test_the_compiled_prf_gives_numpys_uniforms_bit_for_bit(width, high):
-    rng = np.random.default_rng(width)
-    ids = rng.integers(0, high, size=COMPILED_FROM + 3000)
-    contexts = build_contexts(ids, width)
-    mask = rng.random(ids.shape[0]) < 0.6
-    for key in (0, 42, 2**63 + 12345, 2**64 - 1):
-        want = prf.uniform(prf.uint32(key, contexts[mask], ids[mask]))
-        got = compiled.uniforms(key, contexts, ids, mask)
-        assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), want.view(np.uint32))
-        whole = prf.uniform(prf.uint32(key, contexts, ids))
-        assert np.array_equal(compiled.uniforms(key, contexts, ids, np.ones_like(mask)), whole)
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -94,3 +79,17 @@ def test_the_batched_kernel_path_matches_numpy_on_cuda(monkeypatch):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
     assert_same(*run_both(monkeypatch, "cuda", "auto"))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("n", [COMPILED_FROM - 1, 3 * COMPILED_FROM])
+def test_spread_scores_are_the_masked_scores_at_their_positions(config, n):
+    """``spread_scores`` (long inputs: the PRF from the ids, the scores in place) holds the
+    masked ``config_scores`` where the mask holds and +0.0 elsewhere, bit for bit."""
+    rng = np.random.default_rng(n)
+    ids = rng.integers(0, 49152, size=n)
+    mask = rng.random(n) < 0.6
+    got = scoring.spread_scores(config, ids, mask)
+    want = scoring.config_scores(config, build_contexts(ids, config.context_width), ids, mask)
+    assert np.array_equal(got[mask].view(np.uint64), want.view(np.uint64))
+    assert not np.signbit(got[~mask]).any() and not got[~mask].any()

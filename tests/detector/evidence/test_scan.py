@@ -9,6 +9,7 @@ import mpmath
 import numpy as np
 import pytest
 
+from detector.core.contexts import COMPILED_FROM
 from detector.evidence import scan
 
 
@@ -90,6 +91,24 @@ def test_the_batched_scan_finds_the_same_windows_as_one_text_at_a_time():
     single = [scan.best_window(s, np.zeros(s.shape[0], np.bool_)) for s in texts]
     assert batched == single
     assert sum(w is not None for w in batched) > 100
+
+
+@pytest.mark.parametrize("n", [COMPILED_FROM, COMPILED_FROM + 1, 5_003, 40_000])
+def test_one_long_text_takes_the_compiled_coarse_pass_and_finds_the_same_window(n):
+    """A long text alone (``detector.core.compiled.coarse_scan``, no family arrays) gets the
+    window the numpy family finds: on the null, with a planted stretch, and with scores
+    rounded so that many windows tie (the first maximum and the first minimum win)."""
+    rng = np.random.default_rng(n)
+    for trial in range(3):
+        s = rng.standard_exponential(n)
+        if trial:
+            a = int(rng.integers(0, n - 500))
+            s[a : a + 400] *= 1.5 + trial
+        if trial == 2:
+            s = s.round(1)
+        want = scan.best_window(s, np.zeros(n, np.bool_))
+        assert scan.best_windows([s]) == [want]  # alone: compiled
+        assert scan.best_windows([s, s[:100]])[0] == want  # in a batch: the numpy family
 
 
 def test_the_window_count_is_the_number_of_long_enough_windows():
