@@ -58,6 +58,11 @@ class ExternalIdentity(models.Model):
     )
     subject = models.CharField(max_length=255, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The provider's refresh token of the last sign-in, under the KEK: with it the provider is
+    # asked, between sign-ins, whether it still knows the user (``accounts.identities``).
+    encrypted_refresh_token = models.BinaryField(null=True, editable=False)
+    checked_at = models.DateTimeField(null=True, blank=True)  # last sign-in or confirmation try
+    confirmed_at = models.DateTimeField(null=True, blank=True)  # last the provider answered yes
 
     def __str__(self) -> str:
         return f"{self.user} (OpenID Connect)"

@@ -26,7 +26,11 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from provenance.accounts.models import ExternalIdentity
-from provenance.accounts.services import user_credentials_revoke, user_sync_from_groups
+from provenance.accounts.services import (
+    identity_signed_in,
+    user_credentials_revoke,
+    user_sync_from_groups,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +50,16 @@ def team_name_for(groups: list[str]) -> str | None:
 
 
 class OrganizationBackend(OIDCAuthenticationBackend):
+    _refresh_token: str | None = None  # this sign-in's, kept by get_token
+
+    def get_token(self, payload: dict[str, Any]) -> Any:
+        """The code exchange's answer; its refresh token is kept for the user (under the KEK)
+        so the provider can be asked later whether it still knows them."""
+        token_info = super().get_token(payload)
+        refresh = token_info.get("refresh_token") if isinstance(token_info, dict) else None
+        self._refresh_token = refresh if isinstance(refresh, str) and refresh else None
+        return token_info
+
     def get_user(self, user_id: Any) -> Any:
         """The session's user, read on every request; a deactivated one is signed out at
         once (mozilla-django-oidc's own ``get_user`` does not look at ``is_active``)."""
@@ -78,6 +92,14 @@ class OrganizationBackend(OIDCAuthenticationBackend):
         return self.update_user(user, claims)
 
     def update_user(self, user: User, claims: dict[str, Any]) -> User:
+        """The groups of this moment applied (every sign-in and every confirmation), and at a
+        sign-in the refresh token it brought kept."""
+        self.apply_groups(user, claims)
+        if getattr(self, "request", None) is not None:  # a sign-in, not a confirmation
+            identity_signed_in(subject=claims["sub"], refresh_token=self._refresh_token)
+        return user
+
+    def apply_groups(self, user: User, claims: dict[str, Any]) -> None:
         groups = claim_groups(claims)
         team = team_name_for(groups)
         assert team is not None  # verify_claims refused the sign-in otherwise
@@ -88,7 +110,6 @@ class OrganizationBackend(OIDCAuthenticationBackend):
             is_admin=bool(set(groups) & set(config["ADMIN_GROUPS"])),
             playground=bool(set(groups) & set(config["PLAYGROUND_GROUPS"])),
         )
-        return user
 
 
 def _free_username(claims: dict[str, Any]) -> str:

@@ -7,9 +7,11 @@ from typing import Any
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils import timezone
 from knox.models import get_token_model
 
-from provenance.accounts.models import Membership, Team
+from provenance.accounts.models import ExternalIdentity, Membership, Team
+from provenance.keys.crypto import encrypt_bytes
 
 
 def team_create(*, name: str, oracle_tier: str = Team.OracleTier.BASIC) -> Team:
@@ -75,3 +77,16 @@ def user_credentials_revoke(*, user: User) -> None:
         if str(session.get_decoded().get(SESSION_KEY)) == str(user.pk)
     ]
     Session.objects.filter(session_key__in=mine).delete()
+
+
+def identity_signed_in(*, subject: str, refresh_token: str | None) -> None:
+    """An organization sign-in of ``subject``: its refresh token (if the provider gave one)
+    kept under the KEK, the identity confirmed now."""
+    now = timezone.now()
+    ExternalIdentity.objects.filter(subject=subject).update(
+        encrypted_refresh_token=None
+        if refresh_token is None
+        else encrypt_bytes(refresh_token.encode()),
+        checked_at=now,
+        confirmed_at=now,
+    )

@@ -232,7 +232,8 @@ def main() -> int:
 class _Sweeper:
     """Runs the checks sweeper every PROVENANCE_SWEEP_INTERVAL seconds: dead workers are
     reaped and what is lost (a dead worker's checks, messages gone with Redis) is queued
-    again, and texts past their retention period are purged."""
+    again, texts past their retention period are purged, and organization users due for it
+    are confirmed at the identity provider."""
 
     def __init__(self) -> None:
         from django.conf import settings
@@ -247,6 +248,7 @@ class _Sweeper:
         self.last = time.monotonic()
         from django.db import close_old_connections
 
+        from provenance.accounts.identities import identities_confirm
         from provenance.retention.services import checks_purge
         from provenance.sweeper.services import checks_sweep
 
@@ -254,6 +256,7 @@ class _Sweeper:
             close_old_connections()
             checks_sweep(pending_after=self.pending_after)
             checks_purge()
+            identities_confirm()
         except Exception as exc:  # a locked database: the next tick tries again
             print(f"  sweeper: {type(exc).__name__}; retrying later", file=sys.stderr)
 

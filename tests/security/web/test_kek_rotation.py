@@ -9,6 +9,8 @@ from django.apps import apps
 from django.core.management import call_command
 from django.db import models
 
+from provenance.accounts.models import ExternalIdentity
+from provenance.accounts.services import identity_signed_in
 from provenance.keys import crypto
 from provenance.keys.services import encrypted_fields
 from provenance.reports.services import signing_key_rotate
@@ -38,12 +40,15 @@ def test_every_binary_field_is_encrypted_or_known_not_to_be_secret():
         ("keys", "watermarkkey", "encrypted_value"),
         ("webhooks", "teamwebhook", "encrypted_secret"),
         ("reports", "signingkey", "encrypted_private"),
+        ("accounts", "externalidentity", "encrypted_refresh_token"),
     } <= encrypted
 
 
 def test_kek_rotate_re_encrypts_every_encrypted_field(settings, cast, alice_key):
     signing_key_rotate()
     _, secret = webhook_secret_rotate(team=cast["acme"], default_url="https://93.184.216.34/h")
+    ExternalIdentity.objects.create(user=cast["bob"], subject="bob-at-the-provider")
+    identity_signed_in(subject="bob-at-the-provider", refresh_token="a-refresh-token")
     before = {}
     for model, name in encrypted_fields():
         rows = dict(model._default_manager.values_list("pk", name))
@@ -56,4 +61,5 @@ def test_kek_rotate_re_encrypts_every_encrypted_field(settings, cast, alice_key)
     for (model, name), plain in before.items():
         rows = dict(model._default_manager.values_list("pk", name))
         assert {pk: crypto.decrypt_bytes(token) for pk, token in rows.items()} == plain, name
+    assert b"a-refresh-token" in before[(ExternalIdentity, "encrypted_refresh_token")].values()
     assert secret.encode() in before[next(k for k in before if k[1] == "encrypted_secret")].values()

@@ -1,5 +1,6 @@
 """Reap dead workers and queue again the checks that are lost (held by a dead worker; gone
-with Redis; never queued), and purge the texts past their retention period (``checks_purge``).
+with Redis; never queued), purge the texts past their retention period (``checks_purge``),
+and ask the identity provider about organization users due for it (``identities_confirm``).
 
 One pass by default; ``--every N`` loops (docker compose runs it so; ``make run`` calls the
 same service from its supervision loop).
@@ -15,12 +16,16 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError, close_old_connections
 
+from provenance.accounts.identities import identities_confirm
 from provenance.retention.services import checks_purge
 from provenance.sweeper.services import checks_sweep
 
 
 class Command(BaseCommand):
-    help = "Reap dead workers, queue again lost checks, purge texts past their retention."
+    help = (
+        "Reap dead workers, queue again lost checks, purge texts past their retention, confirm"
+        " organization users at the identity provider."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--every", type=float, default=0, help="loop: seconds between passes")
@@ -40,6 +45,7 @@ class Command(BaseCommand):
             try:
                 found = checks_sweep(pending_after=pending, running_after=running)
                 found["purged"] = checks_purge()
+                found["deprovisioned"] = identities_confirm().deprovisioned
             except DatabaseError as exc:
                 if not options["every"]:
                     raise
@@ -47,7 +53,8 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(
                     f"dead workers {found['dead_workers']}, stuck {found['stuck']}, "
-                    f"queued {found['queued']}, purged {found['purged']}"
+                    f"queued {found['queued']}, purged {found['purged']},"
+                    f" deprovisioned {found['deprovisioned']}"
                 )
                 self.stdout.flush()
                 if options["alive_file"]:
