@@ -164,6 +164,7 @@ class RowState:
         # Filled by keyed_draw when ``record``: a digamma over the vocabulary per step, which
         # the servers that report a reply's expected evidence pay and vLLM's engine does not.
         self.record: DrawRecord | None = DrawRecord() if record else None
+        self.record_token: str | None = None  # vLLM: where the record goes (generator.records)
         self._last_seen: dict[tuple[int, ...], int] = {}  # context -> latest history position
         self._history: list[int] = []
         self._scanned = 0  # output tokens folded into _history

@@ -4,10 +4,13 @@ Used by our own server and, through ``--middleware``, by vLLM's OpenAI server (w
 not rewrite): headers ``x-provenance-key`` (name, or ``none``), ``x-provenance-watermarked``,
 ``x-provenance-model``, ``x-provenance-tokenizer`` (sha256 of the tokenizer's canonical JSON).
 Our own server adds ``x-provenance-expected-log10-p`` from what its sampler did
-(``generator.core.DrawRecord``); vLLM's engine keeps that record in its own process, so on
-vLLM's server ``x-provenance-watermarked`` follows the request's settings: false for an opt-out
-and for settings under the floors of ``generator.floors`` (which the gate refuses wherever
-watermarking is enforced).
+(``generator.core.DrawRecord``). On vLLM's server that record lives in the engine's process:
+with ``$PROVENANCE_RECORD_DIR`` set (``python -m generator serve`` sets it) the middleware asks
+the engine for it (``generator.records``), so a non-streaming reply gets the same header and an
+``x-provenance-watermarked`` taken from what the sampler did. A streamed reply's headers go out
+before its first token: there ``x-provenance-watermarked`` follows the request's settings,
+false for an opt-out and for settings under the floors of ``generator.floors`` (which the gate
+refuses wherever watermarking is enforced).
 Model and tokenizer come from ``$PROVENANCE_MODEL_NAME`` / ``$PROVENANCE_TOKENIZER_HASH``, set by
 ``python -m generator serve`` (else the hash is computed once from ``$PROVENANCE_MODEL_DIR``).
 Key values never appear: only names.
@@ -15,11 +18,15 @@ Key values never appear: only names.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
+import time
+from pathlib import Path
 from typing import Any
 
+from generator import records
 from generator.core import WatermarkRequestError
 from generator.floors import SamplingFloors
 
@@ -102,7 +109,11 @@ class ProvenanceHeaders:
                 self.floors,
             )
         except (ValueError, TypeError, WatermarkRequestError):
-            name, marked = None, False  # the app answers the malformed request itself
+            name, marked, parsed = None, False, None  # the app answers it itself
+        token, directory = None, records.record_dir()
+        if directory is not None and isinstance(parsed, dict):
+            body, token = _ask_for_record(parsed, marked)
+            scope = dict(scope, headers=_with_length(scope.get("headers", []), len(body)))
         replayed = False
 
         async def replay() -> dict[str, Any]:
@@ -114,10 +125,57 @@ class ProvenanceHeaders:
 
         async def tagged(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start" and message.get("status", 500) < 400:
+                extra, said = [], marked
+                if token is not None and directory is not None:
+                    drawn = await _taken(directory, token)
+                    if drawn is not None:  # what the sampler did, not what was asked
+                        said = drawn.watermarked
+                        extra = [expected_header(drawn.expected_log10_p())]
                 message = dict(
                     message,
-                    headers=list(message.get("headers", [])) + provenance_headers(name, marked),
+                    headers=list(message.get("headers", []))
+                    + provenance_headers(name, said)
+                    + extra,
                 )
             await send(message)
 
         await self.app(scope, replay, tagged)
+
+
+def _ask_for_record(parsed: dict[str, Any], marked: bool) -> tuple[bytes, str | None]:
+    """The request body to pass on, and the record token put in it: a fresh one for a
+    watermarked, non-streaming request, none otherwise (a client's own value dropped)."""
+    xargs = parsed.get("vllm_xargs")
+    xargs = dict(xargs) if isinstance(xargs, dict) else xargs
+    token = None
+    if isinstance(xargs, dict):
+        xargs.pop(records.RECORD_ARG, None)
+    if marked and not parsed.get("stream"):
+        token = records.new_token()
+        xargs = {**(xargs if isinstance(xargs, dict) else {}), records.RECORD_ARG: token}
+    if xargs is not None:
+        parsed = {**parsed, "vllm_xargs": xargs}
+    return json.dumps(parsed).encode(), token
+
+
+def _with_length(headers: Any, length: int) -> list[tuple[bytes, bytes]]:
+    kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+    return [*kept, (b"content-length", str(length).encode())]
+
+
+_last_prune = 0.0
+
+
+async def _taken(directory: Path, token: str) -> Any:
+    """The engine's record of the reply (``records.take``), waiting a little for a file the
+    engine may still be renaming; stale records pruned at most once a minute."""
+    global _last_prune
+    for _ in range(10):
+        drawn = records.take(directory, token)
+        if drawn is not None:
+            break
+        await asyncio.sleep(0.02)
+    if time.monotonic() - _last_prune > 60.0:
+        _last_prune = time.monotonic()
+        records.prune(directory)
+    return drawn

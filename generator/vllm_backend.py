@@ -7,6 +7,7 @@ Engine start on this CPU takes ~25 s: build one backend and reuse it.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -153,10 +154,14 @@ def serve_vllm(
     from detector.text.tokenizers import load_tokenizer
     from generator.models import resolve_model
     from generator.provenance_asgi import MODEL_ENV, TOKENIZER_ENV
+    from generator.records import RECORD_DIR_ENV
 
     engine_env(keys_file, default_key)
     path = resolve_model(model)
     os.environ.update({MODEL_ENV: path.name, TOKENIZER_ENV: load_tokenizer(str(path)).content_hash})
+    # Where the engine leaves each non-streaming reply's draw record for the headers
+    # (generator.records): private to this server's user.
+    os.environ.setdefault(RECORD_DIR_ENV, tempfile.mkdtemp(prefix="provenance-records-"))
     argv = [
         sys.executable,
         "-m",

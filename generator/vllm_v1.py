@@ -22,6 +22,7 @@ import torch
 from vllm.sampling_params import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
+from generator import records
 from generator.config import KeyStore
 from generator.core import (
     RowState,
@@ -53,7 +54,13 @@ def build_row(
     )
     if settings is None:
         return None
-    return RowState(settings, sampling, prompt, output, seed=params.seed, key_name=name)
+    # The headers' middleware asked for the draw's record (a non-streaming reply).
+    token = records.record_token(params.extra_args) if records.record_dir() else None
+    row = RowState(
+        settings, sampling, prompt, output, seed=params.seed, key_name=name, record=bool(token)
+    )
+    row.record_token = token
+    return row
 
 
 class WatermarkLogitsProcessor(LogitsProcessor):
@@ -117,4 +124,5 @@ class WatermarkLogitsProcessor(LogitsProcessor):
         chosen = watermark_step(
             logits, rows, penalties=True, generator=self.generator, inplace=True
         )
+        records.write_rows(rows)
         return force_tokens(logits, chosen)

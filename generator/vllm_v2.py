@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from detector.core.config import KeyConfig
+from generator import records
 from generator.config import KeyStore
 from generator.core import (
     RowState,
@@ -51,6 +52,7 @@ class _Pending:
     settings: KeyConfig
     sampling: SamplingSettings
     seed: int | None
+    record_token: str | None = None  # the headers' middleware asked for the draw's record
 
 
 def _resolve(params: Any, store: KeyStore | None) -> _Pending | None:
@@ -58,11 +60,11 @@ def _resolve(params: Any, store: KeyStore | None) -> _Pending | None:
     name, settings = resolve_settings(
         getattr(params, "extra_args", None), sampling, store, os.environ.get(DEFAULT_KEY_ENV)
     )
-    return (
-        None
-        if settings is None
-        else _Pending(name, settings, sampling, getattr(params, "seed", None))
-    )
+    if settings is None:
+        return None
+    extra = getattr(params, "extra_args", None)
+    token = records.record_token(extra) if records.record_dir() else None
+    return _Pending(name, settings, sampling, getattr(params, "seed", None), token)
 
 
 class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
@@ -114,7 +116,10 @@ class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
         if row is None:
             p = self.pending.pop(slot)
             prompt = self.req_states.all_token_ids.gpu[slot, :prompt_len].tolist()
-            row = RowState(p.settings, p.sampling, prompt, [], p.seed, p.name)
+            row = RowState(
+                p.settings, p.sampling, prompt, [], p.seed, p.name, record=bool(p.record_token)
+            )
+            row.record_token = p.record_token
             self.rows[slot] = row
         done = prompt_len + len(row.output_ids)
         if total > done:
@@ -133,4 +138,5 @@ class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
         chosen = watermark_step(
             logits, rows, penalties=False, generator=self.generator, inplace=True
         )
+        records.write_rows(rows)
         return force_tokens(logits, chosen.to(logits.device))

@@ -3,6 +3,8 @@ tokenizer made each completion, resolved from the request as the processor resol
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -10,7 +12,8 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from generator import provenance_asgi
+from generator import provenance_asgi, records
+from generator.core import DrawRecord
 from generator.provenance_asgi import ProvenanceHeaders, request_provenance
 
 
@@ -110,3 +113,68 @@ def test_without_the_hash_in_the_environment_it_is_computed_from_the_model_dir(m
         )
     finally:
         provenance_asgi._tokenizer_hash.cache_clear()
+
+
+def _engine_app(seen: list[dict], record: DrawRecord | None, directory) -> ProvenanceHeaders:
+    """vLLM's server in miniature: the engine writes the draw's record where the request's
+    ``vllm_xargs`` says (as ``generator.records.write_rows`` does after each step)."""
+
+    async def chat(request: Request):
+        body = json.loads(await request.body())
+        seen.append(body)
+        token = records.record_token(body.get("vllm_xargs"))
+        if token is not None and record is not None:
+            records.write(directory, token, record)
+        return JSONResponse({"choices": []})
+
+    routes = [Route("/v1/chat/completions", chat, methods=["POST"])]
+    return ProvenanceHeaders(Starlette(routes=routes))
+
+
+def test_on_vllms_server_a_reply_states_what_the_engines_draw_did(env, tmp_path, monkeypatch):
+    monkeypatch.setenv(records.RECORD_DIR_ENV, str(tmp_path))
+    seen: list[dict] = []
+    strong = DrawRecord(keyed=100, with_choice=90, excess=60.0)
+    with TestClient(_engine_app(seen, strong, tmp_path)) as c:
+        r = c.post("/v1/chat/completions", json={"vllm_xargs": {"provenance_record": "0" * 32}})
+    token = seen[0]["vllm_xargs"]["provenance_record"]
+    assert token != "0" * 32 and records.record_token(seen[0]["vllm_xargs"]) == token
+    assert r.headers["x-provenance-watermarked"] == "true"
+    assert float(r.headers["x-provenance-expected-log10-p"]) == round(strong.expected_log10_p(), 1)
+    assert not list(tmp_path.iterdir())  # the record was taken
+    # The request looked watermarked, but the draw had no choice: the reply says so.
+    none = DrawRecord(keyed=40, with_choice=0, excess=0.0)
+    with TestClient(_engine_app(seen, none, tmp_path)) as c:
+        r = c.post("/v1/chat/completions", json={"messages": []})
+    assert r.headers["x-provenance-watermarked"] == "false"
+    assert r.headers["x-provenance-key"] == "none"
+    assert float(r.headers["x-provenance-expected-log10-p"]) == round(none.expected_log10_p(), 1)
+    assert none.expected_log10_p() > -1  # a chance score: nothing a detector could find
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"stream": True, "vllm_xargs": {"provenance_record": "ab" * 16}},  # headers go first
+        {"vllm_xargs": {"watermarking": False, "provenance_record": "ab" * 16}},  # opted out
+    ],
+)
+def test_no_record_is_asked_for_a_stream_or_an_unwatermarked_request(
+    env, tmp_path, monkeypatch, body
+):
+    monkeypatch.setenv(records.RECORD_DIR_ENV, str(tmp_path))
+    seen: list[dict] = []
+    with TestClient(
+        _engine_app(seen, DrawRecord(keyed=9, with_choice=9, excess=3.0), tmp_path)
+    ) as c:
+        r = c.post("/v1/chat/completions", json=body)
+    assert records.RECORD_ARG not in seen[0]["vllm_xargs"]  # the client's own value dropped
+    assert "x-provenance-expected-log10-p" not in r.headers and not list(tmp_path.iterdir())
+
+
+def test_a_missing_record_leaves_the_settings_answer(env, tmp_path, monkeypatch):
+    monkeypatch.setenv(records.RECORD_DIR_ENV, str(tmp_path))
+    with TestClient(_engine_app([], None, tmp_path)) as c:
+        r = c.post("/v1/chat/completions", json={"messages": []})
+    assert r.headers["x-provenance-watermarked"] == "true"
+    assert "x-provenance-expected-log10-p" not in r.headers

@@ -27,6 +27,7 @@ httpx = pytest.importorskip("httpx")
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS: dict[str, str] = {}  # bearer tokens issued by the server fixture
+RECORDS: dict[str, Path] = {}  # where the server fixture's engine leaves its draw records
 
 
 def _auth(name: str = "all") -> dict[str, str]:
@@ -77,6 +78,7 @@ def server(tmp_path_factory):
     TOKENS["a-only"] = issue_token(clients, "a-only", ["team-a"], opt_out=False)
     port, log = _free_port(), tmp / "server.log"
     env = dict(os.environ, OMP_NUM_THREADS="1", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1")
+    env["PROVENANCE_RECORD_DIR"] = str(RECORDS.setdefault("dir", tmp / "records"))
     with log.open("w") as out:
         proc = subprocess.Popen(
             [
@@ -159,6 +161,17 @@ def test_requests_carry_their_own_keys_and_can_opt_out(server):
         assert detect_ids(off_ids, key).p_value > 1e-3
 
 
+def test_a_reply_states_the_expected_evidence_the_engines_draw_gave_it(server):
+    """The header comes from the draw's record in vLLM's engine process (generator.records):
+    a story carries strong evidence, which the detector then finds; the record is read once."""
+    r = _chat(server, 120, watermark_key="team-a")
+    expected = float(r.headers["x-provenance-expected-log10-p"])
+    found = detect_ids(r.json()["choices"][0]["token_ids"], KEY_A)
+    assert r.headers["x-provenance-watermarked"] == "true"
+    assert expected < -4 and found.log10_p < -4, (expected, found.log10_p)
+    assert not [p for p in RECORDS["dir"].iterdir() if p.suffix == ".json"]
+
+
 def test_greedy_requests_are_served_greedily_and_unwatermarked(server):
     body = {
         "model": "smollm2-135m-instruct",
@@ -194,6 +207,7 @@ def test_streaming_works_through_vllms_server(server):
     ) as r:
         lines = [ln for ln in r.iter_lines() if ln.startswith("data: ")]
         assert r.headers["x-provenance-key"] == "team-a"
+        assert "x-provenance-expected-log10-p" not in r.headers  # sent before any token
     assert lines[-1] == "data: [DONE]" and len(lines) >= 3
 
 
