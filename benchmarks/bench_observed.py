@@ -1,4 +1,4 @@
-"""Observed-token weights for the model-assisted test (issue 14, item 1): power on the code
+"""Observed-token weights for the model-assisted test: power on the code
 cell at T=0.7/top-p 0.9 and the false-positive rate on human text, in one run.
 
 Today's weighted test weights token t by ``E[s_t] - 1``, the expected excess score of a token

@@ -1,4 +1,4 @@
-"""One model reading per text for the observed-token weighting experiment (issue 14, item 1).
+"""One model reading per text for the observed-token weighting experiment.
 
 For every token of every text, from the embedded SmolLM2 read after its BOS token (as
 ``detector.reading.model.ModelAssist`` reads), at temperature ``t`` and top-p ``p``:

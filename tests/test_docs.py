@@ -158,6 +158,32 @@ def test_the_page_is_no_diary(page):
     assert DIARY.findall(page.read_text()) == []
 
 
+WORK_ITEM = re.compile(r"\b(?:issue|item|ticket)s? #?\d+", re.IGNORECASE)
+CODE = sorted(
+    path
+    for top in (
+        "benchmarks",
+        "detector",
+        "generator",
+        "kernels",
+        "provenance",
+        "scripts",
+        "templates",
+    )
+    for path in (ROOT / top).rglob("*")
+    if path.suffix in {".py", ".html", ".sh", ".js", ".txt"} and "ngram_tables" not in path.parts
+)
+
+
+def test_the_code_names_no_work_item():
+    found = {
+        str(path.relative_to(ROOT)): hits
+        for path in CODE
+        if (hits := WORK_ITEM.findall(path.read_text(errors="replace")))
+    }
+    assert found == {}
+
+
 def test_a_diary_is_caught():
     found = DIARY.findall("as issue 14 said, fixed in 2f73d78 (#12); &#13; and Ed25519 are not")
     assert found == ["issue 14", "2f73d78", "#12"]

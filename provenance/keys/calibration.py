@@ -1,8 +1,8 @@
 """Calibrating a key: its realized false-positive rate on human text, and its power.
 
 A fixed key gives each (context, token) pair a fixed score, so on text of one kind its
-p-values are correlated and its false-positive rate may differ from the threshold's promise
-(issue 14). This measures it: every chunk of three human genres (``detector.text.corpora``) is
+p-values are correlated and its false-positive rate may differ from the threshold's promise.
+This measures it: every chunk of three human genres (``detector.text.corpora``) is
 checked under the key alone with the web's own decision (``provenance.checks.scoring``, the
 function a check with this one key runs), so any change to the default decision is measured
 as deployed. Where the key's tokenizer has a model, the generator writes watermarked text with
