@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from detector.core.config import DEFAULT_THRESHOLD
-from detector.decision.family import Hypothesis, Verdict, VerdictResult
+from detector.decision.family import Hypothesis, Verdict, VerdictResult, first_step_log10
 from detector.evidence.detection import (
     LOG10_2,
     Detection,
@@ -111,6 +111,15 @@ def with_weighted(log10_p: float, weighted_log10_p: float | None) -> float:
     if weighted_log10_p is None:
         return log10_p
     return min(0.0, LOG10_2 + min(log10_p, weighted_log10_p))
+
+
+def gamma_line_log10(threshold: float, num_hypotheses: int, *, weighted: bool = False) -> float:
+    """log10 of the p-value the strongest hypothesis's global Gamma test must reach, by
+    itself, for ``decide`` to call the text watermarked: Holm's first step (``threshold / m``)
+    on the document p-value ``2 min(p_global, p_scan)``, so ``threshold / (2m)``, halved again
+    when the weighted test joins (``with_weighted``). The evidence chart draws this line."""
+    level = first_step_log10(threshold, num_hypotheses) - LOG10_2
+    return level - LOG10_2 if weighted else level
 
 
 def gamma_summary(d: Detection) -> dict[str, Any]:

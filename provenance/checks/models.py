@@ -144,6 +144,10 @@ class Check(models.Model):
     best_key = models.ForeignKey(
         WatermarkKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The decision's best hypothesis (its ``index``) and the family correction it applied, as
+    # the detector decided them: pages and reports read these, never a minimum of their own.
+    best_index = models.PositiveIntegerField(null=True, blank=True)
+    correction = models.CharField(max_length=20, blank=True, default="", db_default="")
     # Heatmap of the best hypothesis: offsets, scores, scored mask, cumulative evidence.
     token_data = models.JSONField(null=True, blank=True)
     # The same for the result page, compact: context_width, chart, and "tokens", one string

@@ -114,16 +114,23 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
     if not exact:
         tiers.basic_view(check, hypotheses)  # in memory only: nothing is saved
         shown = None  # no per-token scores, no chart
+    # the decision's best hypothesis as stored, never a minimum of the (rounded) p-values
+    best = next((h for h in hypotheses if h.index == check.best_index), None)
     context = {
         "check": check,
         "finished": finished,
         "hypotheses": hypotheses,
-        "best": min(hypotheses, key=lambda h: h.adjusted_log10_p, default=None),
+        "best": best,
         "heatmap": shown,
         "buckets": ",".join(map(str, heatmap.BUCKETS)),
         "span_ranges": heatmap.span_ranges(check.spans),
         "span_sentences": heatmap.span_sentences(check.spans),
-        "chart": heatmap.chart(shown, check.threshold, check.num_hypotheses or 1),
+        "chart": heatmap.chart(
+            shown,
+            check.threshold,
+            check.num_hypotheses or 1,
+            weighted=best is not None and best.weighted_log10_p is not None,
+        ),
         "notice": selectors.queue_notice(check),
         "may_delete": selectors.may_delete(request.user, check),
         "tier": oracle_tier(request.user) if exact else Team.OracleTier.BASIC,

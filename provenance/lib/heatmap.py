@@ -13,7 +13,7 @@ from typing import Any
 from django.utils.formats import number_format
 from django.utils.translation import gettext
 
-from detector.decision.family import first_step_log10
+from detector.decision.decide import gamma_line_log10
 
 CHART_W, CHART_H, PAD = 600, 160, 28
 # Score classes h0..h4 (edges in hundredths, as the scores are sent): under "no watermark" a
@@ -80,14 +80,18 @@ def span_sentences(spans: list[dict[str, Any]] | None) -> list[str]:
     ]
 
 
-def chart(data: dict[str, Any] | None, threshold: float, num_hypotheses: int) -> dict[str, Any]:
-    """Polyline of -log10 p (cumulative evidence) against token index, and the threshold line
-    that the strongest hypothesis must cross (Holm's first step = threshold / m)."""
+def chart(
+    data: dict[str, Any] | None, threshold: float, num_hypotheses: int, *, weighted: bool = False
+) -> dict[str, Any]:
+    """Polyline of -log10 p (the global Gamma test's cumulative evidence) against token index,
+    and the line that evidence must cross by itself for the decision to call the text
+    watermarked (``detector.decision.decide.gamma_line_log10``: threshold / 2m, halved again
+    when the weighted test joined)."""
     points = (data or {}).get("chart") or []
     if not points:
         return {}
     n = max(points[-1][0], 1)
-    needed = -first_step_log10(threshold, num_hypotheses)
+    needed = -gamma_line_log10(threshold, num_hypotheses, weighted=weighted)
     top = max(needed * 1.5, max(-lp for _, lp in points), 1.0)
 
     def xy(index: float, evidence: float) -> tuple[float, float]:

@@ -23,8 +23,6 @@ from provenance.errors import Conflict
 from provenance.keys.crypto import decrypt_bytes, encrypt_bytes
 from provenance.reports.models import SigningKey
 
-CORRECTION = "holm"
-
 
 def signing_key_create() -> SigningKey:
     key = report.generate_signing_key()
@@ -111,8 +109,6 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
     basic = tier != Team.OracleTier.AUDITOR
     rows = list(check.hypotheses.select_related("key", "tokenizer"))
     hypotheses = [_hypothesis(h, basic) for h in rows]
-    # the detector's best hypothesis: the first smallest corrected p (before any rounding)
-    best = min(rows, key=lambda h: h.adjusted_log10_p, default=None)
     log10_p = _rounded(check.log10_p) if basic else check.log10_p
     payload: dict[str, Any] = {
         "schema": report.SCHEMA,
@@ -127,7 +123,7 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
         "detector_version": detector.__version__,
         "tier": tier,
         "threshold": check.threshold,
-        "correction": CORRECTION,
+        "correction": check.correction,
         "num_hypotheses": len(hypotheses),
         "hypotheses": hypotheses,
         "verdict": {
@@ -139,7 +135,7 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
             "tokens_needed": check.verdict_tokens_needed,
             # the best key's measured false-positive rate when the check was scored
             "key_measured_fpr": check.key_measured_fpr,
-            "best": best.index if best else None,
+            "best": check.best_index,  # the decision's, as stored
             # the test the verdict rests on ("gamma": global test and span scan; "weighted")
             "decided_by": check.decided_by or None,
             "log10_p": log10_p,

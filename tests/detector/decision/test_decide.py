@@ -11,7 +11,7 @@ import pytest
 
 from detector.cli.main import main
 from detector.core.config import KeyConfig
-from detector.decision.decide import decide, decide_many, with_weighted
+from detector.decision.decide import decide, decide_many, gamma_line_log10, with_weighted
 from detector.decision.family import correct
 from detector.decision.text import detect_text
 from detector.evidence.detection import Document, detect_config
@@ -122,3 +122,24 @@ def test_the_cli_prints_the_librarys_decision_on_every_text(tok, texts, tmp_path
             (s["start_char"], s["end_char"], s["log10_p"]) for s in ref["spans"]
         ]
         assert str(KEY) not in json.dumps(out)
+
+
+def test_the_gamma_line_is_where_the_global_test_alone_makes_the_decision(tok, texts):
+    """The chart's line: a global Gamma p at or under it makes the decision, whatever the
+    scan found, and the document p-value it gives is the first Holm step exactly."""
+    for m in (1, 3):
+        line = gamma_line_log10(THRESHOLD, m)
+        assert line == pytest.approx(math.log10(THRESHOLD / (2 * m)))
+        # the document p-value 2 p_global at the line is Holm's first step exactly
+        assert math.log10(2) + line == pytest.approx(math.log10(THRESHOLD / m))
+        assert gamma_line_log10(THRESHOLD, m, weighted=True) == pytest.approx(line - math.log10(2))
+    flagged_by_gamma = 0
+    for text in texts.values():
+        found = detect_text(text, tok, [KEY])
+        plain = found.hypotheses[0].detection
+        if plain.num_scored_tokens and plain.log10_p <= gamma_line_log10(THRESHOLD, 1):
+            flagged_by_gamma += 1
+            assert found.verdict == "watermarked"
+        # the document p-value is at most twice the global one: the line is the rule's own
+        assert found.hypotheses[0].decision_log10_p <= min(0.0, math.log10(2) + plain.log10_p)
+    assert flagged_by_gamma >= 1

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from provenance.checks.models import Check
+from provenance.checks.models import Check, Hypothesis
 from provenance.checks.services import check_score
 from provenance.checks.views import DOCUMENT_MESSAGES
+from provenance.keys.services import key_create
 
 
 @pytest.fixture
@@ -271,3 +272,30 @@ def test_the_history_pages_keep_the_filters(alice_client, cast, monkeypatch):
     third = alice_client.get("/checks/", {"verdict": "watermarked", "page": 3}).content.decode()
     assert str(rows[4].id) in third and str(rows[0].id) not in third
     assert 'href="?verdict=watermarked&amp;page=2" rel="prev"' in third
+
+
+def _tied_at_basic_tier(cast, alice_key, tokenizer_row, check_id):
+    """Two hypotheses whose corrected p-values round to the same power of ten, the second
+    the smaller: the decision's best, as stored, is the second."""
+    check = Check.objects.get(id=check_id)
+    first, second = Hypothesis.objects.filter(check_run=check).order_by("index")
+    Hypothesis.objects.filter(pk=first.pk).update(adjusted_log10_p=-5.2)
+    Hypothesis.objects.filter(pk=second.pk).update(adjusted_log10_p=-5.9)
+    Check.objects.filter(id=check_id).update(best_index=second.index, best_key=second.key)
+    cast["acme"].oracle_tier = "basic"
+    cast["acme"].save()
+    return second
+
+
+def test_on_a_rounded_tie_the_page_names_and_highlights_the_decisions_best_key(
+    alice_client, cast, alice_key, tokenizer_row, wm_text
+):
+    key_create(name="acme-second", team=cast["acme"], tokenizer=tokenizer_row, value=7)
+    check_id = _submit(alice_client, wm_text)
+    check_score(check_id)
+    best = _tied_at_basic_tier(cast, alice_key, tokenizer_row, check_id)
+    page = alice_client.get(f"/checks/{check_id}/").content.decode()
+    named = re.search(r'<dd id="best-key">(.*?)</dd>', page, re.S).group(1)
+    assert best.key_name in named
+    highlighted = re.findall(r'<tr class="best">(.*?)</tr>', page, re.S)
+    assert len(highlighted) == 1 and best.key_name in highlighted[0]

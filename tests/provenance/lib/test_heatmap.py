@@ -7,7 +7,7 @@ import math
 
 from django.utils import translation
 
-from detector.decision.family import first_step_log10
+from detector.decision.decide import gamma_line_log10
 from provenance.lib import heatmap
 
 DATA = {
@@ -70,10 +70,11 @@ def test_span_ranges_and_sentences_are_one_per_span_one_based_inclusive():
     assert heatmap.span_sentences(None) == []
 
 
-def test_the_chart_draws_the_evidence_and_the_first_holm_step():
+def test_the_chart_draws_the_evidence_and_the_line_the_gamma_test_must_cross():
     drawn = heatmap.chart(DATA, threshold=0.01, num_hypotheses=2)
-    needed = -first_step_log10(0.01, 2)
-    assert math.isclose(needed, -math.log10(0.005))
+    needed = -gamma_line_log10(0.01, 2)
+    # Holm's first step threshold / m on the document p-value 2 min(p_global, p_scan)
+    assert math.isclose(needed, -math.log10(0.01 / (2 * 2)))
     assert drawn["threshold_label"] == f"-log10 p = {needed:.1f}"
     points = [tuple(map(float, p.split(","))) for p in drawn["polyline"].split()]
     assert len(points) == len(DATA["chart"])
@@ -82,3 +83,12 @@ def test_the_chart_draws_the_evidence_and_the_first_holm_step():
     assert ys == sorted(ys, reverse=True)  # more evidence is higher on the chart
     assert heatmap.PAD <= drawn["threshold_y"] <= heatmap.CHART_H - heatmap.PAD
     assert drawn["n"] == 4 and heatmap.chart(None, 0.01, 1) == {}
+
+
+def test_the_chart_line_is_halved_again_when_the_weighted_test_joined():
+    plain = heatmap.chart(DATA, threshold=0.01, num_hypotheses=2)
+    weighted = heatmap.chart(DATA, threshold=0.01, num_hypotheses=2, weighted=True)
+    needed = -gamma_line_log10(0.01, 2, weighted=True)
+    assert math.isclose(needed, -math.log10(0.01 / 8))
+    assert weighted["threshold_label"] == f"-log10 p = {needed:.1f}"
+    assert weighted["threshold_label"] != plain["threshold_label"]

@@ -15,7 +15,9 @@ from django.core.management import call_command
 
 from detector.cli.main import main as detector_main
 from detector.reports.signed import MEDIA_TYPE, ReportError, verify
+from provenance.checks.models import Check, Hypothesis
 from provenance.checks.services import check_score
+from provenance.keys.services import key_create
 from provenance.reports.models import SigningKey
 from tests.provenance.conftest import KEY_VALUE
 
@@ -254,3 +256,23 @@ def test_an_unreadable_table_file_fails_with_its_name(alice, scored, wm_text, tm
     (tmp_path / "bad.npz").write_bytes(b"not a table")
     assert detector_main([*args, "--ngram-table", str(tmp_path / "bad.npz")]) == 1
     assert "cannot read the n-gram table" in capsys.readouterr().err
+
+
+def test_a_report_names_the_decisions_best_hypothesis_and_correction_as_stored(
+    alice, cast, alice_key, tokenizer_row, wm_text
+):
+    key_create(name="acme-second", team=cast["acme"], tokenizer=tokenizer_row, value=7)
+    check_id = alice.post("/api/v1/checks", {"text": wm_text}, format="json").json()["id"]
+    check_score(check_id)
+    check = Check.objects.get(id=check_id)
+    assert check.correction == "holm" and check.best_index is not None
+    # the second the decision's best, its p rounding like the first's at the basic tier
+    first, second = Hypothesis.objects.filter(check_run=check).order_by("index")
+    Hypothesis.objects.filter(pk=first.pk).update(adjusted_log10_p=-5.2)
+    Hypothesis.objects.filter(pk=second.pk).update(adjusted_log10_p=-5.9)
+    Check.objects.filter(id=check_id).update(best_index=second.index, best_key=second.key)
+    cast["acme"].oracle_tier = "basic"
+    cast["acme"].save()
+    payload = verify(_report(alice, check_id), _jwks(alice)).payload
+    assert payload["verdict"]["best"] == second.index
+    assert payload["correction"] == "holm"
