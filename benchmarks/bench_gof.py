@@ -84,20 +84,36 @@ def _cauchy(log10_ps: list[float]) -> float:
     return math.log10(max(min(p, 1.0), 1e-300))
 
 
-def rules() -> dict[str, Callable[[dict[str, float]], float]]:
+Rule = Callable[[dict[str, float]], float]
+
+
+def _alone(x: str) -> Rule:
+    return lambda s: s[x]
+
+
+def _with_scan(x: str) -> Rule:
+    return lambda s: LOG10_2 + min(s[x], s["scan"])
+
+
+def _beside(x: str) -> Rule:
+    return lambda s: LOG10_3 + min(s["gamma"], s[x], s["scan"])
+
+
+def _cauchy_beside(x: str) -> Rule:
+    return lambda s: LOG10_2 + min(_cauchy([s["gamma"], s[x]]), s["scan"])
+
+
+def rules() -> dict[str, Rule]:
     """Decision rules: the log10 p each one decides on."""
-    out: dict[str, Callable[[dict[str, float]], float]] = {
-        "gamma": lambda s: s["gamma"],
-        "current decision (gamma, scan)": lambda s: LOG10_2 + min(s["gamma"], s["scan"]),
+    out: dict[str, Rule] = {
+        "gamma": _alone("gamma"),
+        "current decision (gamma, scan)": _with_scan("gamma"),
     }
-    names = [f"trunc c={c:g}" for c in CUTS] + list(TABULATED)
-    for x in names:
-        out[x] = lambda s, x=x: s[x]
-        out[f"({x}, scan)"] = lambda s, x=x: LOG10_2 + min(s[x], s["scan"])
-        out[f"(gamma, {x}, scan)"] = lambda s, x=x: LOG10_3 + min(s["gamma"], s[x], s["scan"])
-        out[f"(cauchy(gamma, {x}), scan)"] = lambda s, x=x: (
-            LOG10_2 + min(_cauchy([s["gamma"], s[x]]), s["scan"])
-        )
+    for x in [f"trunc c={c:g}" for c in CUTS] + list(TABULATED):
+        out[x] = _alone(x)
+        out[f"({x}, scan)"] = _with_scan(x)
+        out[f"(gamma, {x}, scan)"] = _beside(x)
+        out[f"(cauchy(gamma, {x}), scan)"] = _cauchy_beside(x)
     return out
 
 
@@ -215,32 +231,41 @@ def report(halves, fpr, doc_counts, args, nkeys) -> None:
     cols = ["code 50", "code 100", "code 200", "creative sub 20%", "planted in doc"]
     scored = ["code 100", "code 200", "creative sub 20%", "planted in doc"]
 
-    def fpr_ok(rule: str) -> tuple[float, float]:
+    def fpr_of(rule: str) -> tuple[float, float]:
+        """The largest mean FPR over keys (any corpus, any prefix) and the worst key's rate
+        at 200 tokens on the corpora of at least 100 chunks (one flag in 41 is 2.4%)."""
         worst_mean, worst_key = 0.0, 0.0
         for entry in fpr.values():
             for n in PREFIXES:
                 c = entry["counts"][n][rule]
                 worst_mean = max(worst_mean, c.mean() / entry["n"])
-                worst_key = max(worst_key, c.max() / entry["n"])
+            if entry["n"] >= 100:
+                worst_key = max(worst_key, entry["counts"][200][rule].max() / entry["n"])
         return worst_mean, worst_key
 
     dev = halves["dev"]
     eligible = []
     for r in RULES:
-        mean, key = fpr_ok(r)
-        if mean <= 0.012 and key <= 0.03:
-            eligible.append((np.mean([rate(dev[c], r) for c in scored]), r))
+        mean, key = fpr_of(r)
+        if mean <= 0.012:
+            score = float(np.mean([rate(dev[c], r) for c in scored]))
+            eligible.append((score, r, mean, key))
     eligible.sort(reverse=True)
     print("\nchoice on the development half (mean of code 100, code 200, creative sub 20%,")
-    print("planted in doc; FPR <= 1.2% per corpus and prefix, worst key <= 3%):")
-    for score, r in eligible[:8]:
-        print(f"  {100 * score:5.1f}  {r}")
+    print("planted in doc) among the rules whose mean FPR is <= 1.2% on every corpus and prefix;")
+    print("largest mean FPR, worst key at 200 tokens on corpora of >= 100 chunks:")
+    for score, r, mean, key in eligible[:8]:
+        print(f"  {100 * score:5.1f}  {r}  (FPR {100 * mean:.2f}%, worst key {100 * key:.1f}%)")
     shown = [
         "gamma",
         "current decision (gamma, scan)",
         *[r for r in RULES if r not in ("gamma", "current decision (gamma, scan)")],
     ]
-    for half in ("dev", "held-out"):
+    halves["all"] = {
+        c: halves["dev"].get(c, []) + halves["held-out"].get(c, [])
+        for c in [*cols, "planted alone"]
+    }
+    for half in ("dev", "held-out", "all"):
         h = halves[half]
         n = {c: len(h.get(c, [])) for c in cols + ["planted alone"]}
         print(f"\n{half} half (texts: " + ", ".join(f"{c} {n[c]}" for c in cols) + ")")
@@ -272,18 +297,49 @@ def report(halves, fpr, doc_counts, args, nkeys) -> None:
         docs = f"{100 * doc_counts[r] / max(args.planted_docs, 1):.1f}"
         print(f"| {r} | " + " | ".join(cells) + f" | {docs} |")
     print("\nper-key dispersion at 200 tokens (variance / mean of the flag counts over keys):")
-    for r in ("gamma", "current decision (gamma, scan)", *(x for _, x in eligible[:3])):
+    main_rules = [r for r in RULES if not r.startswith("(") or r.startswith("(trunc c=1,")]
+    for r in [*main_rules, *(x for _, x, _, _ in eligible[:3] if x not in main_rules)]:
         disp = []
         for corpus in corpora:
             c = fpr[corpus]["counts"][200][r]
             disp.append(f"{corpus} {c.var(ddof=1) / max(c.mean(), 1e-12):.2f}")
         print(f"  {r}: " + ", ".join(disp))
+    targets(halves)
     out = cache_dir("gof") / "results.json"
     rates = {
         half: {c: {r: rate(v, r) for r in RULES} for c, v in h.items()}
         for half, h in halves.items()
     }
     out.write_text(json.dumps({"rates": rates, "eligible": eligible}, indent=1))
+
+
+TARGETS = {"code 100": 0.65, "code 200": 0.85, "creative sub 20%": 0.70}
+
+
+def targets(halves: dict[str, dict[str, list]]) -> None:
+    """Each target against the current decision and the best rule measured (its bound here:
+    the most any model-free rule of this run reaches), held out and over all texts; the
+    planted target as the document's rate over the span's alone (Gamma test alone, as the
+    robustness benchmark states it, and the rule's own test of the span)."""
+    print("\ntargets (current decision; best rule of this run, its bound):")
+    for half in ("held-out", "all"):
+        h = halves[half]
+        for cell, goal in TARGETS.items():
+            now = rate(h[cell], "current decision (gamma, scan)")
+            best = max(RULES, key=lambda r: rate(h[cell], r))
+            got = rate(h[cell], best)
+            verdict = "met" if now >= goal else "NOT met"
+            print(
+                f"  {half} {cell}: {100 * now:.1f}% (>= {100 * goal:.0f}%) {verdict}; "
+                f"bound {100 * got:.1f}% ({best})"
+            )
+        alone = rate(h["planted alone"], "gamma")
+        doc = rate(h["planted in doc"], "current decision (gamma, scan)")
+        ratio = doc / alone if alone else math.nan
+        print(
+            f"  {half} planted: {100 * doc:.1f}% in the document, {100 * alone:.1f}% alone "
+            f"(Gamma): {ratio:.2f}x (>= 0.5x) {'met' if ratio >= 0.5 else 'NOT met'}"
+        )
 
 
 if __name__ == "__main__":
