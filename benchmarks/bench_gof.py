@@ -103,12 +103,22 @@ def _cauchy_beside(x: str) -> Rule:
     return lambda s: LOG10_2 + min(_cauchy([s["gamma"], s[x]]), s["scan"])
 
 
+GAMMA_SHARES = (0.75, 0.9)
+
+
+def _shared(w: float) -> Rule:
+    a, b = -math.log10(w), -math.log10(1.0 - w)
+    return lambda s: min(s["gamma"] + a, s["scan"] + b)
+
+
 def rules() -> dict[str, Rule]:
     """Decision rules: the log10 p each one decides on."""
     out: dict[str, Rule] = {
         "gamma": _alone("gamma"),
         "current decision (gamma, scan)": _with_scan("gamma"),
     }
+    for w in GAMMA_SHARES:  # weighted Bonferroni: the Gamma test at w alpha, the scan at the rest
+        out[f"gamma at {w:g} alpha, scan at {1 - w:g} alpha"] = _shared(w)
     for x in [f"trunc c={c:g}" for c in CUTS] + list(TABULATED):
         out[x] = _alone(x)
         out[f"({x}, scan)"] = _with_scan(x)
@@ -297,7 +307,9 @@ def report(halves, fpr, doc_counts, args, nkeys) -> None:
         docs = f"{100 * doc_counts[r] / max(args.planted_docs, 1):.1f}"
         print(f"| {r} | " + " | ".join(cells) + f" | {docs} |")
     print("\nper-key dispersion at 200 tokens (variance / mean of the flag counts over keys):")
-    main_rules = [r for r in RULES if not r.startswith("(") or r.startswith("(trunc c=1,")]
+    main_rules = [
+        r for r in RULES if not r.startswith(("(", "gamma at")) or r.startswith("(trunc c=1,")
+    ]
     for r in [*main_rules, *(x for _, x, _, _ in eligible[:3] if x not in main_rules)]:
         disp = []
         for corpus in corpora:
