@@ -160,14 +160,14 @@ def _cjk_texts() -> list[str]:
     from babel.messages.pofile import read_po
 
     root = Path(__file__).resolve().parents[3] / "locale"
-    out = []
+    out: list[str] = []
     for language in ("ja", "ko", "zh_Hans"):
         with (root / language / "LC_MESSAGES" / "django.po").open("rb") as handle:
             catalog = read_po(handle)
         for m in catalog:
             if m.id and m.string:
-                parts = m.string if isinstance(m.string, tuple) else (m.string,)
-                out.extend(p for p in parts if p)
+                parts = m.string if isinstance(m.string, (tuple, list)) else (m.string,)
+                out.extend(str(p) for p in parts if p)
     return out
 
 
