@@ -40,7 +40,7 @@ SHINGLE = 3
 SAMPLE = 2  # one shingle in SAMPLE is kept (by its hash, so the same ones in every text)
 WINDOW = 16  # kept shingles a window reads (about 32 words)
 CONTAINED = 0.5  # the share of a window's kept shingles that puts it in a family
-MIN_HITS = 2  # a window shorter than that many shingles of one family matches nothing
+MIN_HITS = 4  # fewer shingles of one family than this match nothing, however short the text
 MAX_LOGGED = 1000  # text hashes one event keeps
 _WORD = re.compile(r"\w+", re.UNICODE)
 
