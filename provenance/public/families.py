@@ -12,7 +12,8 @@ names the family of the text that first held it. The new text's kept shingles, i
 are read in windows of ``WINDOW`` (about 64 words; the whole text when shorter): a window
 of which at least ``CONTAINED`` belong to one family puts the text in that family. Padding
 does not dilute a window that lies inside the variant, and a piece of a text is contained
-in it. A text in several families counts in each.
+in it. A text in several families counts in each, as the next variant of the one asked
+most.
 
 The fingerprints and the counters live in the public cache (``selectors.public_cache``:
 Redis across processes, bounded, each entry expiring with the window). A family's count is
@@ -41,6 +42,7 @@ SAMPLE = 2  # one shingle in SAMPLE is kept (by its hash, so the same ones in ev
 WINDOW = 16  # kept shingles a window reads (about 32 words)
 CONTAINED = 0.5  # the share of a window's kept shingles that puts it in a family
 MIN_HITS = 4  # fewer shingles of one family than this match nothing, however short the text
+SHARED = 2  # a family holding this many of a window's shingles counts in the families holding it
 MAX_LOGGED = 1000  # text hashes one event keeps
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -82,7 +84,9 @@ def _key(value: int) -> str:
 
 def matching(kept: list[int], owners: dict[int, str]) -> list[str]:
     """The families that one window of ``kept`` (``WINDOW`` kept shingles, or all of them
-    when fewer) is contained in: at least ``CONTAINED`` of its shingles are that family's.
+    when fewer) is contained in: at least ``CONTAINED`` of its shingles are that family's;
+    or, where no one family holds that much, are held together by families each holding at
+    least ``SHARED`` of them (a piece cut across two earlier pieces is in both).
     ``owners``: the family of each kept shingle seen before. Best first (most shingles)."""
     width = min(WINDOW, len(kept))
     need = max(MIN_HITS, math.ceil(CONTAINED * width))
@@ -94,10 +98,15 @@ def matching(kept: list[int], owners: dict[int, str]) -> list[str]:
             if leaving is not None:
                 window[leaving] -= 1
         family = owners.get(value)
-        if family is not None:
-            window[family] += 1
-            if window[family] >= need:
-                found.add(family)
+        if family is None:
+            continue
+        window[family] += 1
+        if window[family] >= need:
+            found.add(family)
+        elif i >= width - 1 and window.total() >= need:
+            held = [f for f, hits in window.items() if hits >= SHARED]
+            if sum(window[f] for f in held) >= need:
+                found.update(held)
     total = Counter(owners[v] for v in kept if v in owners)
     return sorted(found, key=lambda f: (-total[f], f))
 
@@ -120,16 +129,20 @@ def family_observe(text: str, text_sha256: str, requester: str = "") -> str:
     if text_sha256 not in hashes and len(hashes) < MAX_LOGGED:
         hashes = [*hashes, text_sha256]
         store.set(members, hashes, window)
-    over = None
-    for each in families:
-        counter = f"public:family:count:{each}:{requester}"
+    # One more variant of the most-asked family: each family the text is in counts up to it
+    # (atomic increments, so concurrent checks only ever count more).
+    counters = [f"public:family:count:{each}:{requester}" for each in families]
+    counts = []
+    for counter in counters:
         store.add(counter, 0, window)
-        count = store.incr(counter)
-        if count > settings.PROVENANCE_PUBLIC_MAX_VARIANTS and over is None:
-            over = (each, count)
-    if over is not None:
-        each, count = over
-        _log_once(each, count, store.get(f"public:family:texts:{each}") or hashes)
+        counts.append(store.incr(counter))
+    top = max(counts)
+    for counter, count in zip(counters, counts, strict=True):
+        if count < top:
+            store.incr(counter, top - count)
+    if top > settings.PROVENANCE_PUBLIC_MAX_VARIANTS:
+        each = families[counts.index(top)]
+        _log_once(each, top, store.get(f"public:family:texts:{each}") or hashes)
         raise VariantLimit(window)
     return str(family)
 
