@@ -6,11 +6,12 @@ A scrubbing loop edits a watermarked text a little at a time and asks again afte
 until the verdict turns. It may hide each variant inside fresh text (padding) or send it in
 pieces, so the guard does not compare whole texts: it asks whether some part of the new text
 is contained in a text seen before. Each text's word 3-shingles are hashed (64 bits) and a
-fixed quarter of them kept (the hash is 0 modulo ``SAMPLE``: the same shingles in every
+fixed half of them kept (the hash is 0 modulo ``SAMPLE``: the same shingles in every
 text, so containment between texts carries over to the kept ones). Every kept shingle seen
 names the family of the text that first held it. The new text's kept shingles, in order,
-are read in windows of ``WINDOW`` (about 64 words; the whole text when shorter): a window
-of which at least ``CONTAINED`` belong to one family puts the text in that family. Padding
+are read in windows of ``WINDOW`` (about 32 words; the whole text when shorter): a window
+of which at least ``CONTAINED`` belong to one family (or to families each holding
+``SHARED`` of it) puts the text in that family (those families). Padding
 does not dilute a window that lies inside the variant, and a piece of a text is contained
 in it. A text in several families counts in each, as the next variant of the one asked
 most.
