@@ -166,21 +166,36 @@ def test_unrelated_human_texts_are_not_taken_for_variants(settings):
 # --- one requester cannot block a text for anyone else -----------------------------------
 
 
-def test_25_near_duplicates_from_one_requester_block_no_one_else(
+def _near_duplicates(text: str, count: int) -> list[str]:
+    words = text.split()
+    return [" ".join([*words[:i], "zebra", *words[i + 1 :]]) for i in range(count)]
+
+
+def test_25_near_duplicates_from_one_address_block_no_one_else(
     published, partner_client, check, wm_text, settings
 ):
     settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 20
+    settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN = 100
+    griefer = [check(v, REMOTE_ADDR="203.0.113.9") for v in _near_duplicates(wm_text, 25)]
+    assert [r.status_code for r in griefer].count(429) == 5
+    assert check(wm_text, REMOTE_ADDR="203.0.113.9").status_code == 429  # the griefer's own
+    partner = partner_client("fact-checker")
+    assert partner.post(VERIFY, {"text": wm_text}, format="json").status_code == 200
+    assert check(wm_text, REMOTE_ADDR="198.51.100.4").status_code == 200  # another address
+
+
+def test_25_near_duplicates_from_one_partner_block_no_other_partner(
+    published, partner_client, wm_text, settings
+):
+    settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 20
     griefer = partner_client("griefer")
-    words = wm_text.split()
-    codes = []
-    for i in range(25):
-        variant = list(words)
-        variant[i] = "zebra"
-        codes.append(griefer.post(VERIFY, {"text": " ".join(variant)}, format="json").status_code)
+    codes = [
+        griefer.post(VERIFY, {"text": v}, format="json").status_code
+        for v in _near_duplicates(wm_text, 25)
+    ]
     assert codes.count(429) == 5
     other = partner_client("fact-checker")
     assert other.post(VERIFY, {"text": wm_text}, format="json").status_code == 200
-    assert check(wm_text, REMOTE_ADDR="198.51.100.4").status_code == 200  # another address
 
 
 # --- limits before parsing ------------------------------------------------------------------
