@@ -402,13 +402,27 @@ SPECTACULAR_SETTINGS = {
 # every web process (docker-compose and make run set it; while Redis is unreachable each process
 # counts alone, provenance.cache); unset, each process counts alone.
 PROVENANCE_CACHE_URL = env_str("PROVENANCE_CACHE_URL", "")
-CACHES = {
+CACHES: dict[str, dict[str, Any]] = {
     "default": (
         {"BACKEND": "provenance.cache.FailoverRedisCache", "LOCATION": PROVENANCE_CACHE_URL}
         if PROVENANCE_CACHE_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        # Room for the scrubbing guard's fingerprints (the default 300 entries would cull them).
+        else {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "OPTIONS": {"MAX_ENTRIES": 200_000},
+        }
     )
 }
+# Public verification's answers, peers' answers and the scrubbing guard's fingerprints: a
+# store of their own, bounded (Redis with maxmemory and an eviction policy: compose's `cache`
+# service, make run's second Redis), so they never share memory with the broker's messages
+# or the budgets. Unset: the default cache above.
+PROVENANCE_PUBLIC_CACHE_URL = env_str("PROVENANCE_PUBLIC_CACHE_URL", "")
+if PROVENANCE_PUBLIC_CACHE_URL:
+    CACHES["public"] = {
+        "BACKEND": "provenance.cache.FailoverRedisCache",
+        "LOCATION": PROVENANCE_PUBLIC_CACHE_URL,
+    }
 
 LOGGING = {
     "version": 1,

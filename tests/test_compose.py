@@ -26,6 +26,7 @@ EXTERNAL_VARIABLES = {
     "postgres": {"POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD"},
     "generator": {"VLLM_USE_V2_MODEL_RUNNER", "HF_HUB_OFFLINE"},
     "redis": {"REDISCLI_AUTH"},
+    "cache": {"REDISCLI_AUTH"},
 }
 # Interpolated by docker compose itself (required, no default), never read by the code.
 COMPOSE_VARIABLES = {"POSTGRES_PASSWORD", "REDIS_PASSWORD"}
@@ -218,3 +219,12 @@ def test_the_generator_runs_behind_the_token_gate():
     command = _words(SERVICES["generator"]["command"])
     assert "generator.auth.AuthGate" in command
     assert "PROVENANCE_CLIENTS_FILE" in SERVICES["generator"]["environment"]
+
+
+def test_the_public_cache_is_its_own_bounded_redis():
+    command = " ".join(_words(SERVICES["cache"]["command"]))
+    assert "--maxmemory 256mb" in command and "--maxmemory-policy allkeys-lru" in command
+    assert "--maxmemory" not in " ".join(_words(SERVICES["redis"]["command"]))  # the broker's
+    url = COMPOSE["x-app"]["environment"]["PROVENANCE_PUBLIC_CACHE_URL"]
+    assert "@cache:6379/" in url and "${REDIS_PASSWORD:?" in url
+    assert "cache" in COMPOSE["x-app"]["depends_on"]

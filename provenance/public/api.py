@@ -1,12 +1,18 @@
 """Public verification over HTTP, no account: the discovery document, a proof-of-work
 challenge and ``POST /api/public/v1/verify``. Partners authenticate with
 ``Authorization: Bearer KEY``; anyone else sends a solved challenge (``X-Provenance-PoW``, or
-``pow`` in the body)."""
+``pow`` in a JSON body).
+
+The verify route's doors, each shut unless opened here: the media types ``BODY_LIMITS``
+names, each with its largest ``Content-Length`` (checked before a byte of the body is read;
+no length, 411); the proof of work and the budget from the headers before a multipart body
+is read (a file needs the header); the fields ``FIELDS``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -20,13 +26,52 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from provenance.checks.api.base import body_size_guard, read_upload
+from provenance.checks.api.base import read_upload
 from provenance.checks.models import Verdict
-from provenance.errors import ProblemError
+from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.public import proof_of_work, selectors, services
 from provenance.public.models import Partner
 
 POW_HEADER = "HTTP_X_PROVENANCE_POW"
+JSON, MULTIPART = "application/json", "multipart/form-data"
+FIELDS = frozenset({"text", "file", "pow", "peers"})
+ENVELOPE = 64 * 1024  # a body's bytes beyond its text or file: fields, boundaries, headers
+
+
+def body_limits() -> dict[str, int]:
+    """The largest body of each media type the verify route takes: a JSON text of at most
+    ``PROVENANCE_MAX_TEXT_BYTES`` (each byte escaped at worst to six), a multipart file of
+    at most ``PROVENANCE_MAX_DOCUMENT_BYTES`` or such a text."""
+    text = settings.PROVENANCE_MAX_TEXT_BYTES
+    document = max(settings.PROVENANCE_MAX_DOCUMENT_BYTES, text)
+    return {JSON: 6 * text + ENVELOPE, MULTIPART: document + ENVELOPE}
+
+
+class LengthRequired(ProblemError):
+    status_code = 411
+    default_code = "length_required"
+
+
+class UnsupportedMediaType(ProblemError):
+    status_code = 415
+    default_code = "unsupported_media_type"
+
+
+def body_door(request: Request) -> str:
+    """The body's media type, once its type and declared length pass (before any read)."""
+    media = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+    limits = body_limits()
+    if media not in limits:
+        raise UnsupportedMediaType(f"send {JSON} or {MULTIPART}")
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        raise LengthRequired("a Content-Length is required") from None
+    if length < 0:
+        raise LengthRequired("a Content-Length is required")
+    if length > limits[media]:
+        raise PayloadTooLarge(f"the body is {length} bytes; the limit is {limits[media]}")
+    return media
 
 
 class PartnerAuthentication(BaseAuthentication):
@@ -80,11 +125,13 @@ class PeerSerializer(serializers.Serializer):
     organization = serializers.CharField()
     discovery = serializers.URLField()
     status = serializers.ChoiceField(
-        choices=["answered", "unreachable", "refused", "receipt_invalid"]
+        choices=["answered", "unreachable", "refused", "receipt_invalid", "not_asked"]
     )
     verdict = serializers.ChoiceField(choices=Verdict.choices, allow_null=True)
     model = serializers.CharField(allow_null=True)
-    strength = serializers.IntegerField(allow_null=True)
+    strength = serializers.IntegerField(
+        allow_null=True, help_text="p < 10^(strength+1) (a band, or an older peer's floor)"
+    )
     tokens_scored = serializers.IntegerField(allow_null=True)
     receipt = serializers.CharField(allow_null=True, help_text="the peer's JWS, verified")
     jwks_uri = serializers.URLField(allow_null=True)
@@ -141,7 +188,9 @@ class VerifyApi(PublicApi):
         verdict = serializers.ChoiceField(choices=Verdict.choices)
         model = serializers.CharField(allow_null=True)
         strength = serializers.IntegerField(
-            allow_null=True, help_text="floor(log10 p) of the corrected p, when watermarked"
+            allow_null=True,
+            help_text="the corrected p's band, when watermarked: p < 10^(strength+1), "
+            "strength one of -31, -13, -7, -3 (-1: p < 1)",
         )
         tokens_scored = serializers.IntegerField()
         receipt = serializers.CharField(help_text="compact JWS (Ed25519)")
@@ -157,20 +206,34 @@ class VerifyApi(PublicApi):
     )
     def post(self, request: Request) -> Response:
         partner = request.auth if isinstance(request.auth, Partner) else None
-        body_size_guard(request)
-        data = request.data if isinstance(request.data, dict) else {}
-        text, upload = data.get("text"), data.get("file")
+        text: Any = None
         try:
-            caller = services.Caller(
-                address=BaseThrottle().get_ident(request),
-                partner=partner,
-                proof=request.META.get(POW_HEADER) or data.get("pow"),
-            )
+            media = body_door(request)
+            proof = request.META.get(POW_HEADER)
+            address = BaseThrottle().get_ident(request)
+            if partner is not None or proof:  # admitted on the headers alone
+                caller = services.Caller(address=address, partner=partner, proof=proof)
+            elif media == MULTIPART:
+                raise proof_of_work.ProofOfWorkRequired(
+                    "a file is sent with its proof of work in the X-Provenance-PoW header"
+                )
+            else:  # a JSON body, bounded above, may carry the proof as "pow"
+                caller = services.Caller(address=address, proof=_data(request).get("pow"))
+            services.admit(caller)
+            data = _data(request)
+            unknown = sorted(str(name) for name in data if name not in FIELDS)
+            if unknown:
+                raise ProblemError(f"unknown fields: {', '.join(unknown[:3])}")
+            text, upload = data.get("text"), data.get("file")
             document = None
             if upload is not None and hasattr(upload, "read"):
                 document = (str(upload.name), read_upload(upload))
             answer = services.verify(
-                caller=caller, text=text, document=document, ask_peers=_flag(data.get("peers"))
+                caller=caller,
+                text=text,
+                document=document,
+                ask_peers=_flag(data.get("peers")),
+                admitted=True,
             )
         except ProblemError as exc:
             if partner is not None:
@@ -179,6 +242,11 @@ class VerifyApi(PublicApi):
         if partner is not None:
             services.usage_log(partner, 200, text, answer["verdict"])
         return Response(self.OutputSerializer(answer).data, headers={"Cache-Control": "no-store"})
+
+
+def _data(request: Request) -> Any:
+    data = request.data
+    return data if hasattr(data, "get") and hasattr(data, "__iter__") else {}
 
 
 def _flag(value: Any) -> bool:

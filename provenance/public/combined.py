@@ -1,13 +1,14 @@
 """The combined claim of a check across organizations (docs/public.md, "The combined claim").
 
 Each organization answers with its own family-wise corrected p-value (Holm over its published
-keys) but shows only its coarse strength s = floor(log10 p), so all that is known of p is
-p < 10^(s+1). Asking m organizations is m more chances of a false claim, so the combined claim
-corrects again, Bonferroni over the m organizations asked (the local one and every configured
-peer, answered or not): organization i's claim stands when m * 10^(s_i+1) <= the threshold.
-Its combined strength is s_i + ceil(log10 m), read like a strength: the Bonferroni-corrected p
-lies below 10^(strength+1). Everything here is computed from the receipts' fields alone, so
-anyone holding the receipts can compute it again.
+keys) but shows only its coarse strength s (a band; an older peer's floor(log10 p)), so all
+that is known of p is p < 10^(s+1). Asking m organizations is m more chances of a false
+claim, so the combined claim corrects again, Bonferroni over the m organizations asked (the
+local one and every configured peer, answered or not): organization i's claim stands when
+m * 10^(s_i+1) <= the threshold. Its combined strength is s_i + ceil(log10 m), read like a
+strength: the Bonferroni-corrected p lies below 10^(strength+1). Everything here is
+computed from the receipts' fields alone, so anyone holding the receipts can compute it
+again.
 """
 
 from __future__ import annotations

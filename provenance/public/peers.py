@@ -6,7 +6,9 @@ key set (docs/public.md, "Peer organizations").
 A peer is sent the text and nothing else (``{"text": ..., "peers": false}``: the flag stops it
 asking its own peers, so no loop and no amplification). A peer configured with a partner key
 (``PROVENANCE_PUBLIC_PEER_KEYS``) is asked with it; any other's proof of work is solved here
-with the ``altcha`` library, up to ``POW_MAX_NUMBER``. Every peer is asked at once; the whole
+with the ``altcha`` library, up to ``POW_MAX_NUMBER``, but only for a partner's check: an
+anonymous check never makes this server work for it, so it asks only the peers with a
+partner key, and the others' lines are "not_asked". Every peer is asked at once; the whole
 fan-out ends at ``PROVENANCE_PUBLIC_PEER_TIMEOUT_S`` (connect: ``CONNECT_S``), and a peer that
 has not answered by then is "unreachable". A line holds only what the peer's verified receipt
 says; a receipt that does not verify, or that is about another text or issuer, or that
@@ -36,11 +38,12 @@ CACHE_S = 300  # discovery documents, key sets and answered lines, per peer
 MAX_BYTES = 1024 * 1024  # the most of a peer's document, key set or answer read
 POW_MAX_NUMBER = 1_000_000  # a peer's challenge beyond this is not solved (seconds of CPU)
 POW_CHUNK = 20_000  # numbers tried between two looks at the deadline
-ANSWERED, UNREACHABLE, REFUSED, RECEIPT_INVALID = (
+ANSWERED, UNREACHABLE, REFUSED, RECEIPT_INVALID, NOT_ASKED = (
     "answered",
     "unreachable",
     "refused",
     "receipt_invalid",
+    "not_asked",
 )
 AGREED = ("verdict", "model", "strength", "tokens_scored")  # the answer and its receipt
 USER_AGENT = "provenance-peer/1"
@@ -66,29 +69,46 @@ def configured() -> list[Peer]:
 
 
 class Fanout:
-    """The peers asked about one text, in threads; ``lines()`` waits until the deadline."""
+    """The peers asked about one text, in threads; ``lines()`` waits until the deadline.
+    ``asked``: which of ``peers`` to ask (the others' lines are "not_asked")."""
 
-    def __init__(self, peers: list[Peer], text: str) -> None:
-        self.peers = peers
+    def __init__(self, peers: list[Peer], text: str, asked: list[bool]) -> None:
+        self.peers, self.asked = peers, asked
         self.deadline = time.monotonic() + settings.PROVENANCE_PUBLIC_PEER_TIMEOUT_S
-        self.pool = concurrent.futures.ThreadPoolExecutor(max(1, len(peers)), "peer")
-        self.futures = [self.pool.submit(ask, peer, text, self.deadline) for peer in peers]
+        self.pool = concurrent.futures.ThreadPoolExecutor(max(1, sum(asked)), "peer")
+        self.futures = {
+            i: self.pool.submit(ask, peer, text, self.deadline)
+            for i, peer in enumerate(peers)
+            if asked[i]
+        }
 
     def lines(self) -> list[dict[str, Any]]:
         remaining = max(0.0, self.deadline - time.monotonic())
-        concurrent.futures.wait(self.futures, timeout=remaining)
+        concurrent.futures.wait(self.futures.values(), timeout=remaining)
         self.pool.shutdown(wait=False, cancel_futures=True)  # late ones end at their timeout
         out = []
-        for peer, future in zip(self.peers, self.futures, strict=True):
-            if future.done() and future.exception() is None:
+        for i, peer in enumerate(self.peers):
+            future = self.futures.get(i)
+            if future is None:
+                out.append(_line(peer, None, NOT_ASKED))
+            elif future.done() and future.exception() is None:
                 out.append(future.result())
             else:
                 out.append(_line(peer, None, UNREACHABLE))
         return out
 
 
-def ask_all(text: str) -> Fanout:
-    return Fanout(configured(), text)
+def ask_all(text: str, *, solve: bool) -> Fanout:
+    """Ask the configured peers about ``text``: those with a partner key, and the others
+    (their proof of work solved here) only when ``solve``."""
+    peers = configured()
+    return Fanout(peers, text, [solve or peer.key is not None for peer in peers])
+
+
+def none_asked() -> Fanout:
+    """No peer asked (a text this server did not test): every line "not_asked"."""
+    peers = configured()
+    return Fanout(peers, "", [False] * len(peers))
 
 
 def ask(peer: Peer, text: str, deadline: float) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import BaseCache, caches
 from django.db.models import QuerySet
 from django.urls import reverse
 
@@ -17,6 +18,14 @@ from provenance.public.models import Partner
 DISCOVERY_SCHEMA = "provenance.discovery/v1"
 MIN_TOKENS = 16  # shorter texts (under every published tokenizer) answer inconclusive untested
 ANSWER_FIELDS = ("verdict", "model", "strength", "tokens_scored", "receipt")
+
+
+def public_cache() -> BaseCache:
+    """The store of answers, peers' answers and the scrubbing guard: the bounded ``public``
+    cache (``PROVENANCE_PUBLIC_CACHE_URL``) where one is configured, else the default one.
+    Budgets and spent proofs of work stay in the default cache: evicting them would hand out
+    budget and replays."""
+    return caches["public" if "public" in settings.CACHES else "default"]
 
 
 def published_keys() -> QuerySet[WatermarkKey]:
@@ -73,7 +82,10 @@ def discovery(request: Any) -> dict[str, Any]:
         "policy": {
             "threshold": settings.PROVENANCE_THRESHOLD,
             "correction": "holm",
-            "strength": "floor(log10 p) of the corrected p-value, only when watermarked",
+            "strength": (
+                "the corrected p-value's band, only when watermarked: p < 10^(strength+1), "
+                "strength one of -31, -13, -7, -3 (p < 1e-30, 1e-12, 1e-6, 1e-2) or -1"
+            ),
             "proof_of_work": {
                 "scheme": "altcha-v1",
                 "algorithm": "SHA-256",

@@ -2,22 +2,20 @@
 
 A public check is tested against every published key at once through the product's one
 decision (``provenance.checks.scoring.score_texts``: ``detector.decision.decide_many``, Holm
-over every published key); the answer holds the verdict, the model it names, a floored
-strength, the tokens scored and a signed receipt, nothing more (docs/public.md).
+over every published key); the answer holds the verdict, the model it names, a strength in
+a few wide bands, the tokens scored and a signed receipt, nothing more (docs/public.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import secrets
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -35,11 +33,16 @@ from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
 from provenance.public import budgets, combined, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
-from provenance.public.selectors import MIN_TOKENS, key_sha256, published_keys
+from provenance.public.selectors import MIN_TOKENS, key_sha256, public_cache, published_keys
+from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
 
 ANSWER_TTL_S = 86400  # the same text asked again within a day gets the same answer
 INCONCLUSIVE, WATERMARKED = "inconclusive", "watermarked"
+# The strength's bands: log10 of the bounds a corrected p-value is placed under (p < 1e-30,
+# 1e-12, 1e-6, 1e-2). An answer's strength s says p < 10^(s+1), as a floored log10 p did,
+# so the combined claim and older peers read it unchanged.
+STRENGTH_BANDS = (-30, -12, -6, -2)
 
 
 def key_publish(*, key: WatermarkKey, public_name: str = "") -> WatermarkKey:
@@ -105,6 +108,21 @@ class Caller:
     partner: Partner | None = None
     proof: Any = None
 
+    @property
+    def requester(self) -> str:
+        """The caller as budgets and the scrubbing guard count it (budgets.requester)."""
+        return budgets.requester(self.address, self.partner)
+
+
+def admit(caller: Caller) -> None:
+    """The caller's proof of work (anonymous) and budget: before anything of the body is
+    read (the API calls it on the headers alone where it can)."""
+    if caller.partner is not None:
+        budgets.partner_spend(caller.partner)
+    else:
+        proof_of_work.solution_accept(caller.proof)
+        budgets.anonymous_spend(caller.address)
+
 
 def verify(
     *,
@@ -112,31 +130,35 @@ def verify(
     text: Any,
     document: tuple[str, bytes] | None = None,
     ask_peers: bool = True,
+    admitted: bool = False,
 ) -> dict[str, Any]:
     """A public check of ``text`` or of a ``document`` (its name and bytes, extracted as the
-    private API does): the caller's proof of work and budget first (a document is read only
-    then), then the answer. With peers configured (and ``ask_peers``), the answer also holds
-    one line per peer and the combined claim (``provenance.public.peers``, ``.combined``);
-    the local fields stay the local answer's."""
-    if caller.partner is not None:
-        budgets.partner_spend(caller.partner)
-    else:
-        proof_of_work.solution_accept(caller.proof)
-        budgets.anonymous_spend(caller.address)
+    private API does): the caller's proof of work and budget first (``admit``; ``admitted``:
+    already done), then the answer. With peers configured (and ``ask_peers``), the answer
+    also holds one line per peer and the combined claim (``provenance.public.peers``,
+    ``.combined``); the local fields stay the local answer's. Peers are asked only once this
+    server's own checks passed (proof of work, budget, a valid text of ``MIN_TOKENS``, the
+    scrubbing guard), and a peer's proof of work is solved only for a partner's check."""
+    if not admitted:
+        admit(caller)
     if document is not None:
         if text is not None:
             raise ProblemError("send exactly one of text and file")
         text = document_read(*document)
     text = text_validate(text)
+    local = LocalCheck(text, caller.requester)  # the guard first: it may refuse
     if not ask_peers or not settings.PROVENANCE_PUBLIC_PEERS:
-        return answer_for(text)
-    fanout = peers.ask_all(text)  # the peers work while the local test runs
-    local = answer_for(text)
+        return local.answer()
+    if local.tested:
+        fanout = peers.ask_all(text, solve=caller.partner is not None)
+    else:
+        fanout = peers.none_asked()
+    answer = local.answer()  # the peers work while the local test runs
     lines = fanout.lines()
     claim = combined.combine(
-        settings.PROVENANCE_PUBLIC_ORGANIZATION, local, lines, settings.PROVENANCE_THRESHOLD
+        settings.PROVENANCE_PUBLIC_ORGANIZATION, answer, lines, settings.PROVENANCE_THRESHOLD
     )
-    return {**local, "peers": lines, "combined": claim}
+    return {**answer, "peers": lines, "combined": claim}
 
 
 class ExtractionBusy(ProblemError):
@@ -167,27 +189,60 @@ def document_read(filename: str, content: bytes) -> str:
         EXTRACTIONS.release()
 
 
-def answer_for(text: str) -> dict[str, Any]:
-    """The answer for a valid text: cached for the same text and the same published keys."""
-    keys = list(published_keys())
-    if not keys:
-        raise ProblemError("no model is published for public verification", status_code=503)
-    digest = text_sha256(text)
-    cache_key = f"public:answer:{digest}:{_keys_hash(keys)}"
-    cached = cache.get(cache_key)
-    if cached is not None:
-        return dict(cached)
-    try:
-        groups = prepare_keys(keys)
-    except ScoringError:
-        raise ProblemError("public verification is unavailable", status_code=503) from None
-    short = too_short(text, groups)
-    if not short:
-        families.family_observe(text, digest)  # a text too short to test is no variant
-    (decided,) = decisions([text], groups, threshold=settings.PROVENANCE_THRESHOLD, short=[short])
-    answer = _answer(digest, keys, decided)
-    cache.set(cache_key, answer, ANSWER_TTL_S)
-    return answer
+class LocalCheck:
+    """This server's answer for a valid text, in two steps: made, it has found the cached
+    answer or passed the scrubbing guard (``tested``: the text has ``MIN_TOKENS``);
+    ``answer()`` then scores it where nothing was cached. Answers are cached for the same
+    text, the same published keys and the same signing key: a revoked signing key (a new
+    active one) ends the answers its receipts signed."""
+
+    def __init__(self, text: str, requester: str = "") -> None:
+        self.text = text
+        self.keys = list(published_keys())
+        if not self.keys:
+            raise ProblemError("no model is published for public verification", status_code=503)
+        self.digest = text_sha256(text)
+        with transaction.atomic():
+            self.signer = signing_key_active()
+        self.cache_key = f"public:answer:{self.digest}:{_keys_hash(self.keys)}:{self.signer.kid}"
+        self.cached = public_cache().get(self.cache_key)
+        self.short = False
+        if self.cached is not None:
+            self.tested = bool(self.cached.get("tokens_scored"))
+            return
+        try:
+            self.groups = prepare_keys(self.keys)
+        except ScoringError:
+            raise ProblemError("public verification is unavailable", status_code=503) from None
+        self.short = too_short(text, self.groups)
+        self.tested = not self.short
+        if self.tested:  # a text too short to test is no variant
+            families.family_observe(text, self.digest, requester)
+
+    def answer(self) -> dict[str, Any]:
+        if self.cached is not None:
+            return dict(self.cached)
+        (decided,) = decisions(
+            [self.text], self.groups, threshold=settings.PROVENANCE_THRESHOLD, short=[self.short]
+        )
+        answer = _answer(self.digest, self.keys, decided, self.signer)
+        public_cache().set(self.cache_key, answer, ANSWER_TTL_S)
+        return answer
+
+
+def answer_for(text: str, requester: str = "") -> dict[str, Any]:
+    """The answer for a valid text (``LocalCheck``), cached."""
+    return LocalCheck(text, requester).answer()
+
+
+def strength_band(log10_p: float) -> int:
+    """The public strength of a watermarked answer's corrected log10 p: s with p < 10^(s+1),
+    where 10^(s+1) is the tightest of ``STRENGTH_BANDS`` that holds (-1, p < 1, above every
+    band). A scrubber's edit moves it only across a band's bound."""
+    for bound in STRENGTH_BANDS:
+        if log10_p < bound:
+            return bound - 1
+    return -1
 
 
 @dataclass(frozen=True)
@@ -196,7 +251,7 @@ class Decided:
 
     verdict: str
     model: str | None  # the public name of the key the watermark points to, when watermarked
-    strength: int | None  # floor(log10 p) of the family's corrected p-value, when watermarked
+    strength: int | None  # the band of the family's corrected p-value, when watermarked
     tokens_scored: int
 
 
@@ -233,7 +288,7 @@ def decisions(
             Decided(
                 result.verdict,
                 best.key.public_name if marked and best else None,
-                math.floor(result.log10_p) if marked else None,
+                strength_band(result.log10_p) if marked else None,
                 best.detection.num_scored_tokens if best else 0,
             )
         )
@@ -245,7 +300,9 @@ def _keys_hash(keys: list[WatermarkKey]) -> str:
     return hashlib.sha256(names.encode()).hexdigest()[:16]
 
 
-def _answer(digest: str, keys: list[WatermarkKey], decided: Decided) -> dict[str, Any]:
+def _answer(
+    digest: str, keys: list[WatermarkKey], decided: Decided, signer: SigningKey
+) -> dict[str, Any]:
     payload = {
         "issuer": settings.PROVENANCE_PUBLIC_ORGANIZATION,
         "text": {"sha256": digest},
@@ -257,12 +314,13 @@ def _answer(digest: str, keys: list[WatermarkKey], decided: Decided) -> dict[str
         "at": timezone.now().isoformat(),
     }
     body = {k: payload[k] for k in ("verdict", "model", "strength", "tokens_scored")}
-    return {**body, "receipt": receipt_sign(payload)}
+    return {**body, "receipt": receipt_sign(payload, signer)}
 
 
 @sensitive_variables("private")
-def receipt_sign(payload: dict[str, Any]) -> str:
-    with transaction.atomic():
-        signer = signing_key_active()
+def receipt_sign(payload: dict[str, Any], signer: SigningKey | None = None) -> str:
+    if signer is None:
+        with transaction.atomic():
+            signer = signing_key_active()
     private = json.loads(decrypt_bytes(signer.encrypted_private))
     return receipt.sign_receipt(payload, private)

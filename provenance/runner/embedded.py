@@ -27,6 +27,7 @@ DEMO_TEAM = "demo"
 DEMO_USER = "demo"
 DEMO_KEY = "demo-smollm2"
 DEMO_PUBLIC_NAME = "SmolLM2 demo"  # the demo key's name on /verify/ and in discovery
+PUBLIC_CACHE_MAXMEMORY = "256mb"  # the public cache's Redis, as compose's `cache` service
 
 
 def _setup_django(redis_url: str) -> None:
@@ -145,13 +146,22 @@ def _web_args(host: str, port: int) -> list[str]:
 
 
 def _children(
-    data_dir: Path, redis: RedisServer, env: dict[str, str], host: str, port: int
+    data_dir: Path,
+    redis: RedisServer,
+    env: dict[str, str],
+    host: str,
+    port: int,
+    cache: RedisServer | None = None,
 ) -> tuple[list[Child], Any]:
     """The children in start order, and the playground generator (None when external)."""
     logs = data_dir / "logs"
     children = [
         Child("Redis", lambda: _started(redis.start()), redis.directory / "redis.log"),
     ]
+    if cache is not None:  # public verification's bounded cache
+        children.append(
+            Child("cache Redis", lambda: _started(cache.start()), cache.directory / "redis.log")
+        )
     generator = _playground_generator(data_dir, env)  # sets PROVENANCE_GENERATOR_URL
     if generator is not None:
         log = logs / "generator.log"
@@ -189,6 +199,8 @@ def main() -> int:
     host = os.environ.get("PROVENANCE_HOST", "127.0.0.1")
     port = int(os.environ.get("PROVENANCE_PORT", "8000"))
     redis = RedisServer(data_dir / "redis", port=free_port())
+    # Public verification's answers and scrubbing guard: a Redis of their own, bounded.
+    cache = RedisServer(data_dir / "cache", port=free_port(), maxmemory=PUBLIC_CACHE_MAXMEMORY)
     supervisor: Supervisor | None = None
     # Ctrl-C, kill, a closed terminal: each stops cleanly. SIGINT is set explicitly: a shell
     # that starts the runner in the background without job control leaves it ignored.
@@ -202,7 +214,8 @@ def main() -> int:
         password = _demo_data(data_dir)
         # The throttles count in the same Redis: one count for every web process.
         env = {**os.environ, "REDIS_URL": redis.url, "PROVENANCE_CACHE_URL": redis.url}
-        children, generator = _children(data_dir, redis, env, host, port)
+        env["PROVENANCE_PUBLIC_CACHE_URL"] = cache.url
+        children, generator = _children(data_dir, redis, env, host, port, cache)
         supervisor = Supervisor(children)
         supervisor.start_all()
         _announce(host, port, password, redis, data_dir / "logs")
@@ -226,6 +239,7 @@ def main() -> int:
             signal.signal(sig, signal.SIG_IGN)
         if supervisor is not None:
             supervisor.stop_all()  # web, worker, generator, then Redis
+        cache.stop()
         redis.stop()
 
 

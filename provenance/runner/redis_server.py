@@ -41,12 +41,20 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """Start with ``start()``, stop with ``stop()`` (or use as a context manager)."""
+    """Start with ``start()``, stop with ``stop()`` (or use as a context manager).
+    ``maxmemory`` (``"256mb"``): a bounded cache, the least recently used keys evicted first."""
 
-    def __init__(self, directory: Path, port: int | None = None, binary: str | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        port: int | None = None,
+        binary: str | None = None,
+        maxmemory: str | None = None,
+    ):
         self.directory = Path(directory)
         self.port = port or free_port()
         self.binary = binary or redis_binary()
+        self.maxmemory = maxmemory
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -74,6 +82,8 @@ class RedisServer:
             "--logfile",
             str(self.directory / "redis.log"),
         ]
+        if self.maxmemory is not None:
+            args += ["--maxmemory", self.maxmemory, "--maxmemory-policy", "allkeys-lru"]
         # Own session: a Ctrl-C in the terminal reaches our supervisor, which stops us last.
         self.process = subprocess.Popen(args, start_new_session=True)
         self._wait_ready(timeout)

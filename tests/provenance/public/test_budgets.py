@@ -6,9 +6,11 @@ import pytest
 
 from provenance.public.budgets import (
     BudgetExceeded,
+    address_scope,
     anonymous_spend,
     partner_limit,
     partner_spend,
+    requester,
 )
 from provenance.public.models import Partner
 
@@ -68,3 +70,19 @@ def test_a_partner_budget_holds_across_two_processes_sharing_redis(db, two_proce
         two_processes(i)
         with pytest.raises(BudgetExceeded):
             partner_spend(partner)
+
+
+def test_an_ipv6_address_counts_as_its_slash_64_and_an_ipv4_one_as_itself():
+    assert address_scope("2001:db8:1:2:aaaa::1") == address_scope("2001:db8:1:2::ffff")
+    assert address_scope("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert address_scope("2001:db8:1:3::1") != address_scope("2001:db8:1:2::1")
+    assert address_scope("::ffff:192.0.2.7") == "192.0.2.7" == address_scope("192.0.2.7")
+    assert address_scope("192.0.2.7") != address_scope("192.0.2.8")
+    assert address_scope("not an address") == "not an address"
+
+
+def test_a_requester_names_a_partner_or_an_address_scope_hashed(db):
+    partner = Partner.objects.create(name="p", key_sha256="c" * 64)
+    assert requester("192.0.2.7", partner) == f"partner:{partner.pk}"
+    named = requester("2001:db8::1")
+    assert named == requester("2001:db8::2") and "2001" not in named

@@ -1,5 +1,6 @@
 """The scrubbing guard: a loop of edited variants of one text is stopped after the documented
-number, the event names the variants' hashes, and unrelated texts pass."""
+number, the event names the variants' hashes, unrelated texts pass, and a family's count is
+kept per requester."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import random
 import pytest
 
 from detector.reports.signed import text_sha256
-from provenance.public.families import VariantLimit, band_keys, family_observe, shingles
+from provenance.public.families import (
+    SAMPLE,
+    VariantLimit,
+    family_observe,
+    fingerprints,
+    matching,
+    shingles,
+)
 from provenance.public.models import ScrubEvent
 from tests.provenance.watermark import HUMAN_TEXT
 
@@ -37,7 +45,7 @@ def test_a_loop_of_500_variants_is_stopped_after_the_limit(db):
     loop = variants(HUMAN_TEXT, 500)
     for variant in loop:
         try:
-            family_observe(variant, text_sha256(variant))
+            family_observe(variant, text_sha256(variant), "address:a")
         except VariantLimit as exc:
             assert exc.status_code == 429 and exc.retry_after > 0
             continue
@@ -56,12 +64,28 @@ def test_unrelated_texts_are_each_their_own_family(db):
     assert not ScrubEvent.objects.exists()
 
 
-def test_near_duplicates_share_bands_and_distant_texts_do_not():
+def test_a_window_contained_in_a_family_matches_it_and_a_distant_text_does_not():
     a, b = variants(HUMAN_TEXT, 2)
-    assert set(band_keys(a)) & set(band_keys(b))
-    assert not set(band_keys(HUMAN_TEXT)) & set(band_keys("a train left the station at noon"))
+    owners = dict.fromkeys(fingerprints(a), "family-a")
+    assert matching(fingerprints(b), owners) == ["family-a"]
+    assert matching(fingerprints("a train left the station at noon, late again"), owners) == []
+
+
+def test_about_one_shingle_in_sample_is_kept_the_same_in_every_text():
+    kept = fingerprints(HUMAN_TEXT)
+    assert 0.3 < len(kept) * SAMPLE / len(shingles(HUMAN_TEXT)) < 2
+    assert set(fingerprints("Preface. " + HUMAN_TEXT)) >= set(kept[1:])
+
+
+def test_a_familys_count_is_kept_per_requester(db):
+    loop = variants(HUMAN_TEXT, LIMIT + 5)
+    for variant in loop[:LIMIT]:
+        family_observe(variant, text_sha256(variant), "address:a")
+    with pytest.raises(VariantLimit):
+        family_observe(loop[LIMIT], text_sha256(loop[LIMIT]), "address:a")
+    family_observe(HUMAN_TEXT, text_sha256(HUMAN_TEXT), "partner:1")  # another's: answered
 
 
 def test_shingles_are_word_triples_or_the_whole_text_when_shorter():
-    assert shingles("One two three four") == {b"one two three", b"two three four"}
-    assert shingles("Hi there") == {b"hi there"}
+    assert shingles("One two three four") == [b"one two three", b"two three four"]
+    assert shingles("Hi there") == [b"hi there"]

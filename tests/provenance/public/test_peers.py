@@ -1,8 +1,9 @@
 """Peer organizations over real HTTP: two verifiers on loopback, A and B, each with its own
-database, key and signing key, each listing the other. A asks B with B's proof of work solved
-server-side, and also lists a closed port and a peer that accepts connections but never
-answers; B asks A with a partner key registered at A. Then, in this process, a fake peer
-records what it is sent and answers with receipts that must not pass."""
+database, key and signing key, each listing the other. For a partner's check A asks B with
+B's proof of work solved server-side, and also lists a closed port and a peer that accepts
+connections but never answers; B asks A, even for an anonymous check, with a partner key
+registered at A. Then, in this process, a fake peer records what it is sent and answers with
+receipts that must not pass, and is never asked for an anonymous check."""
 
 from __future__ import annotations
 
@@ -85,14 +86,18 @@ def pair(tmp_path_factory: pytest.TempPathFactory, black_hole: int) -> Iterator[
         b.stop()
 
 
-def _check(instance: Instance, text: str, **body: Any) -> tuple[dict[str, Any], float]:
+def _check(
+    instance: Instance, text: str, key: str | None = None, **body: Any
+) -> tuple[dict[str, Any], float]:
+    """A check at ``instance``: a partner's with ``key``, else an anonymous one."""
     with httpx.Client(base_url=instance.url, timeout=60) as client:
-        proof = solve(client.get("/api/public/v1/challenge").json())
+        if key is not None:
+            headers = {"Authorization": f"Bearer {key}"}
+        else:
+            headers = {"X-Provenance-PoW": solve(client.get("/api/public/v1/challenge").json())}
         started = time.monotonic()
         response = client.post(
-            "/api/public/v1/verify",
-            json={"text": text, **body},
-            headers={"X-Provenance-PoW": proof},
+            "/api/public/v1/verify", json={"text": text, **body}, headers=headers
         )
         elapsed = time.monotonic() - started
     assert response.status_code == 200, response.text
@@ -107,7 +112,7 @@ def _jwks(instance: Instance) -> dict[str, Any]:
 def test_a_text_marked_under_a_is_watermarked_at_a_and_not_at_b(pair, tmp_path):
     a, b = pair["a"], pair["b"]
     text = _marked(KEY_A, 21)
-    answer, elapsed = _check(a, text)
+    answer, elapsed = _check(a, text, key=pair["partner_key"])  # a partner of A's
     _validate(answer)
     assert (answer["verdict"], answer["model"]) == ("watermarked", "A model")
     lines = {line["discovery"]: line for line in answer["peers"]}
@@ -173,7 +178,7 @@ def test_a_peers_answer_never_changes_the_local_verdict(pair):
     # the text marked under B, asked of A: A's own fields say what A alone says
     text = _marked(KEY_B, 23)
     alone, _ = _check(pair["a"], text, peers=False)
-    answer, _ = _check(pair["a"], text)
+    answer, _ = _check(pair["a"], text, key=pair["partner_key"])
     assert {k: answer[k] for k in alone} == alone  # the same answer, receipt included
     assert answer["verdict"] == "not_watermarked"
     assert answer["peers"][0]["verdict"] == "watermarked"
@@ -186,10 +191,45 @@ def test_a_peers_answer_never_changes_the_local_verdict(pair):
 
 
 def _ask(text: str, address: str = "203.0.113.7") -> dict[str, Any]:
+    """A partner's check (only a partner's makes this server solve a peer's proof of work)."""
+    partner, _ = services.partner_create(name=f"partner at {address}")
+    return services.verify(caller=services.Caller(address=address, partner=partner), text=text)
+
+
+def _ask_anonymously(text: str, address: str = "203.0.113.7") -> dict[str, Any]:
     from provenance.public.proof_of_work import challenge_create
 
     proof = solve(challenge_create())
     return services.verify(caller=services.Caller(address=address, proof=proof), text=text)
+
+
+def test_an_anonymous_check_asks_no_peer_whose_proof_of_work_this_server_would_solve(
+    published, fake, wm_text
+):
+    fake.trust()
+    answer = _ask_anonymously(wm_text)
+    _validate(answer)
+    assert fake.requests == []
+    (line,) = answer["peers"]
+    assert (line["status"], line["verdict"], line["receipt"]) == ("not_asked", None, None)
+    assert answer["combined"]["organizations"] == 2  # still counted as asked: conservative
+
+
+def test_a_peer_with_a_partner_key_is_asked_for_an_anonymous_check(
+    published, fake, wm_text, settings
+):
+    fake.trust()
+    settings.PROVENANCE_PUBLIC_PEER_KEYS = {settings.PROVENANCE_PUBLIC_PEERS[0]: "pvp_test"}
+    (line,) = _ask_anonymously(wm_text)["peers"]
+    assert line["status"] == "answered"
+    (posted,) = [r for r in fake.requests if "body" in r]
+    assert posted["pow"] is False
+
+
+def test_a_text_too_short_to_test_asks_no_peer(published, fake):
+    fake.trust()
+    (line,) = _ask("Too short to test.")["peers"]
+    assert line["status"] == "not_asked" and fake.requests == []
 
 
 def test_a_peer_is_sent_the_text_alone_with_its_proof_of_work_solved(published, fake, wm_text):

@@ -92,6 +92,8 @@ def test_chromium_shows_one_line_per_peer_and_the_combined_claim(
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 20_000
     key_publish(key=alice_key, public_name="Acme Assistant")
     fake.trust()
+    # the page's checks are anonymous: only a peer with a partner key is asked for them
+    settings.PROVENANCE_PUBLIC_PEER_KEYS = {settings.PROVENANCE_PUBLIC_PEERS[0]: "pvp_fake"}
     with connected(chromium) as browser:
         context = browser.new_context(locale="ja", extra_http_headers={"Accept-Language": "ja"})
         page = context.new_page()

@@ -32,3 +32,13 @@ def test_a_server_that_exits_at_start_says_so(tmp_path):
     failing = RedisServer(tmp_path / "redis", binary="/bin/false")
     with pytest.raises(RedisStartError, match="exited early"):
         failing.start(timeout=5)
+
+
+def test_a_bounded_server_evicts_the_least_recently_used_keys(tmp_path):
+    with RedisServer(tmp_path / "cache", maxmemory="2mb") as server:
+        client = redis.Redis.from_url(server.url)
+        assert client.config_get("maxmemory")["maxmemory"] == str(2 * 1024 * 1024)
+        assert client.config_get("maxmemory-policy")["maxmemory-policy"] == "allkeys-lru"
+        for i in range(200):  # 20 MB into 2 MB: written, the oldest evicted
+            client.set(f"k{i}", b"x" * 100_000)
+        assert client.dbsize() < 200 and client.get("k199") is not None

@@ -43,7 +43,9 @@ def _children(parent: int) -> list[tuple[int, str]]:
 
 
 def _child_pid(runner: int, needle: str, grandchild: bool = False) -> int:
-    pids = [pid for pid, cmdline in _children(runner) if needle in cmdline]
+    # "--maxmemory": the public cache's bounded Redis, not the broker's
+    children = [(pid, line) for pid, line in _children(runner) if "--maxmemory" not in line]
+    pids = [pid for pid, cmdline in children if needle in cmdline]
     assert pids, f"no child of the runner runs {needle}"
     if grandchild:  # a gunicorn worker: a child of the gunicorn master
         pids = [pid for pid, _ in _children(pids[0])]
