@@ -304,6 +304,12 @@ REST_KNOX = {
 AXES_FAILURE_LIMIT = env_int("PROVENANCE_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("PROVENANCE_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Beside that pair, in the same window (provenance/accounts/backends.py): failures from one
+# address across every username (a password sprayed over many accounts), and failures of one
+# username across every address (one account guessed from many). The second can keep a user
+# out for the window, so its limit is well above the pair's.
+PROVENANCE_LOGIN_ADDRESS_FAILURES = env_int("PROVENANCE_LOGIN_ADDRESS_FAILURES", 20, minimum=1)
+PROVENANCE_LOGIN_USERNAME_FAILURES = env_int("PROVENANCE_LOGIN_USERNAME_FAILURES", 50, minimum=1)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
