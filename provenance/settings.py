@@ -384,7 +384,7 @@ PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "provenance.auth.TokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "provenance.auth.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON only: DRF's browsable HTML carries inline style the CSP forbids; /api/docs/ is the
