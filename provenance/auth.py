@@ -8,6 +8,7 @@ is visible in a signature (the admin's hooks), ``signed_in`` checks it at run ti
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -21,7 +22,7 @@ from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from knox import auth as knox_auth
 from knox.crypto import hash_token
 from knox.models import get_token_model
-from rest_framework import exceptions
+from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 
@@ -62,6 +63,41 @@ class TokenAuthentication(knox_auth.TokenAuthentication):
         if not found.user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         return (found.user, found)
+
+
+class SessionAuthentication(authentication.SessionAuthentication):
+    """DRF's session authentication (the pages' own calls to ``/api/``), with one more rule
+    for an organization user whose provider gave no refresh token: the sweeper cannot ask the
+    provider about them between sign-ins (``accounts.identities``), and ``/api/`` is exempt
+    from the pages' silent session renewal (``SessionRefresh``, which signs out a user the
+    provider no longer knows). Their session is accepted on ``/api/`` only while the
+    provider's last confirmation of it is fresh (``oidc_id_token_expiration``, every
+    ``PROVENANCE_OIDC_RENEW_SECONDS``); opening a page renews it, or signs them out."""
+
+    def authenticate(self, request: Request) -> tuple[Any, None] | None:
+        found = super().authenticate(request)
+        if found is None:
+            return None
+        if not session_confirmed(request._request, found[0]):
+            raise exceptions.AuthenticationFailed(
+                _("your organization sign-in must be renewed: open a page of the site first")
+            )
+        return found
+
+
+def session_confirmed(request: HttpRequest, user: Any) -> bool:
+    """Whether a session may be used on ``/api/``: a local user's always; an organization
+    user's while a refresh token is kept for them (the sweeper asks the provider), else only
+    until the session's ID token is due for renewal."""
+    from provenance.accounts.models import ExternalIdentity
+
+    unconfirmable = ExternalIdentity.objects.filter(
+        user_id=user.pk, encrypted_refresh_token__isnull=True
+    )
+    if not unconfirmable.exists():
+        return True
+    expiration = request.session.get("oidc_id_token_expiration", 0)
+    return isinstance(expiration, int | float) and expiration > time.time()
 
 
 class TokenScheme(OpenApiAuthenticationExtension):

@@ -28,9 +28,14 @@ PROVENANCE_STREAM_MAX_TOKENS = env_int("PROVENANCE_STREAM_MAX_TOKENS", 20_000, m
 # far shorter; longer pending text (no word boundary) is scored as it stands, not re-read on
 # every append.
 PROVENANCE_STREAM_MAX_PENDING = env_int("PROVENANCE_STREAM_MAX_PENDING", 1024, minimum=1)
-# Active keys that may be shared with every team at once (each is a hypothesis of every
-# team's check); sharing also needs the keys.share_watermarkkey permission.
+# Keys of other teams one team's check tests by default (each shared key is a hypothesis of
+# every team's check): at most this many active keys may be shared at once, and retired shared
+# keys fill what room is left, the most recently retired first (provenance.keys.selectors
+# .key_family). Sharing also needs the keys.share_watermarkkey permission.
 PROVENANCE_MAX_SHARED_KEYS = env_int("PROVENANCE_MAX_SHARED_KEYS", 10, minimum=0)
+# Days a retired key stays in the family a check tests by default (old text is still detected);
+# after that it is tested only when a check names it.
+PROVENANCE_RETIRED_KEY_WINDOW_DAYS = env_int("PROVENANCE_RETIRED_KEY_WINDOW_DAYS", 365, minimum=0)
 # Key ids one check, audit or stream may name (checked before any id is read).
 PROVENANCE_MAX_KEY_IDS = env_int("PROVENANCE_MAX_KEY_IDS", 64, minimum=1)
 # Documents checked as files (.txt .md .html .docx .pdf), alone or zipped into an audit: the

@@ -16,6 +16,7 @@ from typing import Any
 import dj_database_url
 
 from provenance.env import env_bool, env_float, env_int, env_list, env_str
+from provenance.private_files import generated_secret_key, private_load_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -40,26 +41,34 @@ DATA_DIR = data_dir()
 private_dir(DATA_DIR)
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
-# The embedded default has no secret configured: a fixed development value is only
-# acceptable when DEBUG or the embedded runner asks for it; production must set one.
-# The embedded default (make run, tests) may generate what production must configure.
+# The embedded default (make run, tests) may generate what production must configure: with no
+# DJANGO_SECRET_KEY it makes a random one once, kept in the data directory beside the KEK
+# (secret.key, 0600; provenance.private_files), so no two instances share one and none is
+# published. Production must set its own.
 PROVENANCE_EMBEDDED = env_bool("PROVENANCE_EMBEDDED", True)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
-# Values that are public (the embedded default's, .env.example's placeholder): never a
-# production secret, since anyone could sign sessions and password-reset links with them.
+# Values that are public (the embedded default's former constant, .env.example's placeholder):
+# never a secret, anyone could sign sessions, password-reset links and
+# proofs of work with them. Refused everywhere, the embedded default included.
 PLACEHOLDER_SECRET_KEYS = frozenset(
     {"embedded-development-only-not-secret", "change-me-to-a-long-random-string"}
 )
-if not SECRET_KEY:
-    if PROVENANCE_EMBEDDED:
-        SECRET_KEY = "embedded-development-only-not-secret"
-    else:
-        raise ValueError("DJANGO_SECRET_KEY must be set when PROVENANCE_EMBEDDED=0")
-elif not PROVENANCE_EMBEDDED and SECRET_KEY in PLACEHOLDER_SECRET_KEYS:
+# .env.example's passwords in URLs (DATABASE_URL, REDIS_URL) are this marker.
+PLACEHOLDER_MARKER = "CHANGE-ME"
+if SECRET_KEY in PLACEHOLDER_SECRET_KEYS or PLACEHOLDER_MARKER in SECRET_KEY.upper():
     raise ValueError(
         "DJANGO_SECRET_KEY is a published placeholder; set a long random value "
-        "(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        "(python -c 'import secrets; print(secrets.token_urlsafe(50))') or, in the embedded "
+        "default, leave it unset to have one generated in the data directory"
     )
+if not SECRET_KEY:
+    if PROVENANCE_EMBEDDED:
+        SECRET_KEY = private_load_or_create(DATA_DIR / "secret.key", generated_secret_key)
+    else:
+        raise ValueError("DJANGO_SECRET_KEY must be set when PROVENANCE_EMBEDDED=0")
+for _variable in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PROVENANCE_CACHE_URL"):
+    if PLACEHOLDER_MARKER in env_str(_variable, "").upper():
+        raise ValueError(f"{_variable} holds .env.example's {PLACEHOLDER_MARKER} placeholder")
 # DEBUG pages show code, settings and requests: only the embedded default may turn it on.
 if DEBUG and not PROVENANCE_EMBEDDED:
     raise ValueError("DJANGO_DEBUG=1 is refused when PROVENANCE_EMBEDDED=0")
@@ -295,6 +304,12 @@ REST_KNOX = {
 AXES_FAILURE_LIMIT = env_int("PROVENANCE_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("PROVENANCE_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Beside that pair, in the same window (provenance/accounts/backends.py): failures from one
+# address across every username (a password sprayed over many accounts), and failures of one
+# username across every address (one account guessed from many). The second can keep a user
+# out for the window, so its limit is well above the pair's.
+PROVENANCE_LOGIN_ADDRESS_FAILURES = env_int("PROVENANCE_LOGIN_ADDRESS_FAILURES", 20, minimum=1)
+PROVENANCE_LOGIN_USERNAME_FAILURES = env_int("PROVENANCE_LOGIN_USERNAME_FAILURES", 50, minimum=1)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
@@ -369,7 +384,7 @@ PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "provenance.auth.TokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "provenance.auth.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON only: DRF's browsable HTML carries inline style the CSP forbids; /api/docs/ is the

@@ -9,4 +9,4 @@ class AccountsConfig(AppConfig):
     verbose_name = "Teams"
 
     def ready(self) -> None:
-        from provenance.accounts import signals  # noqa: F401  (connects the receivers)
+        from provenance.accounts import backends, signals  # noqa: F401  (connect the receivers)

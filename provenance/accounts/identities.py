@@ -14,8 +14,11 @@ of their last sign-in (kept under the KEK):
 - the provider cannot be reached or answers otherwise: nothing changes, and that user is
   asked again after the same interval.
 
-Users whose provider issued no refresh token (some issue one only for an ``offline_access``
-scope) cannot be asked; their sessions are still re-checked by the session refresh.
+A sign-in that brings no refresh token keeps the one stored before. Users for whom none was
+ever issued (some providers issue one only for an ``offline_access`` scope) cannot be asked:
+their sessions are re-checked on pages by the session refresh, and accepted on ``/api/``
+(exempt from that refresh) only while its last check is fresh
+(``provenance.auth.SessionAuthentication``).
 """
 
 from __future__ import annotations

@@ -80,13 +80,11 @@ def user_credentials_revoke(*, user: User) -> None:
 
 
 def identity_signed_in(*, subject: str, refresh_token: str | None) -> None:
-    """An organization sign-in of ``subject``: its refresh token (if the provider gave one)
-    kept under the KEK, the identity confirmed now."""
+    """An organization sign-in of ``subject``: its refresh token kept under the KEK when the
+    provider gave one (a sign-in without one keeps the token stored before, so the user is
+    still asked about between sign-ins), the identity confirmed now."""
     now = timezone.now()
-    ExternalIdentity.objects.filter(subject=subject).update(
-        encrypted_refresh_token=None
-        if refresh_token is None
-        else encrypt_bytes(refresh_token.encode()),
-        checked_at=now,
-        confirmed_at=now,
-    )
+    fields: dict[str, Any] = {"checked_at": now, "confirmed_at": now}
+    if refresh_token is not None:
+        fields["encrypted_refresh_token"] = encrypt_bytes(refresh_token.encode())
+    ExternalIdentity.objects.filter(subject=subject).update(**fields)

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import (
@@ -28,6 +29,7 @@ from provenance.auth import AuthenticatedRequest
 from provenance.checks import tiers
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
+    CappedListField,
     KeyIdsField,
     TieredApi,
     body_size_guard,
@@ -92,7 +94,9 @@ class AuditListCreateApi(TieredApi):
     @extend_schema_serializer(component_name="AuditInput")
     class InputSerializer(serializers.Serializer):
         # Items are checked by the service (one clear message naming the bad index).
-        texts = serializers.ListField(
+        texts = CappedListField(
+            limit=lambda: settings.PROVENANCE_MAX_AUDIT_TEXTS,
+            message="an audit holds at most {limit} texts; got {got}",
             child=serializers.DictField(),
             allow_empty=False,
             required=False,

@@ -2,13 +2,15 @@
 page): the web process stages the files, a worker reads them.
 
 The request checks only what costs nothing (``uploads.uploads_precheck``: types by name,
-sizes, the number of documents), then stores the audit pending with no texts beside one
-staged ``Upload`` per file and queues ``EXTRACT_AUDIT`` with the audit's id (never a file).
-The worker reads every file (``uploads.staged_texts``); then, in one transaction, the staged
-files are deleted, the quota is taken and the checks are stored and queued for scoring as a
-batch of texts is. A refusal (a bad file, a limit, the quota) fails the audit with no texts:
-``failure_code`` and ``failure_reason`` as the request used to answer them, every refused
-file in ``refusals``; the staged files are deleted.
+sizes, the number of documents), takes one text of the quota per file (429 when there is no
+room: the check comes before the work, and a refused file keeps its text taken), then stores
+the audit pending with no texts beside one staged ``Upload`` per file and queues
+``EXTRACT_AUDIT`` with the audit's id (never a file). The worker reads every file
+(``uploads.staged_texts``); then, in one transaction, the staged files are deleted, the rest
+of the quota (the texts past those taken) is taken and the checks are stored and queued for
+scoring as a batch of texts is. A refusal (a bad file, a limit, the quota) fails the audit
+with no texts: ``failure_code`` and ``failure_reason`` as the request used to answer them,
+every refused file in ``refusals``; the staged files are deleted.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from provenance.checks.services.validation import audit_texts_validate, team_req
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
+from provenance.usage.services import quota_consume
 from provenance.webhooks import services as webhooks
 
 logger = logging.getLogger(__name__)
@@ -99,6 +102,10 @@ def _staged_store(
     columns: dict[str, str],
 ) -> Audit:
     idempotency_key, digest, callback_url = request
+    # Check before work: each staged file takes one text of the quota now, before any worker
+    # reads it (a refused archive keeps it taken, so it cannot be sent again for free); the
+    # texts past these are taken once the files are read (``_texts_store``).
+    quota_consume(user, len(staged))
     audit = Audit.objects.create(
         team=team,
         submitted_by=user,
@@ -143,6 +150,7 @@ def audit_extract(audit_id: Any) -> None:
     Upload.objects.filter(audit_id=audit_id).update(started_at=timezone.now())
     columns = staged[0].options or {}
     files = [(upload.kind, upload.filename, bytes(upload.content)) for upload in staged]
+    reserved = len(staged)  # the quota its submission took (``_staged_store``)
     del staged
     try:
         texts = uploads.staged_texts(
@@ -152,14 +160,14 @@ def audit_extract(audit_id: Any) -> None:
         )
         del files
         items = audit_texts_validate(texts)
-        _texts_store(found, items)
+        _texts_store(found, items, reserved)
     except uploads.UploadRefused as refused:
         audit_refuse(audit_id, refused.problems)
     except ProblemError as problem:
         audit_refuse(audit_id, [problem])
 
 
-def _texts_store(audit: Audit, items: list[tuple[str, str]]) -> None:
+def _texts_store(audit: Audit, items: list[tuple[str, str]], reserved: int) -> None:
     user = audit.submitted_by
     if user is None:
         raise ProblemError("the account that uploaded the files is gone")
@@ -170,7 +178,7 @@ def _texts_store(audit: Audit, items: list[tuple[str, str]]) -> None:
     with transaction.atomic():
         if not Upload.objects.filter(audit_id=audit.id).delete()[0]:
             return  # another delivery stored them, or the audit was deleted meanwhile
-        audit_items_store(audit, user, items, keys)
+        audit_items_store(audit, user, items, keys, reserved=reserved)
         Audit.objects.filter(id=audit.id).update(num_texts=len(items))
 
 

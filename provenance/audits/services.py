@@ -135,11 +135,17 @@ def _audit_store(
 
 
 def audit_items_store(
-    audit: Audit, user: User, items: list[tuple[str, str]], keys: list[WatermarkKey]
+    audit: Audit,
+    user: User,
+    items: list[tuple[str, str]],
+    keys: list[WatermarkKey],
+    reserved: int = 0,
 ) -> None:
-    """Take the quota, insert the audit's checks, log the request and queue the checks once
-    committed; the caller's transaction holds it all (a refusal stores nothing)."""
-    quota_consume(user, len(items))
+    """Take the quota (less the ``reserved`` texts the submission of staged files already
+    took), insert the audit's checks, log the request and queue the checks once committed;
+    the caller's transaction holds it all (a refusal stores nothing)."""
+    if len(items) > reserved:
+        quota_consume(user, len(items) - reserved)
     key_ids = [str(key.id) for key in keys]
     now = timezone.now()
     check_ids = [uuid.uuid4() for _ in items]

@@ -32,6 +32,16 @@ from provenance.keys.models import Tokenizer, WatermarkKey
 class KeyOutput(serializers.ModelSerializer):
     tokenizer = serializers.CharField(source="tokenizer.name")
     team = serializers.CharField(source="team.name")
+    tested_by_default = serializers.SerializerMethodField(
+        help_text="whether your team's checks test this key when they name no keys"
+    )
+    family_reason = serializers.SerializerMethodField(
+        help_text=(
+            "why: own_active, own_retired_within_window, shared_active, "
+            "shared_retired_within_window; or why not (tested only when named): "
+            "retired_past_window, shared_past_cap"
+        )
+    )
 
     class Meta:
         model = WatermarkKey
@@ -50,7 +60,43 @@ class KeyOutput(serializers.ModelSerializer):
             "rotated_from",
             "created_at",
             "retired_at",
+            "tested_by_default",
+            "family_reason",
         ]
+
+    def _family(self) -> selectors.KeyFamily:
+        family = self.context.get("family")
+        if family is None:
+            request = self.context.get("request")
+            user = request.user if request is not None else self.context["user"]
+            family = self.context["family"] = selectors.key_family(team_for_user(user))
+        return family
+
+    def get_tested_by_default(self, key: WatermarkKey) -> bool:
+        return key.id in self._family().reasons
+
+    def get_family_reason(self, key: WatermarkKey) -> str | None:
+        family = self._family()
+        return family.reasons.get(key.id) or family.left_out.get(key.id)
+
+
+class FamilyLeftOutOutput(serializers.Serializer):
+    retired_past_window = serializers.IntegerField()
+    shared_past_cap = serializers.IntegerField()
+
+
+class FamilyOutput(serializers.Serializer):
+    """``selectors.KeyFamily.summary``: how many hypotheses a check that names no keys tests,
+    and why."""
+
+    hypotheses = serializers.IntegerField(help_text="keys a check naming no keys tests")
+    own_active = serializers.IntegerField()
+    own_retired_within_window = serializers.IntegerField()
+    shared_active = serializers.IntegerField(help_text="active keys other teams share")
+    shared_retired_within_window = serializers.IntegerField()
+    left_out = FamilyLeftOutOutput(help_text="visible keys tested only when a check names them")
+    retired_window_days = serializers.IntegerField()
+    shared_cap = serializers.IntegerField(help_text="most keys of other teams in a family")
 
 
 class KeyCreatedOutput(KeyOutput):
@@ -138,8 +184,8 @@ class ManageKeys(permissions.DjangoModelPermissions):
         return super().has_permission(request, view)
 
 
-def _created(key: WatermarkKey, value: int) -> dict:
-    data = dict(KeyOutput(key).data)
+def _created(key: WatermarkKey, value: int, user: Any) -> dict:
+    data = dict(KeyOutput(key, context={"user": user}).data)
     data["value"] = str(value)
     return data
 
@@ -166,7 +212,7 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         key, value = services.key_create(
             team=team, tokenizer=tokenizer, created_by=request.user, **data
         )
-        return Response(_created(key, value), status=status.HTTP_201_CREATED)
+        return Response(_created(key, value, request.user), status=status.HTTP_201_CREATED)
 
     def _valid(self, request: Request) -> dict:
         serializer = KeyInput(data=request.data)
@@ -191,7 +237,7 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["post"])
     def rotate(self, request: AuthenticatedRequest, pk: str | None = None) -> Response:
         new_key, value = services.key_rotate(key=self._own_key(), created_by=request.user)
-        return Response(_created(new_key, value), status=status.HTTP_201_CREATED)
+        return Response(_created(new_key, value, request.user), status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=KeyCalibrationOutput)
     @action(detail=True, methods=["get"])
@@ -209,7 +255,15 @@ class KeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(request=None, responses=KeyOutput)
     @action(detail=True, methods=["post"])
     def retire(self, request: Request, pk: str | None = None) -> Response:
-        return Response(KeyOutput(services.key_retire(key=self._own_key())).data)
+        key = services.key_retire(key=self._own_key())
+        return Response(KeyOutput(key, context={"user": request.user}).data)
+
+    @extend_schema(responses=FamilyOutput)
+    @action(detail=False, methods=["get"])
+    def family(self, request: Request) -> Response:
+        """How many hypotheses your team's checks test when they name no keys, and why."""
+        family = selectors.key_family(team_for_user(request.user))
+        return Response(FamilyOutput(family.summary()).data)
 
 
 class TokenizerOutput(serializers.ModelSerializer):

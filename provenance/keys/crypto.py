@@ -7,13 +7,14 @@ creates one in the data directory on first use, readable by the owner only.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from provenance.private_files import private_load_or_create, private_write
 
 
 class KeyDecryptionError(Exception):
@@ -25,19 +26,7 @@ def _kek_file() -> Path:
 
 
 def _load_or_create_kek_file() -> str:
-    path = _kek_file()
-    if path.exists():
-        return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    kek = Fernet.generate_key().decode()
-    # O_EXCL: two processes starting at once must not write two different KEKs.
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as handle:
-        handle.write(kek + "\n")
-    return kek
+    return private_load_or_create(_kek_file(), lambda: Fernet.generate_key().decode())
 
 
 @lru_cache(maxsize=4)
@@ -70,7 +59,7 @@ def kek_file_prepend_new() -> Path:
     until ``kek_file_keep_first`` drops them after re-encryption)."""
     path = _kek_file()
     old = _load_or_create_kek_file()
-    _write_private(path, Fernet.generate_key().decode() + "," + old)
+    private_write(path, Fernet.generate_key().decode() + "," + old)
     _fernet.cache_clear()
     return path
 
@@ -78,16 +67,8 @@ def kek_file_prepend_new() -> Path:
 def kek_file_keep_first() -> None:
     path = _kek_file()
     first = path.read_text().strip().split(",")[0]
-    _write_private(path, first)
+    private_write(path, first)
     _fernet.cache_clear()
-
-
-def _write_private(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text + "\n")
-    os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one
 
 
 def reencrypt(token: bytes | memoryview) -> bytes:

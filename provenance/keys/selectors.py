@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -55,30 +56,113 @@ def owned_key_ids(user: Any) -> set[str] | None:
     }
 
 
-def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> list[WatermarkKey]:
-    """The hypotheses of a check: every usable key, or the active subset the caller named.
+class FamilyReason:
+    """Why a key is in a team's family (the hypotheses a check tests by default)."""
 
-    Retired keys are tested by default (old text must still be detected) but cannot be
-    named explicitly: a caller who narrows the set asks about keys in use.
+    OWN_ACTIVE = "own_active"
+    OWN_RETIRED = "own_retired_within_window"
+    SHARED_ACTIVE = "shared_active"
+    SHARED_RETIRED = "shared_retired_within_window"
+    ALL = (OWN_ACTIVE, OWN_RETIRED, SHARED_ACTIVE, SHARED_RETIRED)
+
+
+class LeftOut:
+    """Why a visible key is tested only when a check names it."""
+
+    RETIRED_PAST_WINDOW = "retired_past_window"
+    SHARED_PAST_CAP = "shared_past_cap"
+    ALL = (RETIRED_PAST_WINDOW, SHARED_PAST_CAP)
+
+
+@dataclass(frozen=True)
+class KeyFamily:
+    """The hypotheses a team's check tests by default, each with its reason, and how many
+    visible keys are left out of it and why (they are tested only when named)."""
+
+    keys: list[WatermarkKey]
+    reasons: dict[uuid.UUID, str]
+    left_out: dict[uuid.UUID, str]
+    retired_window_days: int
+    shared_cap: int
+
+    def summary(self) -> dict[str, Any]:
+        """The family's size with its reasons, as the keys page and the API show it."""
+        return {
+            "hypotheses": len(self.keys),
+            **{
+                reason: sum(r == reason for r in self.reasons.values())
+                for reason in FamilyReason.ALL
+            },
+            "left_out": {why: sum(w == why for w in self.left_out.values()) for why in LeftOut.ALL},
+            "retired_window_days": self.retired_window_days,
+            "shared_cap": self.shared_cap,
+        }
+
+
+def key_family(team: Team | None) -> KeyFamily:
+    """The one place the default family of a team's checks is built.
+
+    The team's own keys: every active one, and every retired one retired within
+    ``PROVENANCE_RETIRED_KEY_WINDOW_DAYS`` (old text is still detected). Keys other teams
+    share: at most ``PROVENANCE_MAX_SHARED_KEYS`` in all, the active ones first (newest
+    first), then the retired ones within the window, the most recently retired first, so no
+    rotation, retirement or sharing elsewhere grows a family past the cap. Every other visible
+    key is tested only when a check names it.
     """
-    visible = (
+    window = settings.PROVENANCE_RETIRED_KEY_WINDOW_DAYS
+    cap = settings.PROVENANCE_MAX_SHARED_KEYS
+    since = timezone.now() - timedelta(days=window)
+    visible = list(
         keys_visible_to(team)
         .order_by("created_at", "id")
         .annotate(latest_calibration_id=_LATEST_DONE_CALIBRATION)
     )
+    reasons: dict[uuid.UUID, str] = {}
+    left_out: dict[uuid.UUID, str] = {}
+    shared_active: list[WatermarkKey] = []
+    shared_retired: list[WatermarkKey] = []
+    for key in visible:
+        active = key.status == WatermarkKey.Status.ACTIVE
+        recent = active or (key.retired_at is not None and key.retired_at >= since)
+        if not recent:
+            left_out[key.id] = LeftOut.RETIRED_PAST_WINDOW
+        elif team is not None and key.team_id == team.id:
+            reasons[key.id] = FamilyReason.OWN_ACTIVE if active else FamilyReason.OWN_RETIRED
+        else:
+            (shared_active if active else shared_retired).append(key)
+    shared_active.sort(key=lambda k: (k.created_at, str(k.id)), reverse=True)
+    shared_retired.sort(key=lambda k: (k.retired_at, str(k.id)), reverse=True)
+    for rank, theirs in enumerate(shared_active + shared_retired):
+        if rank >= cap:
+            left_out[theirs.id] = LeftOut.SHARED_PAST_CAP
+        elif theirs.status == WatermarkKey.Status.ACTIVE:
+            reasons[theirs.id] = FamilyReason.SHARED_ACTIVE
+        else:
+            reasons[theirs.id] = FamilyReason.SHARED_RETIRED
+    return KeyFamily(
+        keys=[key for key in visible if key.id in reasons],
+        reasons=reasons,
+        left_out=left_out,
+        retired_window_days=window,
+        shared_cap=cap,
+    )
+
+
+def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> list[WatermarkKey]:
+    """The hypotheses of a check: the team's family (``key_family``), or the keys the caller
+    named, each once, in the order named. Any key the team may see may be named, a retired
+    one past the window or a shared one past the cap included."""
     if key_ids is None:
-        keys: list[WatermarkKey] = list(visible)
+        keys = key_family(team).keys
         if not keys:
             raise KeySelectionError("your team has no watermark keys to test against")
         return keys
     wanted = _unique_ids(key_ids)
+    visible = keys_visible_to(team).annotate(latest_calibration_id=_LATEST_DONE_CALIBRATION)
     found = {key.id: key for key in visible.filter(id__in=wanted)}
     missing = [key_id for key_id in wanted if key_id not in found]
     if missing:
         raise KeySelectionError(f"unknown key id(s): {_some(missing)}")
-    retired = [key_id for key_id in wanted if found[key_id].status != WatermarkKey.Status.ACTIVE]
-    if retired:
-        raise KeySelectionError(f"retired key id(s): {_some(retired)}")
     return [found[key_id] for key_id in wanted]
 
 

@@ -310,7 +310,10 @@ def _key_store(
 
 def shared_room() -> None:
     """Refuse a new shared key past ``PROVENANCE_MAX_SHARED_KEYS`` active ones: each is a
-    hypothesis in every team's family (more work per check, a stricter correction)."""
+    hypothesis in every team's family (more work per check, a stricter correction). A
+    rotation replaces an active key by another and needs no room; the retired shared keys it
+    leaves behind share what room the active ones leave, and ``selectors.key_family`` never
+    puts more than the cap of other teams' keys into a family."""
     limit = settings.PROVENANCE_MAX_SHARED_KEYS
     active = WatermarkKey.objects.filter(shared=True, status=WatermarkKey.Status.ACTIVE)
     if active.count() >= limit:
@@ -346,9 +349,8 @@ def key_rotate(*, key: WatermarkKey, created_by: User | None = None) -> tuple[Wa
     if key.status != WatermarkKey.Status.ACTIVE:
         raise RegistryError("only an active key can be rotated")
     key_retire(key=key)
-    stamp = timezone.now().strftime("%Y%m%d%H%M%S")
     return key_create(
-        name=f"{key.name[:80]}-rotated-{stamp}",
+        name=_rotated_name(key),
         team=key.team,
         tokenizer=key.tokenizer,
         algorithm=key.algorithm,
@@ -359,6 +361,24 @@ def key_rotate(*, key: WatermarkKey, created_by: User | None = None) -> tuple[Wa
         created_by=created_by,
         rotated_from=key,
     )
+
+
+def _rotated_name(key: WatermarkKey) -> str:
+    """``<first name>-rotated-<UTC stamp>``, unique in the team (a later rotation in the
+    same second gets ``-2``, ``-3``...): names do not grow with each rotation."""
+    base = key.name.split("-rotated-", 1)[0][:70]
+    name = f"{base}-rotated-{timezone.now().strftime('%Y%m%d%H%M%S')}"
+    taken = set(
+        WatermarkKey.objects.filter(team=key.team, name__startswith=name).values_list(
+            "name", flat=True
+        )
+    )
+    suffix = 1
+    candidate = name
+    while candidate in taken:
+        suffix += 1
+        candidate = f"{name}-{suffix}"
+    return candidate
 
 
 ENCRYPTED_PREFIX = "encrypted_"  # a binary field named so holds a value under the KEK

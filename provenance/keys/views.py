@@ -20,6 +20,7 @@ from provenance.keys.selectors import (
     calibration_assisted_rates,
     calibration_figures,
     calibration_rates,
+    key_family,
     keys_visible_to,
     latest_calibrations,
     may_calibrate,
@@ -32,6 +33,7 @@ from provenance.lib import calibration_chart
 def key_list(request: HttpRequest) -> HttpResponse:
     team = team_for_user(request.user)
     keys = list(keys_visible_to(team).order_by("status", "name"))
+    family = key_family(team)
     latest = latest_calibrations(keys)
     pending = pending_calibrations(keys)
     rows = [
@@ -41,12 +43,14 @@ def key_list(request: HttpRequest) -> HttpResponse:
             "rates": calibration_rates(latest.get(key.id)),
             "assisted": calibration_assisted_rates(latest.get(key.id)),
             "pending": key.id in pending,
+            "tested_by_default": key.id in family.reasons,
             "may_calibrate": may_calibrate(request.user, key),
             **charts(calibration_figures(latest.get(key.id))),
         }
         for key in keys
     ]
-    return render(request, "keys/key_list.html", {"rows": rows, "team": team})
+    context = {"rows": rows, "team": team, "family": family.summary()}
+    return render(request, "keys/key_list.html", context)
 
 
 def charts(figures: dict[str, Any] | None) -> dict[str, Any]:

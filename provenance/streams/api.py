@@ -6,13 +6,19 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from provenance.auth import AuthenticatedRequest
-from provenance.checks.api.base import DETECT_THROTTLES, KeyIdsField, body_size_guard
+from provenance.checks.api.base import (
+    DETECT_THROTTLES,
+    CappedListField,
+    KeyIdsField,
+    body_size_guard,
+)
 from provenance.keys.selectors import exact_for
 from provenance.streams import services
 from provenance.streams.models import Stream
@@ -78,8 +84,11 @@ class StreamAppendApi(APIView):
         text = serializers.CharField(
             required=False, allow_blank=True, trim_whitespace=False, help_text="a text delta"
         )
-        token_ids = serializers.ListField(
-            child=serializers.IntegerField(min_value=0, max_value=2**32 - 1), required=False
+        token_ids = CappedListField(
+            limit=lambda: settings.PROVENANCE_STREAM_MAX_TOKENS,
+            message="a stream holds at most {limit} tokens",
+            child=serializers.IntegerField(min_value=0, max_value=2**32 - 1),
+            required=False,
         )
         final = serializers.BooleanField(default=False)
 

@@ -86,6 +86,11 @@ def stream_get(user: User, stream_id: Any) -> Stream:
 
 
 def _token_ids(value: Any) -> list[int]:
+    """The ids of an append, their count checked before any of them (413 past the stream's
+    cap: no append may hold more)."""
+    limit = settings.PROVENANCE_STREAM_MAX_TOKENS
+    if isinstance(value, list) and len(value) > limit:
+        raise PayloadTooLarge(f"a stream holds at most {limit} tokens")
     if not isinstance(value, list) or not all(
         isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**32 for t in value
     ):

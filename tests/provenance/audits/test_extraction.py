@@ -41,7 +41,7 @@ def test_the_request_stages_each_file_and_queues_only_the_audits_id(
         ("document", "c.md", columns)
     ]
     assert Upload.objects.filter(queued_at__isnull=True).count() == 0
-    assert audit.num_texts == 0 and not QuotaUsage.objects.exists()
+    assert audit.num_texts == 0 and QuotaUsage.objects.get().used == 3  # one per file
 
 
 def test_the_same_files_under_one_idempotency_key_are_the_same_audit(cast, alice_key):
@@ -64,13 +64,17 @@ def test_the_task_stores_the_texts_once(cast, alice_key):
     assert not Upload.objects.exists()
 
 
-def test_the_quota_is_taken_by_the_task_and_refuses_the_audit_when_spent(cast, alice_key, settings):
-    settings.PROVENANCE_DAILY_QUOTA = 1
-    audit = _submit(cast, [("a.txt", b"first"), ("b.txt", b"second")])
+def test_the_quota_past_the_files_is_taken_by_the_task_and_refuses_the_audit_when_spent(
+    cast, alice_key, settings
+):
+    settings.PROVENANCE_DAILY_QUOTA = 2
+    audit = _submit(cast, [("a.zip", make.zipped({"x.txt": b"1", "y.txt": b"2", "z.txt": b"3"}))])
+    assert QuotaUsage.objects.get().used == 1  # the file's text, taken by the request
     audit_extract(audit.id)
     audit.refresh_from_db()
     assert audit.status == "failed" and "daily quota exceeded" in audit.failure_reason
     assert not Check.objects.exists() and not Upload.objects.exists()
+    assert QuotaUsage.objects.get().used == 1  # the refused archive keeps its text taken
 
 
 def test_a_refusal_names_every_file_and_keeps_nothing(cast, alice_key):

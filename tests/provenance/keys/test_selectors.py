@@ -10,6 +10,7 @@ from provenance.keys.selectors import (
     KeySelectionError,
     exact_for,
     key_config,
+    key_family,
     keys_for_check,
     keys_visible_to,
     may_calibrate,
@@ -35,11 +36,24 @@ def test_a_check_tests_own_and_shared_keys_but_not_other_teams(cast, tokenizer_r
     assert {key.id for key in keys_for_check(cast["other"])} == {shared.id, private.id}
 
 
-def test_retired_keys_are_tested_by_default_but_cannot_be_named(alice_key, cast):
+def test_retired_keys_are_tested_by_default_within_the_window_and_may_be_named(
+    alice_key, cast, settings
+):
     key_retire(key=alice_key)
     assert [key.id for key in keys_for_check(cast["acme"])] == [alice_key.id]
-    with pytest.raises(KeySelectionError, match="retired"):
-        keys_for_check(cast["acme"], [alice_key.id])
+    assert [key.id for key in keys_for_check(cast["acme"], [alice_key.id])] == [alice_key.id]
+    settings.PROVENANCE_RETIRED_KEY_WINDOW_DAYS = 0
+    with pytest.raises(KeySelectionError, match="no watermark keys"):
+        keys_for_check(cast["acme"])
+    assert key_family(cast["acme"]).left_out == {alice_key.id: "retired_past_window"}
+
+
+def test_the_family_names_each_keys_reason(cast, tokenizer_row, alice_key):
+    theirs, _ = key_create(name="s", team=cast["other"], tokenizer=tokenizer_row, shared=True)
+    family = key_family(cast["acme"])
+    assert family.reasons == {alice_key.id: "own_active", theirs.id: "shared_active"}
+    assert family.summary()["hypotheses"] == 2 and family.summary()["shared_active"] == 1
+    assert key_family(cast["other"]).reasons == {theirs.id: "own_active"}
 
 
 def test_naming_another_teams_private_key_reads_as_unknown(cast, tokenizer_row):

@@ -122,7 +122,8 @@ def _modes(data_dir: Path) -> dict[str, int]:
 def _assert_private(modes: dict[str, int]) -> None:
     """Directories 0700, files 0600: submitted texts, keys and logs are the owner's alone."""
     names = set(modes)
-    for wanted in ["provenance.sqlite3", "provenance.sqlite3-wal", "kek.key", "demo-login.txt"]:
+    private = ["provenance.sqlite3", "provenance.sqlite3-wal", "kek.key", "secret.key"]
+    for wanted in [*private, "demo-login.txt"]:
         assert f"data/{wanted}" in names, sorted(names)
     assert {"data/redis/redis.log", "data/redis/dump.rdb", "data/logs/web.log"} <= names, names
     wrong = {

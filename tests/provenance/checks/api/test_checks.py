@@ -94,11 +94,12 @@ def test_bad_check_bodies_get_a_clear_4xx(alice, alice_key, body, status, fragme
     assert Check.objects.count() == 0
 
 
-def test_a_retired_key_id_is_refused(alice, alice_key):
+def test_a_retired_key_may_be_named(alice, alice_key):
     assert alice.post(f"/api/v1/keys/{alice_key.id}/retire").status_code == 403  # no permission
     key_retire(key=alice_key)
     response = _post_check(alice, "some text", key_ids=[alice_key.id])
-    assert response.status_code == 400 and "retired" in response.json()["detail"]
+    assert response.status_code in (201, 202), response.content
+    assert Check.objects.get(id=response.json()["id"]).key_ids == [str(alice_key.id)]
 
 
 def test_a_text_over_the_limit_gets_413(alice, alice_key, settings):
