@@ -205,6 +205,10 @@ class Check(models.Model):
             models.Index(fields=["status", "created_at"]),
             # Recovery looks for the running checks of dead workers.
             models.Index(fields=["status", "worker"]),
+            # The operator's metrics read the checks written since their last scrape
+            # (provenance.metrics.collector): ranges of these two columns.
+            models.Index(fields=["created_at"], name="check_by_created"),
+            models.Index(fields=["finished_at"], name="check_by_finished"),
         ]
 
     def __str__(self) -> str:

@@ -19,7 +19,8 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -27,11 +28,12 @@ from django.db.models import (
     Case,
     CharField,
     Count,
-    DurationField,
-    ExpressionWrapper,
     F,
+    FloatField,
+    Func,
     Min,
     Q,
+    QuerySet,
     Sum,
     Value,
     When,
@@ -67,50 +69,106 @@ def _surface() -> Case:
     )
 
 
-def database_figures() -> dict[str, Any]:
-    """The database's figures (plain numbers), from five aggregate queries."""
-    now = timezone.now()
-    submitted: dict[str, float] = defaultdict(float)
-    finished: dict[tuple[str, str], float] = defaultdict(float)
-    tokens: dict[str, float] = defaultdict(float)
-    by_state = (
-        Check.objects.annotate(s=_surface())
-        .values("s", "status", "verdict")
-        .annotate(n=Count("id"), tokens=Sum("num_scored_tokens"))
-        .order_by()
-    )
-    for row in by_state:
-        surface, n = row["s"], float(row["n"])
-        submitted[surface] += n
-        if row["status"] == Status.DONE:
-            finished[(surface, row["verdict"] or "unknown")] += n
-            tokens[surface] += float(row["tokens"] or 0)
-        elif row["status"] == Status.FAILED:
-            finished[(surface, "failed")] += n
+class EpochSeconds(Func):
+    """A timestamp as seconds (a float), computed by the database itself: Django's own
+    duration arithmetic runs a Python function per row on SQLite."""
 
-    # From submission (an inline check's scoring began before its row was written) to verdict.
-    took = ExpressionWrapper(
-        F("finished_at") - Least("created_at", Coalesce("started_at", "created_at")),
-        output_field=DurationField(),
-    )
+    output_field = FloatField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template="(julianday(%(expressions)s) * 86400.0)")
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template="EXTRACT(EPOCH FROM %(expressions)s)")
+
+
+@dataclass
+class Totals:
+    """What this process has counted of the rows older than its watermarks: checks by
+    ``created_at`` (submitted) and by ``finished_at`` (finished, tokens, verdict time).
+    Those columns never change once written, so each scrape reads only the rows written
+    since the previous one (an index range) plus the last ``SETTLE`` seconds, which it does
+    not keep: a transaction that wrote an earlier timestamp may commit that late."""
+
+    created_until: datetime | None = None
+    finished_until: datetime | None = None
+    submitted: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    finished: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+    tokens: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    histogram: dict[str, list[float]] = field(default_factory=dict)
+
+    def copy(self) -> Totals:
+        return Totals(
+            self.created_until,
+            self.finished_until,
+            defaultdict(float, self.submitted),
+            defaultdict(float, self.finished),
+            defaultdict(float, self.tokens),
+            {surface: list(values) for surface, values in self.histogram.items()},
+        )
+
+
+SETTLE = timedelta(seconds=120)
+_totals = Totals()
+
+
+def _add_submitted(totals: Totals, checks: QuerySet[Check]) -> None:
+    rows = checks.annotate(s=_surface()).values("s").annotate(n=Count("id")).order_by()
+    for row in rows:
+        totals.submitted[row["s"]] += float(row["n"])
+
+
+def _add_finished(totals: Totals, checks: QuerySet[Check]) -> None:
+    """Finished checks by surface and verdict, their tokens, and the verdict-time
+    histogram's cumulative bucket counts, count and sum (one aggregate query)."""
+    submitted_at = Least("created_at", Coalesce("started_at", "created_at"))
+    took = EpochSeconds("finished_at") - EpochSeconds(submitted_at)
     bounds = services.VERDICT_BUCKETS
-    buckets = {
-        f"le{i}": Count("id", filter=Q(took__lte=timedelta(seconds=bound)))
-        for i, bound in enumerate(bounds)
-    }
-    histogram: dict[str, tuple[list[float], float, float]] = {}
+    buckets = {f"le{i}": Count("id", filter=Q(took__lte=bound)) for i, bound in enumerate(bounds)}
     rows = (
-        Check.objects.filter(status__in=[Status.DONE, Status.FAILED], finished_at__isnull=False)
+        checks.filter(status__in=[Status.DONE, Status.FAILED])
         .annotate(s=_surface(), took=took)
-        .values("s")
-        .annotate(total=Count("id"), seconds=Sum("took"), **buckets)
+        .values("s", "status", "verdict")
+        .annotate(n=Count("id"), tokens=Sum("num_scored_tokens"), seconds=Sum("took"), **buckets)
         .order_by()
     )
     for row in rows:
-        counts = [float(row[f"le{i}"]) for i in range(len(bounds))]
-        total = row["seconds"]
-        seconds = total.total_seconds() if isinstance(total, timedelta) else float(total or 0)
-        histogram[row["s"]] = (counts, float(row["total"]), seconds)
+        surface, n = row["s"], float(row["n"])
+        if row["status"] == Status.DONE:
+            totals.finished[(surface, row["verdict"] or "unknown")] += n
+            totals.tokens[surface] += float(row["tokens"] or 0)
+        else:
+            totals.finished[(surface, "failed")] += n
+        values = totals.histogram.setdefault(surface, [0.0] * (len(bounds) + 2))
+        for i in range(len(bounds)):
+            values[i] += float(row[f"le{i}"])
+        values[-2] += n
+        values[-1] += max(0.0, float(row["seconds"] or 0.0))
+
+
+def database_figures() -> dict[str, Any]:
+    """The database's figures (plain numbers): the checks written since the previous call
+    (and the last SETTLE seconds) added to this process's totals, the queue, live workers
+    and tallies read whole; a handful of aggregate queries on indexed ranges."""
+    now = timezone.now()
+    cut = now - SETTLE
+    with _lock:
+        totals = _totals
+        if totals.created_until is None or cut > totals.created_until:
+            new = Check.objects.filter(created_at__lt=cut)
+            if totals.created_until is not None:
+                new = new.filter(created_at__gte=totals.created_until)
+            _add_submitted(totals, new)
+            totals.created_until = cut
+        if totals.finished_until is None or cut > totals.finished_until:
+            new = Check.objects.filter(finished_at__lt=cut)
+            if totals.finished_until is not None:
+                new = new.filter(finished_at__gte=totals.finished_until)
+            _add_finished(totals, new)
+            totals.finished_until = cut
+        figures = totals.copy()
+    _add_submitted(figures, Check.objects.filter(created_at__gte=figures.created_until))
+    _add_finished(figures, Check.objects.filter(finished_at__gte=figures.finished_until))
 
     open_checks = {
         row["status"]: (row["n"], row["oldest"])
@@ -123,11 +181,12 @@ def database_figures() -> dict[str, Any]:
     alive_since = now - timedelta(seconds=settings.PROVENANCE_WORKER_DEAD_AFTER)
     live = Worker.objects.filter(dead_at__isnull=True, beat_at__gte=alive_since).count()
     tallies = dict(Tally.objects.filter(name__in=services.TALLIES).values_list("name", "value"))
+    bounds = len(services.VERDICT_BUCKETS)
     return {
-        "submitted": dict(submitted),
-        "finished": dict(finished),
-        "tokens": dict(tokens),
-        "histogram": histogram,
+        "submitted": dict(figures.submitted),
+        "finished": dict(figures.finished),
+        "tokens": dict(figures.tokens),
+        "histogram": {s: (v[:bounds], v[-2], v[-1]) for s, v in figures.histogram.items()},
         "pending": float(pending),
         "running": float(open_checks.get(Status.RUNNING, (0, None))[0]),
         "oldest_age": max(0.0, (now - oldest).total_seconds()) if oldest else 0.0,
@@ -310,6 +369,8 @@ def exposition() -> bytes:
 
 
 def reset_cache() -> None:
-    global _cached
+    """Forget the cached figures and this process's totals (the next scrape reads all)."""
+    global _cached, _totals
     with _lock:
         _cached = None
+        _totals = Totals()

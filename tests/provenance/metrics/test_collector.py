@@ -136,3 +136,36 @@ def test_every_process_counts_under_a_multiprocess_directory(cast, tmp_path, mon
     bucket = ("provenance_check_verdict_seconds_bucket", (("le", "0.25"), ("surface", "public")))
     assert values[bucket] == 4
     assert values[("provenance_check_verdict_seconds_count", (("surface", "public"),))] == 4
+
+
+def test_each_scrape_reads_only_what_was_written_since_and_counts_it_once(cast):
+    old = _check(cast, surface="api", verdict="watermarked", status=Status.DONE)
+    _aged(old, 3600, 1.0)
+    first = collector.database_figures()
+    assert first["finished"] == {("api", "watermarked"): 1}
+    assert collector._totals.finished_until is not None
+    # A recent check is read again on every scrape (the settling window) but kept by none.
+    recent = _check(cast, surface="page", verdict="inconclusive", status=Status.DONE)
+    Check.objects.filter(id=recent.id).update(finished_at=timezone.now())
+    for _ in range(3):
+        figures = collector.database_figures()
+        assert figures["finished"] == {("api", "watermarked"): 1, ("page", "inconclusive"): 1}
+        assert figures["submitted"] == {"api": 1, "page": 1}
+    # Rows behind the watermark are this process's totals: an old row is not read again.
+    Check.objects.filter(id=old.id).update(verdict="not_watermarked")
+    assert collector.database_figures()["finished"][("api", "watermarked")] == 1
+    collector.reset_cache()  # a new process reads everything once
+    assert collector.database_figures()["finished"][("api", "not_watermarked")] == 1
+
+
+def test_the_settled_part_moves_forward(cast, monkeypatch):
+    check = _check(cast, surface="api", verdict="watermarked", status=Status.DONE)
+    Check.objects.filter(id=check.id).update(finished_at=timezone.now())
+    collector.database_figures()
+    kept = dict(collector._totals.finished)
+    assert kept == {}  # still settling: read on each scrape, not kept
+    monkeypatch.setattr(collector, "SETTLE", timedelta(seconds=-5))
+    figures = collector.database_figures()
+    assert dict(collector._totals.finished) == {("api", "watermarked"): 1}
+    assert figures["finished"] == {("api", "watermarked"): 1}
+    assert collector.database_figures()["finished"] == {("api", "watermarked"): 1}
