@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.db.models import (
     Case,
     CharField,
@@ -50,7 +51,7 @@ from prometheus_client.core import (
 
 from provenance.checks.models import Check, Status, Worker
 from provenance.metrics import services
-from provenance.metrics.models import Tally
+from provenance.metrics.models import Snapshot, Tally
 
 SURFACES = ("page", "api", "audit", "public", "stream")
 
@@ -84,11 +85,11 @@ class EpochSeconds(Func):
 
 @dataclass
 class Totals:
-    """What this process has counted of the rows older than its watermarks: checks by
-    ``created_at`` (submitted) and by ``finished_at`` (finished, tokens, verdict time).
-    Those columns never change once written, so each scrape reads only the rows written
-    since the previous one (an index range) plus the last ``SETTLE`` seconds, which it does
-    not keep: a transaction that wrote an earlier timestamp may commit that late."""
+    """The checks' figures: by ``created_at`` (submitted) and by ``finished_at`` (finished,
+    tokens, verdict time), up to the two watermarks. Those columns never change once
+    written, so each scrape reads only the rows written since the shared ``Snapshot`` was
+    last advanced, plus the last ``SETTLE`` seconds, which it does not keep (a transaction
+    that wrote an earlier timestamp may commit that late)."""
 
     created_until: datetime | None = None
     finished_until: datetime | None = None
@@ -97,19 +98,31 @@ class Totals:
     tokens: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     histogram: dict[str, list[float]] = field(default_factory=dict)
 
-    def copy(self) -> Totals:
-        return Totals(
-            self.created_until,
-            self.finished_until,
-            defaultdict(float, self.submitted),
-            defaultdict(float, self.finished),
-            defaultdict(float, self.tokens),
-            {surface: list(values) for surface, values in self.histogram.items()},
+    @classmethod
+    def load(cls, snapshot: Snapshot) -> Totals:
+        data = snapshot.totals or {}
+        return cls(
+            snapshot.created_until,
+            snapshot.finished_until,
+            defaultdict(float, data.get("submitted", {})),
+            defaultdict(
+                float,
+                {tuple(k.split("|", 1)): v for k, v in data.get("finished", {}).items()},
+            ),
+            defaultdict(float, data.get("tokens", {})),
+            {s: list(v) for s, v in data.get("histogram", {}).items()},
         )
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "submitted": dict(self.submitted),
+            "finished": {f"{s}|{v}": n for (s, v), n in self.finished.items()},
+            "tokens": dict(self.tokens),
+            "histogram": self.histogram,
+        }
 
 
 SETTLE = timedelta(seconds=120)
-_totals = Totals()
 
 
 def _add_submitted(totals: Totals, checks: QuerySet[Check]) -> None:
@@ -146,14 +159,18 @@ def _add_finished(totals: Totals, checks: QuerySet[Check]) -> None:
         values[-1] += max(0.0, float(row["seconds"] or 0.0))
 
 
-def database_figures() -> dict[str, Any]:
-    """The database's figures (plain numbers): the checks written since the previous call
-    (and the last SETTLE seconds) added to this process's totals, the queue, live workers
-    and tallies read whole; a handful of aggregate queries on indexed ranges."""
-    now = timezone.now()
-    cut = now - SETTLE
-    with _lock:
-        totals = _totals
+def _advance(cut: datetime) -> Totals:
+    """The shared snapshot, advanced to ``cut`` (the rows written since its watermarks
+    added), under its row lock: two scrapes never add the same rows."""
+    with transaction.atomic():
+        snapshot = Snapshot.objects.select_for_update().filter(pk=1).first()
+        if snapshot is None:
+            try:
+                with transaction.atomic():
+                    snapshot = Snapshot.objects.create(pk=1)
+            except IntegrityError:  # created meanwhile by another process
+                snapshot = Snapshot.objects.select_for_update().get(pk=1)
+        totals = Totals.load(snapshot)
         if totals.created_until is None or cut > totals.created_until:
             new = Check.objects.filter(created_at__lt=cut)
             if totals.created_until is not None:
@@ -166,7 +183,19 @@ def database_figures() -> dict[str, Any]:
                 new = new.filter(finished_at__gte=totals.finished_until)
             _add_finished(totals, new)
             totals.finished_until = cut
-        figures = totals.copy()
+        snapshot.created_until = totals.created_until
+        snapshot.finished_until = totals.finished_until
+        snapshot.totals = totals.dump()
+        snapshot.save()
+    return totals
+
+
+def database_figures() -> dict[str, Any]:
+    """The database's figures (plain numbers): the shared snapshot advanced over the checks
+    written since, the last SETTLE seconds added to a copy, the queue, live workers and
+    tallies read whole; a handful of aggregate queries on indexed ranges."""
+    now = timezone.now()
+    figures = _advance(now - SETTLE)
     _add_submitted(figures, Check.objects.filter(created_at__gte=figures.created_until))
     _add_finished(figures, Check.objects.filter(finished_at__gte=figures.finished_until))
 
@@ -369,8 +398,7 @@ def exposition() -> bytes:
 
 
 def reset_cache() -> None:
-    """Forget the cached figures and this process's totals (the next scrape reads all)."""
-    global _cached, _totals
+    """Forget this process's cached figures (the next scrape reads the database)."""
+    global _cached
     with _lock:
         _cached = None
-        _totals = Totals()

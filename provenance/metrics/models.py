@@ -19,3 +19,17 @@ class Tally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} = {self.value}"
+
+
+class Snapshot(models.Model):
+    """The checks' figures up to two watermarks, shared by every web process and host
+    (``provenance.metrics.collector``): one row, advanced by whichever scrape comes first, so
+    a new process reads only what was written since, never the whole table again."""
+
+    created_until = models.DateTimeField(null=True, blank=True)
+    finished_until = models.DateTimeField(null=True, blank=True)
+    totals = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"metrics up to {self.created_until} / {self.finished_until}"

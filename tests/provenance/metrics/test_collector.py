@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from provenance.checks.models import Audit, Check, Status, Worker
 from provenance.metrics import collector, services
+from provenance.metrics.models import Snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -143,7 +144,7 @@ def test_each_scrape_reads_only_what_was_written_since_and_counts_it_once(cast):
     _aged(old, 3600, 1.0)
     first = collector.database_figures()
     assert first["finished"] == {("api", "watermarked"): 1}
-    assert collector._totals.finished_until is not None
+    assert Snapshot.objects.get().finished_until is not None
     # A recent check is read again on every scrape (the settling window) but kept by none.
     recent = _check(cast, surface="page", verdict="inconclusive", status=Status.DONE)
     Check.objects.filter(id=recent.id).update(finished_at=timezone.now())
@@ -151,10 +152,12 @@ def test_each_scrape_reads_only_what_was_written_since_and_counts_it_once(cast):
         figures = collector.database_figures()
         assert figures["finished"] == {("api", "watermarked"): 1, ("page", "inconclusive"): 1}
         assert figures["submitted"] == {"api": 1, "page": 1}
-    # Rows behind the watermark are this process's totals: an old row is not read again.
+    # Rows behind the watermarks are in the shared snapshot: not read again, by this
+    # process or by a new one (every instance exports the same figures).
     Check.objects.filter(id=old.id).update(verdict="not_watermarked")
+    collector.reset_cache()
     assert collector.database_figures()["finished"][("api", "watermarked")] == 1
-    collector.reset_cache()  # a new process reads everything once
+    Snapshot.objects.all().delete()  # without a snapshot, everything is read once
     assert collector.database_figures()["finished"][("api", "not_watermarked")] == 1
 
 
@@ -162,10 +165,9 @@ def test_the_settled_part_moves_forward(cast, monkeypatch):
     check = _check(cast, surface="api", verdict="watermarked", status=Status.DONE)
     Check.objects.filter(id=check.id).update(finished_at=timezone.now())
     collector.database_figures()
-    kept = dict(collector._totals.finished)
-    assert kept == {}  # still settling: read on each scrape, not kept
+    assert Snapshot.objects.get().totals["finished"] == {}  # settling: read, not kept
     monkeypatch.setattr(collector, "SETTLE", timedelta(seconds=-5))
     figures = collector.database_figures()
-    assert dict(collector._totals.finished) == {("api", "watermarked"): 1}
+    assert Snapshot.objects.get().totals["finished"] == {"api|watermarked": 1}
     assert figures["finished"] == {("api", "watermarked"): 1}
     assert collector.database_figures()["finished"] == {("api", "watermarked"): 1}
