@@ -171,3 +171,11 @@ def test_the_settled_part_moves_forward(cast, monkeypatch):
     assert Snapshot.objects.get().totals["finished"] == {"api|watermarked": 1}
     assert figures["finished"] == {("api", "watermarked"): 1}
     assert collector.database_figures()["finished"] == {("api", "watermarked"): 1}
+
+
+def test_the_page_and_the_api_record_their_surface(cast, alice_key, api_for, human_text, client):
+    client.force_login(cast["alice"])
+    assert client.post("/", {"text": human_text}).status_code == 302
+    api_for("alice").post("/api/v1/checks", {"text": human_text}, format="json")
+    assert sorted(Check.objects.values_list("surface", flat=True)) == ["api", "page"]
+    assert collector.database_figures()["submitted"] == {"api": 1, "page": 1}
