@@ -127,3 +127,11 @@ PROVENANCE_DAILY_QUOTA = env_int("PROVENANCE_DAILY_QUOTA", 50_000, minimum=1)
 # manage.py checks_purge (the sweeper and make run run it) keeps only verdict, p-values
 # and the text's SHA-256.
 PROVENANCE_RETENTION_DAYS = env_int("PROVENANCE_RETENTION_DAYS", 30, minimum=1)
+# --- Operator metrics (GET /metrics, docs/metrics.md) ---
+# The bearer token a Prometheus scraper sends; unset: /metrics answers 404. A short value
+# is refused (a guessable token would publish the figures).
+PROVENANCE_METRICS_TOKEN = env_str("PROVENANCE_METRICS_TOKEN", "")
+if PROVENANCE_METRICS_TOKEN and len(PROVENANCE_METRICS_TOKEN) < 16:
+    raise ValueError("PROVENANCE_METRICS_TOKEN must be at least 16 characters")
+# Seconds a web process reuses the figures it read from the database for the next scrape.
+PROVENANCE_METRICS_MAX_AGE = env_float("PROVENANCE_METRICS_MAX_AGE", 10.0, 0.0, 3600.0)

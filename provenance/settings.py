@@ -131,6 +131,7 @@ INSTALLED_APPS = [
     "provenance.reports",
     "provenance.streams",
     "provenance.public",
+    "provenance.metrics",
 ]
 
 MIDDLEWARE = [
@@ -150,6 +151,8 @@ MIDDLEWARE = [
     "provenance.middleware.DatabaseUnavailableMiddleware",
     # Turns a sign-in refused by django-axes' lockout into its 429 page (after the others).
     "axes.middleware.AxesMiddleware",
+    # Counts the answers of the routes that store no check (public verification, streams).
+    "provenance.metrics.middleware.MetricsMiddleware",
 ]
 
 ROOT_URLCONF = "provenance.urls"
@@ -439,11 +442,22 @@ if PROVENANCE_PUBLIC_CACHE_URL:
         "LOCATION": PROVENANCE_PUBLIC_CACHE_URL,
     }
 
+# Log lines: "plain" (the default) or "json" (one JSON object a line, for log shippers).
+PROVENANCE_LOG_FORMAT = env_str("PROVENANCE_LOG_FORMAT", "plain").strip().lower()
+if PROVENANCE_LOG_FORMAT not in ("plain", "json"):
+    raise ValueError("PROVENANCE_LOG_FORMAT must be plain or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        # PROVENANCE_LOG_FORMAT=json: the same fields as JSON keys (python-json-logger).
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": PROVENANCE_LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env_str("PROVENANCE_LOG_LEVEL", "INFO")},
 }
 SPECTACULAR_SETTINGS.update(

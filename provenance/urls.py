@@ -28,4 +28,5 @@ urlpatterns = [
     path("", include("provenance.reports.urls")),
     path("", include("provenance.streams.urls")),
     path("", include("provenance.public.urls")),
+    path("", include("provenance.metrics.urls")),
 ]

@@ -82,6 +82,9 @@ class KeyConfig:
     deduplicate_contexts_max_history: int | None = DEFAULT_MAX_HISTORY
     prf: str = "philox"
     allow_target_only_watermarking: bool = False
+    # vLLM >= 0.34: upstream's server overrides requests' ``watermarking: false``. Generation
+    # only: detection reads nothing of it (docs/generator.md says how it sits beside the gate).
+    enforce: bool = False
     name: str | None = None
 
     def __post_init__(self) -> None:
@@ -102,6 +105,8 @@ class KeyConfig:
             raise ValueError(f"prf must be one of {PRFS}")
         if not isinstance(self.allow_target_only_watermarking, bool):
             raise ValueError("allow_target_only_watermarking must be true or false")
+        if not isinstance(self.enforce, bool):
+            raise ValueError("enforce must be true or false")
 
     @property
     def deduplicate(self) -> bool:

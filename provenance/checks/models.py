@@ -28,6 +28,14 @@ class Status(models.TextChoices):
     FAILED = "failed", _("failed")
 
 
+class Surface(models.TextChoices):
+    """Where a single check was submitted (an audit's checks are told by their audit; the
+    public verification and streams store no check row). Read by ``provenance.metrics``."""
+
+    PAGE = "page", _("page")
+    API = "api", _("API")
+
+
 class Worker(models.Model):
     """A Celery worker process (one per ``celery worker`` command, all its pool processes
     included). Its heartbeat tells live workers from dead ones, so the checks a dead worker
@@ -106,6 +114,11 @@ class Check(models.Model):
     # The uploaded document the text was extracted from (empty for pasted text and audit
     # items, whose client_id names their file). db_default: raw bulk inserts may omit it.
     filename = models.CharField(max_length=255, blank=True, default="", db_default="")
+    # The page or the API (empty for an audit's items and for checks stored before it was
+    # recorded); a bounded label of the operator's metrics, never shown to users.
+    surface = models.CharField(
+        max_length=10, choices=Surface.choices, blank=True, default="", db_default=""
+    )
     # Submission order within an audit (ids are random, so they cannot order the items).
     position = models.PositiveIntegerField(default=0)
     # Emptied when the check is purged (retention) or deleted; the digest stays.
@@ -196,6 +209,10 @@ class Check(models.Model):
             models.Index(fields=["status", "created_at"]),
             # Recovery looks for the running checks of dead workers.
             models.Index(fields=["status", "worker"]),
+            # The operator's metrics read the checks written since their last scrape
+            # (provenance.metrics.collector): ranges of these two columns.
+            models.Index(fields=["created_at"], name="check_by_created"),
+            models.Index(fields=["finished_at"], name="check_by_finished"),
         ]
 
     def __str__(self) -> str:

@@ -17,6 +17,7 @@ from provenance.checks import queue
 from provenance.checks.models import Check, Status
 from provenance.checks.services.checks import check_enqueue
 from provenance.heartbeats.services import checks_release_dead, workers_reap
+from provenance.metrics.services import SWEEPER_DEAD_WORKERS, SWEEPER_REQUEUED, tally_add
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ def checks_sweep(
     unread = audits_lost(pending_after, backlog)  # uploaded files no task will read
     queued += audit_extract_enqueue(unread) if unread else 0
     if rows or reaped or unread:
+        tally_add(SWEEPER_REQUEUED, queued)  # for /metrics, whichever host sweeps
+        tally_add(SWEEPER_DEAD_WORKERS, reaped)
         logger.info(
             "sweeper: %d worker(s) found dead, %d lost check(s), %d lost upload(s), "
             "%d queued again (backlog %s)",

@@ -104,3 +104,32 @@ def test_peer_organizations_are_bounded_and_well_formed_or_fail_loudly():
         )
         == ""
     )
+
+
+def test_json_log_lines_and_the_metrics_settings_fail_loudly_or_apply():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    assert "PROVENANCE_LOG_FORMAT must be plain or json" in _import_settings(
+        PROVENANCE_LOG_FORMAT="xml"
+    )
+    assert "at least 16 characters" in _import_settings(PROVENANCE_METRICS_TOKEN="short")
+    code = (
+        "import django, logging; django.setup(); "
+        "logging.getLogger('provenance.test').warning('a line for %s', 'shippers')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "provenance.settings",
+            "PROVENANCE_LOG_FORMAT": "json",
+        },
+        capture_output=True,
+        text=True,
+    )
+    line = json.loads(done.stderr.strip().splitlines()[-1])
+    assert line["message"] == "a line for shippers"
+    assert line["levelname"] == "WARNING" and line["name"] == "provenance.test"

@@ -38,7 +38,7 @@ from provenance.checks.api.base import (
 )
 from provenance.checks.fields import HYPOTHESIS_FIELDS
 from provenance.checks.filters import CheckFilter
-from provenance.checks.models import Check, Hypothesis, Status
+from provenance.checks.models import Check, Hypothesis, Status, Surface
 from provenance.retention.services import check_delete
 
 
@@ -205,6 +205,7 @@ class CheckListCreateApi(TieredApi, GenericAPIView):
                     filename=data["file"].name or "",
                     content=read_upload(data["file"]),
                     key_ids=data.get("key_ids"),
+                    surface=Surface.API,
                 )
             else:
                 check = services.check_create(
@@ -212,6 +213,7 @@ class CheckListCreateApi(TieredApi, GenericAPIView):
                     text=data.get("text"),
                     key_ids=data.get("key_ids"),
                     inline=wait > 0,
+                    surface=Surface.API,
                 )
             if check.status not in FINISHED:  # queued: read what the worker wrote meanwhile
                 if wait > 0:

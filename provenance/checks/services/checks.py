@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from provenance.checks import bulk, queue
 from provenance.checks.bulk import prefetched
-from provenance.checks.models import Check, DetectionLog, Status
+from provenance.checks.models import Check, DetectionLog, Status, Surface
 from provenance.checks.scoring import (
     ScoringError,
     TextResult,
@@ -52,6 +52,7 @@ def check_create(
     key_ids: Sequence[Any] | None = None,
     filename: str = "",
     inline: bool = False,
+    surface: str = Surface.PAGE,
 ) -> Check:
     """Store a check and queue its scoring; invalid input or an exhausted quota stores
     nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
@@ -62,7 +63,7 @@ def check_create(
     worker's, before anything is stored, then stored done (or failed) with its
     results in the one transaction that takes the quota and logs the request: nothing is
     queued, no claim is needed (no one else sees the row before it is done), and a process
-    that dies meanwhile leaves nothing behind."""
+    that dies meanwhile leaves nothing behind. ``surface``: the page or the API (metrics)."""
     team = team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
@@ -75,6 +76,7 @@ def check_create(
         submitted_by=user,
         text=text,
         filename=filename[:255],
+        surface=surface,
         text_sha256=text_sha256(text),
         key_ids=[str(key.id) for key in keys],
         threshold=settings.PROVENANCE_THRESHOLD,

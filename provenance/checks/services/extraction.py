@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from provenance.checks import queue
-from provenance.checks.models import Check, DetectionLog, Status, Upload
+from provenance.checks.models import Check, DetectionLog, Status, Surface, Upload
 from provenance.checks.services.validation import (
     document_limits,
     document_precheck,
@@ -36,7 +36,12 @@ from provenance.usage.services import detection_log_new, quota_consume, text_sha
 
 
 def check_document_create(
-    *, user: User, filename: str, content: bytes, key_ids: Sequence[Any] | None = None
+    *,
+    user: User,
+    filename: str,
+    content: bytes,
+    key_ids: Sequence[Any] | None = None,
+    surface: str = Surface.PAGE,
 ) -> Check:
     """Store a pending check of an uploaded document and queue it; the worker reads the
     file. An unsupported type or a file over the size limit is refused here (400/413, as
@@ -49,6 +54,7 @@ def check_document_create(
         submitted_by=user,
         text="",
         filename=name[:255],
+        surface=surface,
         key_ids=[str(key.id) for key in keys],
         threshold=settings.PROVENANCE_THRESHOLD,
         queued_at=timezone.now(),

