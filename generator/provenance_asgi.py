@@ -144,7 +144,7 @@ class ProvenanceHeaders:
                 if message.get("status", 500) >= 400:
                     tail = None  # an error: nothing was drawn
                 else:
-                    said, extra = marked, []
+                    said, extra = marked, list[tuple[bytes, bytes]]()
                     if tail is None:  # a whole reply: its record is complete now
                         said, extra, _ = await drawn()
                     message = dict(
