@@ -129,3 +129,19 @@ def test_a_failed_write_never_stops_the_engine(tmp_path, monkeypatch, caplog):
     row.record_token = records.new_token()
     records.write_rows([row])
     assert not list(shared.iterdir()) and "draw record not written" in caplog.text
+
+
+def test_the_compose_generator_keeps_its_records_in_a_private_tmpfs():
+    """Not a fixed path under the shared /tmp: a per-container tmpfs created 0700."""
+    from pathlib import Path
+
+    import yaml
+
+    compose = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
+    )
+    service = compose["services"]["generator"]
+    directory = service["environment"][records.RECORD_DIR_ENV]
+    assert not directory.startswith("/tmp")
+    mounts = {entry.split(":")[0]: entry.split(":", 1)[1] for entry in service["tmpfs"]}
+    assert "mode=0700" in mounts[directory].split(",")
