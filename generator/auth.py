@@ -203,8 +203,8 @@ def authorize(
     reason = f"{unmarked} leaves the keyed draw no real choice" if unmarked else None
     if steering and reason is None:
         verb = "lets" if len(steering) == 1 else "let"
-        named = ", ".join(repr(name) for name in steering)
-        reason = f"{named} {verb} the client see or steer the distribution outside the keyed draw"
+        listed = ", ".join(repr(name) for name in steering)
+        reason = f"{listed} {verb} the client see or steer the distribution outside the keyed draw"
     if reason and not opting_out:  # an opt-out by other means: the same permissions
         if enforce:
             raise AccessDenied(403, f"watermarking is enforced on this server: {reason}")

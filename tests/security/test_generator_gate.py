@@ -60,7 +60,7 @@ AT_FLOORS_TOGETHER = {
 
 
 def _body(path: str = "chat", **extra):
-    head = (
+    head: dict[str, object] = (
         {"messages": [{"role": "user", "content": PROMPT}]}
         if path == "chat"
         else {"prompt": PROMPT}
