@@ -13,7 +13,13 @@ whether it may opt out::
 use (the same answer whether that key exists or not) or a refused opt-out, including the
 opt-out by other means: sampling settings below the floors of ``generator.floors`` (top_k 1, a
 top_p or min_p that keeps one token, a near-zero temperature, beam search), under which the
-keyed draw has no real choice and the reply would carry nothing. It then rewrites
+keyed draw has no real choice and the reply would carry nothing, alone or together. Every
+field of the body is read against the allowlist of ``generator.fields``: a field it does not
+list is a 403 naming it, and one that lets the client see or steer the distribution outside
+the keyed draw (``logprobs``, ``echo``, ``logit_bias``, structured output, ``n > 1``, ...) is
+refused like the settings above. A key is chosen only by a non-empty name the token may use,
+or by the server's default where the token may use it and no name is given: an explicit null,
+an empty string or a non-string is the same 403 as another team's name. It then rewrites
 the request's ``vllm_xargs`` to exactly what it authorized, so no field it did not read (a
 duplicate JSON key, a top-level ``watermarking``, an xargs entry) reaches the engine. Only the
 generation routes, the model list and the health probes pass; every other route of vLLM's

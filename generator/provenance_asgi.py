@@ -10,7 +10,9 @@ the engine for it (``generator.records``), so a non-streaming reply gets the sam
 ``x-provenance-watermarked`` taken from what the sampler did. A streamed reply's headers go out
 before its first token: there ``x-provenance-watermarked`` follows the request's settings,
 false for an opt-out and for settings under the floors of ``generator.floors`` (which the gate
-refuses wherever watermarking is enforced).
+refuses wherever watermarking is enforced); its record is read when ``data: [DONE]`` passes,
+and a last event with no choices and a ``provenance`` object (key, watermarked, model,
+tokenizer hash, expected log10 p) goes out just before it.
 Model and tokenizer come from ``$PROVENANCE_MODEL_NAME`` / ``$PROVENANCE_TOKENIZER_HASH``, set by
 ``python -m generator serve`` (else the hash is computed once from ``$PROVENANCE_MODEL_DIR``).
 Key values never appear: only names.
