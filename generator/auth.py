@@ -13,7 +13,13 @@ whether it may opt out::
 use (the same answer whether that key exists or not) or a refused opt-out, including the
 opt-out by other means: sampling settings below the floors of ``generator.floors`` (top_k 1, a
 top_p or min_p that keeps one token, a near-zero temperature, beam search), under which the
-keyed draw has no real choice and the reply would carry nothing. It then rewrites
+keyed draw has no real choice and the reply would carry nothing, alone or together. Every
+field of the body is read against the allowlist of ``generator.fields``: a field it does not
+list is a 403 naming it, and one that lets the client see or steer the distribution outside
+the keyed draw (``logprobs``, ``echo``, ``logit_bias``, structured output, ``n > 1``, ...) is
+refused like the settings above. A key is chosen only by a non-empty name the token may use,
+or by the server's default where the token may use it and no name is given: an explicit null,
+an empty string or a non-string is the same 403 as another team's name. It then rewrites
 the request's ``vllm_xargs`` to exactly what it authorized, so no field it did not read (a
 duplicate JSON key, a top-level ``watermarking``, an xargs entry) reaches the engine. Only the
 generation routes, the model list and the health probes pass; every other route of vLLM's
@@ -40,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from generator import fields
 from generator.floors import SamplingFloors
 
 CLIENTS_FILE_ENV = "PROVENANCE_CLIENTS_FILE"
@@ -181,44 +188,49 @@ def authorize(
     enforce: bool,
     default_key: str | None,
     floors: SamplingFloors | None = None,
+    chat: bool | None = None,
 ) -> tuple[str | None, dict[str, Any]]:
     """(key name or None for an opt-out, the body with its xargs set to what was granted).
 
-    Settings below ``floors`` (default ``SamplingFloors()``) count as an opt-out: refused
-    under ``enforce`` or for a client that may not opt out."""
+    Every field is read against ``generator.fields`` (``chat``: the chat route; None: judged
+    from the body). Settings below ``floors`` (default ``SamplingFloors()``) and steering
+    fields count as an opt-out: refused under ``enforce`` or for a client that may not opt
+    out. A key is chosen only by a non-empty name the client may use, or by ``default_key``
+    where the client may use it; anything else in ``watermark_key`` is one 403."""
+    try:
+        steering = fields.check(body, "messages" in body if chat is None else chat)
+    except fields.FieldRefused as refused:
+        raise AccessDenied(refused.status, refused.message) from None
     xargs = body.get("vllm_xargs") or {}
-    if not isinstance(xargs, dict):
-        raise AccessDenied(400, "vllm_xargs must be an object")
     opting_out = body.get("watermarking") is False or xargs.get("watermarking") in (False, "false")
     rest = {k: v for k, v in xargs.items() if k not in ("watermark_key", "watermarking")}
     clean = {k: v for k, v in body.items() if k != "watermarking"}
     unmarked = (floors or SamplingFloors()).refusal(body)
-    if unmarked and not opting_out:  # an opt-out by other means: the same permissions
+    reason = f"{unmarked} leaves the keyed draw no real choice" if unmarked else None
+    if steering and reason is None:
+        verb = "lets" if len(steering) == 1 else "let"
+        listed = ", ".join(repr(name) for name in steering)
+        reason = f"{listed} {verb} the client see or steer the distribution outside the keyed draw"
+    if reason and not opting_out:  # an opt-out by other means: the same permissions
         if enforce:
-            raise AccessDenied(
-                403,
-                f"watermarking is enforced on this server: {unmarked} leaves the keyed draw "
-                "no real choice, so the reply would carry no watermark",
-            )
+            raise AccessDenied(403, f"watermarking is enforced on this server: {reason}")
         if not client.opt_out:
-            raise AccessDenied(
-                403,
-                f"this token may not opt out of watermarking ({unmarked} leaves the keyed draw "
-                "no real choice)",
-            )
+            raise AccessDenied(403, f"this token may not opt out of watermarking ({reason})")
     if opting_out:
         if enforce:
             raise AccessDenied(403, "watermarking is enforced on this server: no opt-out")
         if not client.opt_out:
             raise AccessDenied(403, "this token may not opt out of watermarking")
         return None, clean | {"vllm_xargs": rest | {"watermarking": False}}
-    name = xargs.get("watermark_key", default_key)
-    if name is None:
+    named = "watermark_key" in xargs
+    name = xargs["watermark_key"] if named else default_key
+    if name is None and not named:
         if enforce:
             raise AccessDenied(403, "watermarking is enforced on this server: name a key")
         return None, clean | {"vllm_xargs": rest}
-    if not isinstance(name, str) or not client.may_use(name):
-        # One answer whether the key exists or not: the gate never looks at the key store.
+    if not isinstance(name, str) or not name or not client.may_use(name):
+        # One answer whether the key exists or not (the gate never looks at the key store),
+        # and for a null, an empty or a non-string name: none of them falls to the default.
         raise AccessDenied(403, "this token may not use the requested watermark key")
     return name, clean | {"vllm_xargs": rest | {"watermark_key": name}}
 
@@ -297,7 +309,12 @@ class AuthGate:
         if not isinstance(body, dict):
             raise AccessDenied(400, "the request body must be a JSON object")
         name, clean = authorize(
-            client, body, enforce=self.enforce, default_key=self.default_key, floors=self.floors
+            client,
+            body,
+            enforce=self.enforce,
+            default_key=self.default_key,
+            floors=self.floors,
+            chat=scope.get("path") == "/v1/chat/completions",
         )
         rewritten = json.dumps(clean).encode()
         request_id = uuid.uuid4().hex

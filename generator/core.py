@@ -92,6 +92,9 @@ def resolve_settings(
         raise WatermarkRequestError("'watermarking' must be true or false")
     if opt in (False, "false"):
         return None, None
+    if KEY_ARG in args and not (isinstance(args[KEY_ARG], str) and args[KEY_ARG]):
+        # An explicit null or empty name never falls back to the default key.
+        raise WatermarkRequestError(f"{KEY_ARG!r} must be a key name (a non-empty string)")
     name = args.get(KEY_ARG, default_key)
     if name is None:
         raise WatermarkRequestError(f"no watermark key selected: pass {KEY_ARG!r} or opt out")

@@ -10,7 +10,9 @@ the engine for it (``generator.records``), so a non-streaming reply gets the sam
 ``x-provenance-watermarked`` taken from what the sampler did. A streamed reply's headers go out
 before its first token: there ``x-provenance-watermarked`` follows the request's settings,
 false for an opt-out and for settings under the floors of ``generator.floors`` (which the gate
-refuses wherever watermarking is enforced).
+refuses wherever watermarking is enforced); its record is read when ``data: [DONE]`` passes,
+and a last event with no choices and a ``provenance`` object (key, watermarked, model,
+tokenizer hash, expected log10 p) goes out just before it.
 Model and tokenizer come from ``$PROVENANCE_MODEL_NAME`` / ``$PROVENANCE_TOKENIZER_HASH``, set by
 ``python -m generator serve`` (else the hash is computed once from ``$PROVENANCE_MODEL_DIR``).
 Key values never appear: only names.
@@ -81,11 +83,15 @@ def provenance_headers(name: str | None, watermarked: bool) -> list[tuple[bytes,
 
 
 class ProvenanceHeaders:
-    """Pure ASGI: buffer the request body, replay it, tag the response start."""
+    """Pure ASGI: buffer the request body, replay it, tag the response start (and end a
+    stream with its ``provenance`` event)."""
 
     def __init__(self, app: Any, floors: SamplingFloors | None = None) -> None:
         self.app = app
         self.floors = floors if floors is not None else SamplingFloors.from_env()
+        directory = records.record_dir()
+        if directory is not None:
+            records.prepare(directory)  # a directory not private to us stops the server here
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if (
@@ -114,6 +120,8 @@ class ProvenanceHeaders:
         if directory is not None and isinstance(parsed, dict):
             body, token = _ask_for_record(parsed, marked)
             scope = dict(scope, headers=_with_length(scope.get("headers", []), len(body)))
+        streamed = isinstance(parsed, dict) and parsed.get("stream") is True
+        tail = _StreamTail() if streamed else None
         replayed = False
 
         async def replay() -> dict[str, Any]:
@@ -123,34 +131,103 @@ class ProvenanceHeaders:
             replayed = True
             return {"type": "http.request", "body": body, "more_body": False}
 
+        async def drawn() -> tuple[bool, list[tuple[bytes, bytes]], float | None]:
+            """(watermarked, extra headers, expected log10 p) from the engine's record."""
+            if token is not None and directory is not None:
+                record = await _taken(directory, token)
+                if record is not None:  # what the sampler did, not what was asked
+                    expected = record.expected_log10_p()
+                    return record.watermarked, [expected_header(expected)], expected
+            return marked, [], None
+
         async def tagged(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start" and message.get("status", 500) < 400:
-                extra, said = [], marked
-                if token is not None and directory is not None:
-                    drawn = await _taken(directory, token)
-                    if drawn is not None:  # what the sampler did, not what was asked
-                        said = drawn.watermarked
-                        extra = [expected_header(drawn.expected_log10_p())]
-                message = dict(
-                    message,
-                    headers=list(message.get("headers", []))
-                    + provenance_headers(name, said)
-                    + extra,
-                )
+            nonlocal tail
+            if message["type"] == "http.response.start":
+                if message.get("status", 500) >= 400:
+                    tail = None  # an error: nothing was drawn
+                else:
+                    said, extra = marked, list[tuple[bytes, bytes]]()
+                    if tail is None:  # a whole reply: its record is complete now
+                        said, extra, _ = await drawn()
+                    message = dict(
+                        message,
+                        headers=list(message.get("headers", []))
+                        + provenance_headers(name, said)
+                        + extra,
+                    )
+            elif message["type"] == "http.response.body" and tail is not None:
+                events, done = tail.feed(message.get("body", b""), message.get("more_body", False))
+                if done is not None:  # the stream's end: state what its draw carried
+                    said, _, expected = await drawn()
+                    events += tail.provenance_event(name, said, expected) + done
+                message = dict(message, body=events)
             await send(message)
 
         await self.app(scope, replay, tagged)
 
 
+class _StreamTail:
+    """Passes a server-sent-event stream through and finds its end (``data: [DONE]``, or
+    the last body message), where the ``provenance`` event goes."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.last: dict[str, Any] = {}
+        self.finished = False
+
+    def feed(self, data: bytes, more: bool) -> tuple[bytes, bytes | None]:
+        """(events to send now, the closing bytes once the end is reached, else None)."""
+        if self.finished:
+            return data, None
+        self.buffer += data
+        *events, self.buffer = self.buffer.split(b"\n\n")
+        out = b""
+        for event in events:
+            payload = event.strip().removeprefix(b"data:").strip()
+            if payload == b"[DONE]":
+                self.finished = True
+                rest, self.buffer = self.buffer, b""
+                return out, event + b"\n\n" + rest
+            self._remember(payload)
+            out += event + b"\n\n"
+        if not more:
+            self.finished = True
+            rest, self.buffer = self.buffer, b""
+            return out, rest
+        return out, None
+
+    def _remember(self, payload: bytes) -> None:
+        if payload.startswith(b"{"):
+            try:
+                data = json.loads(payload)
+            except ValueError:
+                return
+            if isinstance(data, dict):
+                self.last = {k: data[k] for k in ("id", "object", "created", "model") if k in data}
+
+    def provenance_event(
+        self, name: str | None, watermarked: bool, expected: float | None
+    ) -> bytes:
+        provenance = {
+            "key": name if watermarked and name else None,
+            "watermarked": watermarked,
+            "model": os.environ.get(MODEL_ENV, "unknown"),
+            "tokenizer_hash": _tokenizer_hash(),
+            "expected_log10_p": None if expected is None else round(min(expected, 0.0), 1) + 0.0,
+        }
+        event = {**self.last, "choices": [], "provenance": provenance}
+        return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+
 def _ask_for_record(parsed: dict[str, Any], marked: bool) -> tuple[bytes, str | None]:
     """The request body to pass on, and the record token put in it: a fresh one for a
-    watermarked, non-streaming request, none otherwise (a client's own value dropped)."""
+    watermarked request, none otherwise (a client's own value dropped)."""
     xargs = parsed.get("vllm_xargs")
     xargs = dict(xargs) if isinstance(xargs, dict) else xargs
     token = None
     if isinstance(xargs, dict):
         xargs.pop(records.RECORD_ARG, None)
-    if marked and not parsed.get("stream"):
+    if marked:
         token = records.new_token()
         xargs = {**(xargs if isinstance(xargs, dict) else {}), records.RECORD_ARG: token}
     if xargs is not None:

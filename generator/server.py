@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from generator import fields
 from generator.auth import AuthGate, ClientRegistry
 from generator.core import SamplingSettings, WatermarkRequestError
 from generator.floors import SamplingFloors
@@ -45,8 +46,40 @@ _SAMPLING_FIELDS = (
 )
 
 
+# The fields this server implements; the neutral value of any other field the gate knows
+# (``logprobs: false``, ``n: 1``, ...) is accepted as the no-op it is, anything else refused.
+_SUPPORTED = frozenset(
+    {
+        *_SAMPLING_FIELDS,
+        "model",
+        "messages",
+        "prompt",
+        "max_tokens",
+        "max_completion_tokens",
+        "stream",
+        "stream_options",
+        "seed",
+        "user",
+        "vllm_xargs",
+        "watermarking",
+        "ignore_eos",
+        "return_token_ids",
+    }
+)
+
+
 class BadRequest(ValueError):
     pass
+
+
+def _unsupported(body: dict[str, Any]) -> str | None:
+    for name, value in body.items():
+        if name in _SUPPORTED or value is None:
+            continue
+        field = fields.FIELDS.get(name)
+        if field is None or field.neutral is None or not field.neutral(value):
+            return name
+    return None
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -67,6 +100,9 @@ def parse_request(body: Any, chat: bool) -> tuple[GenerationRequest, bool]:
     """(request, stream) from an OpenAI-style body; BadRequest with a clear message otherwise."""
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
+    unsupported = _unsupported(body)
+    if unsupported is not None:
+        raise BadRequest(f"the field {unsupported!r} is not supported by this server")
     kinds = {"top_k": int}
     sampling = SamplingSettings(
         **{
@@ -78,6 +114,13 @@ def parse_request(body: Any, chat: bool) -> tuple[GenerationRequest, bool]:
     xargs = body.get("vllm_xargs") or {}
     if not isinstance(xargs, dict):
         raise BadRequest("vllm_xargs must be an object")
+    for name in xargs:
+        if name not in fields.XARGS:
+            raise BadRequest(f"the field 'vllm_xargs.{name}' is not supported by this server")
+    if "watermark_key" in xargs and not (
+        isinstance(xargs["watermark_key"], str) and xargs["watermark_key"]
+    ):
+        raise BadRequest("vllm_xargs.watermark_key must be a key name (a non-empty string)")
     watermark = body.get("watermarking") is not False and xargs.get("watermarking") not in (
         False,
         "false",

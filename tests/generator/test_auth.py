@@ -67,10 +67,18 @@ def test_a_request_without_a_key_is_refused_under_enforce_and_the_default_key_is
 
 
 def test_the_rewritten_body_carries_only_what_was_granted():
-    body = _body(watermarking=True, vllm_xargs={"watermark_key": "team-a", "other": 1})
+    body = _body(watermarking=True, vllm_xargs={"watermark_key": "team-a"})
     _, clean = authorize(A, body, enforce=False, default_key=None)
     assert "watermarking" not in clean
-    assert clean["vllm_xargs"] == {"watermark_key": "team-a", "other": 1}
+    assert clean["vllm_xargs"] == {"watermark_key": "team-a"}
+    with pytest.raises(AccessDenied, match="vllm_xargs.other") as denied:
+        authorize(
+            A,
+            _body(vllm_xargs={"watermark_key": "team-a", "other": 1}),
+            enforce=False,
+            default_key=None,
+        )
+    assert denied.value.status == 403
 
 
 def test_a_clients_file_keeps_digests_only_and_rejects_bad_entries(tmp_path):
@@ -229,8 +237,6 @@ def test_as_vllms_middleware_the_gate_is_outermost_and_the_headers_see_its_rewri
     ("extra", "what"),
     [
         ({"temperature": 0}, "greedy"),
-        ({"temperature": "0.0"}, "greedy"),  # vLLM's request model parses numeric strings
-        ({"temperature": False}, "greedy"),
         ({"temperature": 1e-6}, "greedy"),
         ({"use_beam_search": True}, "beam search"),
     ],
@@ -246,6 +252,18 @@ def test_greedy_and_beam_search_requests_are_opt_outs_by_other_means(extra, what
     assert authorize(free, body, enforce=False, default_key=None)[0] == "team-a"
     with pytest.raises(AccessDenied, match=f"enforced.*{what}"):
         authorize(free, body, enforce=True, default_key=None)
+
+
+@pytest.mark.parametrize("value", ["0.0", False, True, [0.5], {"t": 1}])
+def test_a_number_the_engine_would_parse_from_a_string_or_boolean_is_a_400(value):
+    """vLLM's request model parses ``"0.0"`` and ``false`` as temperatures; the gate reads
+    JSON numbers only, so no value means one thing to it and another to the engine."""
+    free = Client("p", token_digest("tp"), frozenset({"*"}), opt_out=True)
+    body = _body(vllm_xargs={"watermark_key": "team-a"}, temperature=value)
+    for client in (A, free):
+        with pytest.raises(AccessDenied, match="'temperature' must be a number") as denied:
+            authorize(client, body, enforce=False, default_key=None)
+        assert denied.value.status == 400
 
 
 def test_sampled_requests_pass_and_the_gate_uses_the_engines_greedy_epsilon():

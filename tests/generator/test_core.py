@@ -119,6 +119,11 @@ class TestResolveSettings:
         with pytest.raises(WatermarkRequestError, match="no watermark key"):
             resolve_settings(None, SamplingSettings(), STORE)
 
+    @pytest.mark.parametrize("value", [None, "", 7])
+    def test_an_explicit_non_name_never_falls_to_the_default_key(self, value):
+        with pytest.raises(WatermarkRequestError, match="non-empty string"):
+            resolve_settings({"watermark_key": value}, SamplingSettings(), STORE, "team-a")
+
     def test_an_unknown_key_name_is_refused(self):
         with pytest.raises(WatermarkRequestError, match="team-z"):
             resolve_settings({"watermark_key": "team-z"}, SamplingSettings(), STORE)

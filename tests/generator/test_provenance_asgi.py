@@ -152,24 +152,74 @@ def test_on_vllms_server_a_reply_states_what_the_engines_draw_did(env, tmp_path,
     assert none.expected_log10_p() > -1  # a chance score: nothing a detector could find
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        {"stream": True, "vllm_xargs": {"provenance_record": "ab" * 16}},  # headers go first
-        {"vllm_xargs": {"watermarking": False, "provenance_record": "ab" * 16}},  # opted out
-    ],
-)
-def test_no_record_is_asked_for_a_stream_or_an_unwatermarked_request(
-    env, tmp_path, monkeypatch, body
-):
+def test_no_record_is_asked_for_an_unwatermarked_request(env, tmp_path, monkeypatch):
     monkeypatch.setenv(records.RECORD_DIR_ENV, str(tmp_path))
     seen: list[dict] = []
+    body = {"vllm_xargs": {"watermarking": False, "provenance_record": "ab" * 16}}
     with TestClient(
         _engine_app(seen, DrawRecord(keyed=9, with_choice=9, excess=3.0), tmp_path)
     ) as c:
         r = c.post("/v1/chat/completions", json=body)
     assert records.RECORD_ARG not in seen[0]["vllm_xargs"]  # the client's own value dropped
     assert "x-provenance-expected-log10-p" not in r.headers and not list(tmp_path.iterdir())
+
+
+def _streaming_engine(seen: list[dict], record: DrawRecord | None, directory) -> ProvenanceHeaders:
+    """vLLM's server streaming a reply: chunks, each event split over two body messages,
+    the engine's record complete before ``[DONE]``."""
+
+    async def stream(scope, receive, send):
+        body = json.loads((await receive())["body"])
+        seen.append(body)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for i in range(3):
+            event = json.dumps(
+                {
+                    "id": "cmpl-1",
+                    "object": "text_completion",
+                    "model": "m",
+                    "choices": [{"text": str(i)}],
+                }
+            )
+            raw = f"data: {event}\n\n".encode()
+            for part in (raw[:7], raw[7:]):
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+        token = records.record_token(body.get("vllm_xargs"))
+        if token is not None and record is not None:
+            records.write(directory, token, record)
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return ProvenanceHeaders(stream)
+
+
+@pytest.mark.parametrize("watermarked", [True, False])
+def test_a_stream_ends_with_a_provenance_event_from_the_engines_draw(
+    env, tmp_path, monkeypatch, watermarked
+):
+    monkeypatch.setenv(records.RECORD_DIR_ENV, str(tmp_path))
+    seen: list[dict] = []
+    drawn = DrawRecord(keyed=50, with_choice=45, excess=30.0)
+    body = {"stream": True, "prompt": "x", "vllm_xargs": {"watermark_key": "team-b"}}
+    if not watermarked:
+        body["vllm_xargs"] = {"watermarking": False}
+    c = TestClient(_streaming_engine(seen, drawn, tmp_path))  # no lifespan: a bare ASGI app
+    with c.stream("POST", "/v1/completions", json=body) as r:
+        lines = [ln for ln in r.iter_lines() if ln.startswith("data: ")]
+    assert "x-provenance-expected-log10-p" not in r.headers  # sent before the first token
+    assert lines[-1] == "data: [DONE]"
+    texts = [json.loads(ln[6:])["choices"] for ln in lines[:-2]]
+    assert [c[0]["text"] for c in texts] == ["0", "1", "2"]  # the stream passes whole
+    last = json.loads(lines[-2][6:])
+    assert last["id"] == "cmpl-1" and last["choices"] == []
+    prov = last["provenance"]
+    assert prov["watermarked"] is watermarked and prov["model"] == "smollm2-135m"
+    if watermarked:
+        assert prov["key"] == "team-b"
+        assert prov["expected_log10_p"] == round(drawn.expected_log10_p(), 1)
+    else:
+        assert prov["key"] is None and prov["expected_log10_p"] is None
+    assert not list(tmp_path.iterdir())  # the record was taken
 
 
 def test_a_missing_record_leaves_the_settings_answer(env, tmp_path, monkeypatch):

@@ -208,7 +208,13 @@ def test_streaming_works_through_vllms_server(server):
         lines = [ln for ln in r.iter_lines() if ln.startswith("data: ")]
         assert r.headers["x-provenance-key"] == "team-a"
         assert "x-provenance-expected-log10-p" not in r.headers  # sent before any token
-    assert lines[-1] == "data: [DONE]" and len(lines) >= 3
+    assert lines[-1] == "data: [DONE]" and len(lines) >= 4
+    # The last event states what the engine's draw carried (its record, read at the end).
+    final = json.loads(lines[-2][6:])
+    assert final["choices"] == [] and final["id"].startswith("cmpl")
+    assert final["provenance"]["watermarked"] is True and final["provenance"]["key"] == "team-a"
+    assert final["provenance"]["expected_log10_p"] < 0
+    assert not [p for p in RECORDS["dir"].iterdir() if p.suffix == ".json"]
 
 
 # --- the gate (generator.auth.AuthGate) in front of vLLM's server -------------------------
@@ -277,3 +283,30 @@ def test_settings_that_leave_the_key_no_choice_are_refused_or_tagged_unwatermark
     assert served.status_code == 200
     assert served.headers["x-provenance-watermarked"] == "false"
     assert served.headers["x-provenance-key"] == "none"
+
+
+def test_the_gate_refuses_what_would_let_a_client_see_or_steer_the_distribution(server):
+    """Against vLLM's real server, for a client that may not opt out: each of these was
+    served with ``x-provenance-watermarked: true`` (logprobs handed the client the model's
+    distribution, echo returned the prompt under the reply's provenance); an explicit null key
+    fell to the server's default."""
+    base = {"model": "smollm2-135m-instruct", "messages": STORY, "max_tokens": 4}
+    attacks = {
+        "logprobs": {"logprobs": True, "top_logprobs": 5},
+        "prompt_logprobs": {"prompt_logprobs": 3},
+        "echo": {"echo": True},
+        "logit_bias": {"logit_bias": {"28": 100}},
+        "structured_outputs": {"structured_outputs": {"choice": ["yes", "no"]}},
+        "n": {"n": 3},
+        "temperature": {"temperature": 0.5, "top_p": 0.5},  # each at its floor, together
+    }
+    for field, extra in attacks.items():
+        body = base | extra | {"vllm_xargs": {"watermark_key": "team-a"}}
+        r = _raw(server, _auth("a-only"), json.dumps(body))
+        assert r.status_code == 403 and f"{field}" in r.json()["error"]["message"], field
+    null = base | {"vllm_xargs": {"watermark_key": None}}
+    r = _raw(server, _auth("a-only"), json.dumps(null))
+    assert r.status_code == 403 and "x-provenance-key" not in r.headers
+    unknown = base | {"guided_choice": ["yes", "no"], "vllm_xargs": {"watermark_key": "team-a"}}
+    r = _raw(server, _auth(), json.dumps(unknown))  # not even for a client that may opt out
+    assert r.status_code == 403 and "guided_choice" in r.text
