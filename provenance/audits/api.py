@@ -24,6 +24,7 @@ from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
+from provenance.api_input import StrictInput
 from provenance.audits import extraction, selectors, services
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import tiers
@@ -92,7 +93,7 @@ class AuditListCreateApi(TieredApi):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="AuditInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInput):
         # Items are checked by the service (one clear message naming the bad index).
         texts = CappedListField(
             limit=lambda: settings.PROVENANCE_MAX_AUDIT_TEXTS,

@@ -23,6 +23,7 @@ from detector.core.config import (
 )
 from detector.text import mistral
 from provenance.accounts.selectors import team_for_user
+from provenance.api_input import StrictInput
 from provenance.auth import AuthenticatedRequest
 from provenance.errors import ProblemError
 from provenance.keys import selectors, services
@@ -160,7 +161,7 @@ class KeyCalibrationOutput(serializers.Serializer):
     )
 
 
-class KeyInput(serializers.Serializer):
+class KeyInput(StrictInput):
     name = serializers.CharField(max_length=100)
     tokenizer_id = serializers.IntegerField(required=False)
     value = serializers.CharField(
@@ -292,7 +293,7 @@ class TokenizerListCreateApi(APIView):
     parser_classes = [MultiPartParser, JSONParser]
     queryset = Tokenizer.objects.none()  # for the permission class's model lookup
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInput):
         name = serializers.CharField(max_length=100)
         file = serializers.FileField(required=False, help_text="a Hugging Face tokenizer.json")
         builtin = serializers.ChoiceField(

@@ -12,6 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from provenance.api_input import StrictInput
 from provenance.auth import AuthenticatedRequest
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
@@ -59,7 +60,7 @@ class StreamCreateApi(APIView):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="StreamInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInput):
         key_ids = KeyIdsField()
 
     @extend_schema(request=InputSerializer, responses={201: StateOutput})
@@ -80,7 +81,7 @@ class StreamAppendApi(APIView):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="StreamAppendInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInput):
         text = serializers.CharField(
             required=False, allow_blank=True, trim_whitespace=False, help_text="a text delta"
         )

@@ -22,6 +22,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from provenance.api_input import StrictInput
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services
 from provenance.checks.api.base import (
@@ -163,7 +164,7 @@ class CheckListCreateApi(TieredApi, GenericAPIView):
         return selectors.checks_for_user(self.request.user)  # type: ignore[arg-type]  # signed in
 
     @extend_schema_serializer(component_name="CheckInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInput):
         text = TextField(required=False)
         file = serializers.FileField(
             required=False,

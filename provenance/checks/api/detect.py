@@ -10,6 +10,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from detector.decision.decide import gamma_summary
+from provenance.api_input import StrictInput
 from provenance.auth import AuthenticatedRequest
 from provenance.checks import services
 from provenance.checks.api.base import DETECT_THROTTLES, TextField, TieredApi, body_size_guard
@@ -23,7 +24,7 @@ class DetectApi(TieredApi):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="DetectInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictInput):
         text = TextField()
 
     @extend_schema_serializer(component_name="DetectOutput")
