@@ -22,7 +22,7 @@ from django.conf import settings
 
 from detector.core.config import KeyConfig
 from detector.decision.decide import Decision, decide, decide_many
-from detector.decision.family import Hypothesis, Verdict, VerdictResult
+from detector.decision.family import FamilyVerdict, TestedHypothesis, VerdictResult
 from detector.evidence.chart import cumulative_log10_p
 from detector.evidence.detection import Detection, Document
 from detector.evidence.localize import Localization
@@ -72,7 +72,7 @@ class HypothesisResult:
 
     key: WatermarkKey
     tokenizer: Tokenizer
-    hypothesis: Hypothesis
+    hypothesis: TestedHypothesis
     # Content hash of the n-gram table that filtered its scored tokens; "" when none applied.
     ngram_table: str = ""
     # The key's measured false-positive rate when scored (None: not calibrated then).
@@ -102,7 +102,7 @@ class TextResult(VerdictResult):
     """The detector's verdict on one text, its hypotheses bound to registry rows, what the
     heatmap shows, and the time scoring took."""
 
-    family: Verdict
+    family: FamilyVerdict
     hypotheses: tuple[HypothesisResult, ...]
     token_data: dict[str, Any] | None
     elapsed_ms: float
