@@ -299,6 +299,24 @@ def score_texts(
     return [replace(result, elapsed_ms=each_ms) for result in results]
 
 
+def score_ids(ids: Any, groups: list[KeyGroup], *, threshold: float) -> TextResult:
+    """A stream's path: like ``score_text`` for token ids already in the tokenizer of
+    ``groups``' one group (no model, no heatmap, no character offsets): the same document
+    (the tokenizer's n-gram table, each key's measured power), the same decision and the same
+    stored figures (each key's measured false-positive rate) as a check of the text they
+    encode."""
+    if len(groups) != 1:
+        raise ScoringError("token ids are in one tokenizer: score them under one key group")
+    start = time.perf_counter()
+    decision = decide(
+        [_document(np.asarray(ids, np.int64), groups[0])],
+        names=_names(groups),
+        threshold=threshold,
+    )
+    result = _result(decision, groups)
+    return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
+
+
 def _position(groups: list[KeyGroup], index: int) -> tuple[int, int]:
     """(group, position in the group) of the family's hypothesis ``index``."""
     for g, group in enumerate(groups):
