@@ -32,10 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.bench_web import _texts  # noqa: E402
 from detector.core.config import KeyConfig  # noqa: E402
 from detector.decision.decide import decide_many  # noqa: E402
-from detector.decision.family import combine
+from detector.decision.family import (
+    family_verdict,
+    localize_family,  # noqa: E402
+)
 from detector.decision.text import detect_text
 from detector.evidence.detection import Document, detect_batch
-from detector.evidence.localize import first_windows, localize_family  # noqa: E402
+from detector.evidence.localize import first_windows  # noqa: E402
 from detector.text.tokenizers import load_tokenizer, offsets_of  # noqa: E402
 
 KEY = 0x5EED_0F_BE_4C_11_AB
@@ -68,7 +71,7 @@ def main() -> None:
 
     def verdict() -> None:
         for found in detect_batch(documents()):
-            combine(found, names=["k"])
+            family_verdict(found, names=["k"])
 
     def localized() -> None:  # one text at a time
         for found in detect_batch(documents()):

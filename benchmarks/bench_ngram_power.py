@@ -36,6 +36,7 @@ from benchmarks.bench_generate import (  # noqa: E402
     coding_prompts,
     creative_prompts,
 )
+from detector.decision.family import flagged  # noqa: E402
 from detector.evidence.detection import detect_ids  # noqa: E402
 from detector.paths import data_dir  # noqa: E402
 from detector.text.tokenizers import load_tokenizer  # noqa: E402
@@ -81,7 +82,7 @@ def row(texts: list[list[int]], n: int, table: Any) -> tuple[float, float, float
         skipped += d.num_common_tokens
         total += d.vllm_num_scored_tokens or 0
         vllm += (d.vllm_log10_p or 0.0) <= -2
-        ours += d.is_watermarked
+        ours += flagged(d)
     return skipped / max(total, 1), vllm / len(texts), ours / len(texts)
 
 

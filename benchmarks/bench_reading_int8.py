@@ -48,6 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
+    from detector.decision.family import decision_log10_p, flagged
     from detector.evidence.detection import detect_ids
     from detector.reading.model import ModelAssist
     from generator.models import embedded_model_dir
@@ -72,8 +73,8 @@ def main() -> None:
     for ids, x, y in zip(texts, a, b, strict=True):
         d1 = detect_ids(ids, KEY, expected_scores=x.expected, observed_scores=x.observed)
         d2 = detect_ids(ids, KEY, expected_scores=y.expected, observed_scores=y.observed)
-        agree += d1.is_watermarked == d2.is_watermarked
-        lp_diff.append(abs(d1.decision_log10_p - d2.decision_log10_p))
+        agree += flagged(d1) == flagged(d2)
+        lp_diff.append(abs(decision_log10_p(d1) - decision_log10_p(d2)))
     print(
         f"E[s]: max |diff| {np.abs(de).max():.4f}, mean {np.abs(de).mean():.5f}; observed "
         f"f(q_x): max |diff| {np.abs(do).max():.4f}, mean {np.abs(do).mean():.5f}"

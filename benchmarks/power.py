@@ -24,6 +24,7 @@ from detector.core.config import as_key_config
 from detector.core.contexts import build_contexts, dedup_mask
 from detector.core.scoring import token_scores
 from detector.core.stats import gamma_sf
+from detector.decision.family import flagged
 from detector.evidence.detection import detect_ids
 from detector.reading.model import ModelReading
 
@@ -127,8 +128,9 @@ def gamma_or_lower(sample: Sample) -> bool:
 
 
 def default_decision(sample: Sample) -> bool:
-    """What the library decides without a model: ``detect_ids(...).is_watermarked``."""
-    return bool(detect_ids(sample.ids, sample.key, threshold=THRESHOLD).is_watermarked)
+    """What the library decides without a model on one key's Gamma test:
+    ``flagged(detect_ids(...))`` (``detector.decision.family``)."""
+    return flagged(detect_ids(sample.ids, sample.key, threshold=THRESHOLD))
 
 
 def weighted_log10_p(sample: Sample) -> float:
@@ -152,9 +154,9 @@ def weighted_es_log10_p(sample: Sample) -> float:
 
 
 def assisted_decision(sample: Sample) -> bool:
-    """What the library decides when a model read the text: ``detect_ids(...,
-    expected_scores=..., observed_scores=...).is_watermarked`` (the Gamma and weighted
-    tests, corrected)."""
+    """What the library decides when a model read the text: ``flagged(detect_ids(...,
+    expected_scores=..., observed_scores=...))`` (the Gamma and weighted tests,
+    corrected)."""
     found = detect_ids(
         sample.ids,
         sample.key,
@@ -162,14 +164,14 @@ def assisted_decision(sample: Sample) -> bool:
         expected_scores=sample.expected,
         observed_scores=sample.observed,
     )
-    return bool(found.is_watermarked)
+    return flagged(found)
 
 
 def assisted_es_decision(sample: Sample) -> bool:
-    """The model-assisted decision with ``E[s] - 1`` weights: ``detect_ids(...,
-    expected_scores=...).is_watermarked`` without observed scores."""
+    """The model-assisted decision with ``E[s] - 1`` weights: ``flagged(detect_ids(...,
+    expected_scores=...))`` without observed scores."""
     found = detect_ids(sample.ids, sample.key, threshold=THRESHOLD, expected_scores=sample.expected)
-    return bool(found.is_watermarked)
+    return flagged(found)
 
 
 STATISTICS: dict[str, Statistic] = {

@@ -177,3 +177,34 @@ def test_no_import_circle_in_the_product():
     """No two product modules import each other, directly or through others, counting the
     imports inside functions (which a lazy import would otherwise hide)."""
     assert _circles(_edges()) == []
+
+
+# The detector's pipeline, bottom up: a stage imports only the stages below it (and itself).
+DETECTOR_STAGES = ["core", "text", "evidence", "reading", "decision", "reports", "cli"]
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "detector" else None
+
+
+def test_the_detector_stages_import_only_stages_below_them():
+    wrong = set()
+    for module in _modules():
+        stage = _stage(module)
+        if stage not in DETECTOR_STAGES:
+            continue
+        allowed = DETECTOR_STAGES[: DETECTOR_STAGES.index(stage) + 1]
+        for name in _project_imports(module):
+            other = _stage(name)
+            if other in DETECTOR_STAGES and other not in allowed:
+                wrong.add((module, name))
+    assert not wrong, f"a detector stage imports one above it: {sorted(wrong)}"
+
+
+def test_the_evidence_stage_never_reaches_the_decision():
+    """Evidence computes scores, p-values and spans; the verdict is the decision's."""
+    evidence = [m for m in _modules() if _stage(m) == "evidence"]
+    assert "detector.evidence.localize" in evidence
+    for module in evidence:
+        assert not any(_stage(m) == "decision" for m in _closure(module)), module

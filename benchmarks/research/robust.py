@@ -191,11 +191,12 @@ def robust_detection(
 ) -> RobustTest:
     """The edit-robust test from an existing ``Detection`` (its de-duplicated scores, mapped
     to Exp(1) for ``dual_key_gumbel`` as localization does)."""
+    from detector.decision.rule import flags
     from detector.evidence.localize import exp_scores
 
     scores = exp_scores(detection, config)
     r, lp = robust_scores_log10_p(scores)
-    flagged = bool(scores.size) and lp <= math.log10(threshold)
+    flagged = flags(lp, threshold, int(scores.size))
     return RobustTest(r, 10.0**lp, lp, int(scores.shape[0]), flagged)
 
 

@@ -34,6 +34,8 @@ def decisions(ids: np.ndarray, key: int = KEY, expected: Any = None) -> tuple:
     edit-robust combined (Bonferroni x3)."""
     from benchmarks.research.robust import robust_scores_log10_p
     from benchmarks.research.robust_weighted import weighted_robust_test
+    from detector.decision.family import decision_log10_p
+    from detector.decision.rule import flags
     from detector.evidence.detection import detect_config
     from detector.evidence.localize import exp_scores, localize_ids
     from detector.evidence.weighted import observed_weights
@@ -46,7 +48,7 @@ def decisions(ids: np.ndarray, key: int = KEY, expected: Any = None) -> tuple:
     combined = min(loc.global_log10_p, loc.scan_log10_p, robust_lp) + np.log10(3.0)
     out = (
         loc.detection.log10_p <= level,
-        loc.is_watermarked,
+        flags(loc.log10_p, THRESHOLD, loc.detection.num_scored_tokens),
         robust_lp <= level,
         combined <= level,
     )
@@ -66,7 +68,7 @@ def decisions(ids: np.ndarray, key: int = KEY, expected: Any = None) -> tuple:
     three = min(det.log10_p, det.weighted.log10_p, wr.log10_p) + np.log10(3.0)
     return out + (
         det.weighted.log10_p <= level,
-        det.decision_log10_p <= level,
+        decision_log10_p(det) <= level,
         min(det.log10_p, unmasked) + np.log10(2.0) <= level,
         wr.log10_p <= level,
         three <= level,

@@ -30,22 +30,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from detector.core.config import DEFAULT_THRESHOLD
-from detector.decision.family import Hypothesis, Verdict, VerdictResult, first_step_log10
-from detector.evidence.detection import (
-    LOG10_2,
-    Detection,
-    Document,
-    check_threshold,
-    detect_batch,
-)
-from detector.evidence.localize import (
-    MAX_SPANS,
-    Localization,
-    Span,
-    first_windows,
+from detector.decision.family import (
+    FamilyVerdict,
+    TestedHypothesis,
+    VerdictResult,
+    first_step_log10,
+    flagged,
     localize_family,
-    with_chars,
 )
+from detector.decision.rule import LOG10_2
+from detector.evidence.detection import Detection, Document, check_threshold, detect_batch
+from detector.evidence.localize import MAX_SPANS, Localization, Span, first_windows, with_chars
 
 CORRECTION = "holm"
 # Character offsets of one document's tokens (``[n, 2]``), or a callable that computes them
@@ -59,13 +54,13 @@ class Decision(VerdictResult):
     three-way verdict, best hypothesis, each hypothesis's ``decided_by``), each hypothesis's
     localization and the accepted spans of all of them in text order."""
 
-    family: Verdict
+    family: FamilyVerdict
     localizations: tuple[Localization, ...]
     spans: tuple[Span, ...]
     documents: tuple[int, ...]  # hypothesis i was tested on document ``documents[i]``
 
     @property
-    def hypotheses(self) -> tuple[Hypothesis, ...]:
+    def hypotheses(self) -> tuple[TestedHypothesis, ...]:
         return self.family.hypotheses
 
     @property
@@ -100,31 +95,25 @@ class Decision(VerdictResult):
             "gamma": gamma_summary(best) if best else None,
         }
 
-    def _pairs(self) -> list[tuple[Hypothesis, Localization]]:
+    def _pairs(self) -> list[tuple[TestedHypothesis, Localization]]:
         return list(zip(self.family.hypotheses, self.localizations, strict=True))
-
-
-def with_weighted(log10_p: float, weighted_log10_p: float | None) -> float:
-    """A hypothesis's decision p-value from its localized p-value and, when a model read the
-    text, the weighted test's: ``2 min(p, p_weighted)`` (Bonferroni over the two tests), as
-    ``Detection.decision_log10_p`` combines them."""
-    if weighted_log10_p is None:
-        return log10_p
-    return min(0.0, LOG10_2 + min(log10_p, weighted_log10_p))
 
 
 def gamma_line_log10(threshold: float, num_hypotheses: int, *, weighted: bool = False) -> float:
     """log10 of the p-value the strongest hypothesis's global Gamma test must reach, by
     itself, for ``decide`` to call the text watermarked: Holm's first step (``threshold / m``)
     on the document p-value ``2 min(p_global, p_scan)``, so ``threshold / (2m)``, halved again
-    when the weighted test joins (``with_weighted``). The evidence chart draws this line."""
+    when the weighted test joins (``detector.decision.rule.with_weighted``). The evidence
+    chart draws this line."""
     level = first_step_log10(threshold, num_hypotheses) - LOG10_2
     return level - LOG10_2 if weighted else level
 
 
 def gamma_summary(d: Detection) -> dict[str, Any]:
-    """The plain Gamma test of one hypothesis (global, before span scan, model and
-    correction), and the statistic over every de-duplicated token as vLLM computes it."""
+    """The plain Gamma test of one hypothesis (global, before span scan and correction; with
+    a model's reading, combined with the weighted test), and the statistic over every
+    de-duplicated token as vLLM computes it. ``is_watermarked`` is that test's own flag, a
+    figure beside the decision's, by the decision's one rule (``detector.decision.rule``)."""
     return {
         "score": d.score,
         "p_value": d.p_value,
@@ -132,7 +121,7 @@ def gamma_summary(d: Detection) -> dict[str, Any]:
         "num_tokens": d.num_tokens,
         "num_scored_tokens": d.num_scored_tokens,
         "num_common_tokens": d.num_common_tokens,
-        "is_watermarked": d.is_watermarked,
+        "is_watermarked": flagged(d),
         "vllm_score": d.vllm_score,
         "vllm_p_value": d.vllm_p_value,
         "vllm_log10_p": d.vllm_log10_p,
@@ -140,7 +129,7 @@ def gamma_summary(d: Detection) -> dict[str, Any]:
     }
 
 
-def hypothesis_summary(h: Hypothesis, loc: Localization) -> dict[str, Any]:
+def hypothesis_summary(h: TestedHypothesis, loc: Localization) -> dict[str, Any]:
     d = h.detection
     out: dict[str, Any] = {
         "index": h.index,

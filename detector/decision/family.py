@@ -1,27 +1,32 @@
 """A family of hypotheses (key configurations) tested on one text, corrected together.
 
-``combine`` takes one ``Detection`` per hypothesis, corrects their decision p-values for their
-number (Holm or Bonferroni) and gives the family's three-way verdict: ``not_watermarked`` only
-when every tested key, had it watermarked the text, would have been caught.
+``family_verdict`` takes one ``Detection`` per hypothesis, corrects their decision p-values
+(``detector.decision.rule.with_weighted``) for their number (Holm or Bonferroni) and gives the
+family's three-way verdict: ``not_watermarked`` only when every tested key, had it watermarked
+the text, would have been caught. ``localize_family`` does the same on the localized document
+p-values (global test and span scan), the decision ``detector.decision.decide`` makes.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
-from detector.core.config import DEFAULT_THRESHOLD
+from detector.core.config import DEFAULT_THRESHOLD, KeyConfig
 from detector.core.stats import CORRECTIONS
-from detector.evidence.detection import LOG10_2, Detection, check_threshold
-from detector.evidence.power import ThreeWay, decide, power_model
+from detector.decision.rule import LOG10_2, decided_by, flags, with_weighted
+from detector.evidence import scan
+from detector.evidence.detection import Detection, check_threshold
+from detector.evidence.localize import MAX_SPANS, Localization, localize_detection
+from detector.evidence.power import ThreeWay, power_model, three_way
 
 
 @dataclass(frozen=True)
-class Hypothesis:
+class TestedHypothesis:
     """One tested key configuration and its result; ``adjusted_log10_p`` is family-corrected.
     ``decided_by``: the test its decision p-value rests on, ``gamma`` (the Gamma test, with
     the span scan when localized) or ``weighted`` (the model-assisted test).
@@ -36,7 +41,7 @@ class Hypothesis:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class FamilyVerdict:
     """A family of hypotheses tested on one text, corrected together for their number.
 
     The family verdict rests on the hypothesis with the smallest corrected p-value
@@ -46,7 +51,7 @@ class Verdict:
     when every hypothesis, had its key watermarked the text, would have been detected with
     power >= 0.8 at the level the correction asks for; ``inconclusive`` otherwise."""
 
-    hypotheses: tuple[Hypothesis, ...]
+    hypotheses: tuple[TestedHypothesis, ...]
     correction: str
     threshold: float
     is_watermarked: bool
@@ -68,7 +73,7 @@ class VerdictResult:
     verdict_reason, is_watermarked, best, p_value, log10_p, num_hypotheses): text
     localizations and the web layer's results."""
 
-    family: Verdict
+    family: FamilyVerdict
 
     @property
     def verdict(self) -> str:
@@ -118,14 +123,14 @@ def first_step_log10(threshold: float, num_hypotheses: int) -> float:
     return math.log10(threshold) - math.log10(max(num_hypotheses, 1))
 
 
-def combine(
+def family_verdict(
     detections: Sequence[Detection],
     *,
     names: Sequence[str | None] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     correction: str = "holm",
     tests_per_hypothesis: int = 1,
-) -> Verdict:
+) -> FamilyVerdict:
     """Correct a family of detections (hypothesis i is ``detections[i]``, named ``names[i]``).
     ``tests_per_hypothesis``: how many tests each hypothesis's p-value already combines by
     Bonferroni (2 for localization: global and scan), for the power of the three-way verdict."""
@@ -133,17 +138,18 @@ def combine(
     names = list(names) if names is not None else [None] * len(detections)
     if len(names) != len(detections):
         raise ValueError("one name per detection is needed")
-    adjusted = correct([d.decision_log10_p for d in detections], correction)
+    own = [decision_log10_p(d) for d in detections]
+    adjusted = correct(own, correction)
     best = int(np.argmin(adjusted)) if adjusted.size else None
     best_lp = float(adjusted[best]) if best is not None else 0.0
-    scored = best is not None and detections[best].num_scored_tokens > 0
-    is_watermarked = bool(scored and best_lp <= math.log10(threshold))
+    scored = 0 if best is None else detections[best].num_scored_tokens
+    is_watermarked = flags(best_lp, threshold, scored)
     level = first_step_log10(threshold, len(detections)) - math.log10(tests_per_hypothesis)
     three = _family_three_way(detections, names, is_watermarked, 10.0**best_lp, threshold, level)
-    return Verdict(
+    return FamilyVerdict(
         hypotheses=tuple(
-            Hypothesis(i, name, d, float(a), d.decided_by, d.decision_log10_p)
-            for i, (name, d, a) in enumerate(zip(names, detections, adjusted, strict=True))
+            TestedHypothesis(i, name, d, float(a), decided_by(d.log10_p, _weighted_log10_p(d)), lp)
+            for i, (name, d, a, lp) in enumerate(zip(names, detections, adjusted, own, strict=True))
         ),
         correction=correction,
         threshold=threshold,
@@ -169,7 +175,7 @@ def _family_three_way(
     """The family's three-way verdict: decided by the hypothesis with the least power (a text
     is clear only when none of the tested keys could have gone unnoticed)."""
     if detected or not detections:
-        return decide(
+        return three_way(
             detected=detected,
             p_value=p_value,
             threshold=threshold,
@@ -180,7 +186,7 @@ def _family_three_way(
     weakest: ThreeWay | None = None
     for d, name in zip(detections, names, strict=True):
         label = f"key {name}" if name and len(detections) > 1 else ""
-        got = decide(
+        got = three_way(
             detected=False,
             p_value=p_value,
             threshold=threshold,
@@ -194,3 +200,56 @@ def _family_three_way(
             weakest = got
     assert weakest is not None
     return weakest
+
+
+def localize_family(
+    detections: Sequence[Detection],
+    configs: Sequence[KeyConfig],
+    *,
+    names: Sequence[str | None] | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    correction: str = "holm",
+    max_spans: int = MAX_SPANS,
+    first_windows: Sequence[scan.Window | None] | None = None,
+) -> tuple[FamilyVerdict, tuple[Localization, ...]]:
+    """The localized verdict of a family of hypotheses on one text: every hypothesis is
+    localized, their document p-values are corrected together (``correction``), and span
+    p-values carry a Bonferroni factor for the number of hypotheses. The verdict's hypotheses
+    keep their own global detections; ``adjusted_log10_p`` is the corrected document p.
+    ``first_windows``: each hypothesis's first scan window, from ``first_windows``."""
+    m = float(max(len(detections), 1))
+    firsts = [None] * len(detections) if first_windows is None else first_windows
+    locs = tuple(
+        localize_detection(
+            d, c, threshold=threshold, max_spans=max_spans, span_factor=m, first_window=w
+        )
+        for d, c, w in zip(detections, configs, firsts, strict=True)
+    )
+    proxies = [
+        replace(d, log10_p=loc.log10_p, p_value=loc.p_value)
+        for d, loc in zip(detections, locs, strict=True)
+    ]
+    verdict = family_verdict(
+        proxies, names=names, threshold=threshold, correction=correction, tests_per_hypothesis=2
+    )
+    hypotheses = tuple(
+        replace(h, detection=d) for h, d in zip(verdict.hypotheses, detections, strict=True)
+    )
+    return replace(verdict, hypotheses=hypotheses), locs
+
+
+def _weighted_log10_p(detection: Detection) -> float | None:
+    return None if detection.weighted is None else detection.weighted.log10_p
+
+
+def decision_log10_p(detection: Detection) -> float:
+    """One detection's own decision p-value: its Gamma test's, joined by the weighted test's
+    when a model read the text (``detector.decision.rule.with_weighted``)."""
+    return with_weighted(detection.log10_p, _weighted_log10_p(detection))
+
+
+def flagged(detection: Detection, threshold: float | None = None) -> bool:
+    """Whether one detection, on its own (no span scan, no family correction), meets the
+    rule (``detector.decision.rule.flags``) at ``threshold`` (default: the detection's own)."""
+    level = detection.threshold if threshold is None else threshold
+    return flags(decision_log10_p(detection), level, detection.num_scored_tokens)

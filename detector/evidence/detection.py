@@ -1,5 +1,7 @@
-"""Detection entry points: ``detect_ids`` for token ids, ``detect_text`` for text,
-``detect_batch`` for many tokenized documents, ``combine`` for the verdict of a family.
+"""The evidence of one text under one family of keys: ``detect_batch`` for many tokenized
+documents, ``detect_config`` for token ids under one configuration, ``detect_ids`` for token ids
+under a bare key. They compute scores and p-values only; the verdict is the decision's
+(``detector.decision.decide``, and ``detector.decision.text.detect_text`` for text).
 
 Scoring follows docs/spec.md §3: contexts from the text itself, first occurrence of each
 context scored, ``s = -log(1 - u)`` in float64, Gamma(n, 1) survival p-value. With an n-gram
@@ -10,10 +12,8 @@ de-duplicated token, as vLLM's detector computes it, is kept beside it (``vllm_*
 
 from __future__ import annotations
 
-import functools
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from detector.core.stats import (
     dual_key_sf,
     gamma_sf,
 )
-from detector.evidence.power import PowerModel, ThreeWay, decide, power_model
+from detector.evidence.power import PowerModel, power_model
 from detector.evidence.weighted import WeightedTest, weighted_test
 from detector.text.ngrams import NgramTable
 
@@ -40,7 +40,6 @@ class Detection:
     log10_p: float
     num_tokens: int
     num_scored_tokens: int
-    is_watermarked: bool
     token_scores: NDArray[np.float64] = field(repr=False)  # [num_tokens], 0.0 where not scored
     scored_mask: NDArray[np.bool_] = field(repr=False)  # [num_tokens]
     # The model-assisted test (``detector.reading.model``), when a model read the text, over the
@@ -68,55 +67,6 @@ class Detection:
     power_model: PowerModel = field(default_factory=power_model, repr=False, compare=False)
 
     @property
-    def gamma_log10_level(self) -> float:
-        """log10 of the p-value the Gamma test alone must reach for ``is_watermarked``: the
-        threshold, halved when the weighted test shares the decision (Bonferroni)."""
-        return math.log10(self.threshold) - (LOG10_2 if self.weighted is not None else 0.0)
-
-    @functools.cached_property
-    def three_way(self) -> ThreeWay:
-        """The three-way verdict of this one test (computed on first use). Its power is the
-        Gamma test's at ``gamma_log10_level``: a lower bound when the weighted test also runs."""
-        return decide(
-            detected=self.is_watermarked,
-            p_value=self.decision_p_value,
-            threshold=self.threshold,
-            num_scored=self.num_scored_tokens,
-            model=self.power_model,
-            log10_level=self.gamma_log10_level,
-            corrected=self.weighted is not None,
-        )
-
-    @property
-    def verdict(self) -> str:
-        """``watermarked``, ``not_watermarked`` (a watermarked text of this length and kind
-        would have been detected with power >= 0.8) or ``inconclusive``."""
-        return self.three_way.verdict
-
-    @property
-    def verdict_reason(self) -> str:
-        return self.three_way.reason
-
-    @property
-    def decision_log10_p(self) -> float:
-        """log10 of the p-value the decision rests on: the Gamma test's alone, or with a
-        model ``2 min(p_gamma, p_weighted)`` (Bonferroni over the two tests)."""
-        if self.weighted is None:
-            return self.log10_p
-        return min(0.0, LOG10_2 + min(self.log10_p, self.weighted.log10_p))
-
-    @property
-    def decision_p_value(self) -> float:
-        return 10.0**self.decision_log10_p
-
-    @property
-    def decided_by(self) -> str:
-        """``gamma`` or ``weighted``: the test whose p-value the decision rests on."""
-        if self.weighted is not None and self.weighted.log10_p < self.log10_p:
-            return "weighted"
-        return "gamma"
-
-    @property
     def expected_scores(self) -> NDArray[np.float64] | None:
         """The model's ``E[s]`` of each scored token (text order), or None without a model."""
         return None if self.weighted is None else self.weighted.expected_scores
@@ -129,25 +79,14 @@ class Detection:
             "num_tokens": self.num_tokens,
             "num_scored_tokens": self.num_scored_tokens,
             "num_common_tokens": self.num_common_tokens,
-            "is_watermarked": self.is_watermarked,
             "vllm_score": self.vllm_score,
             "vllm_p_value": self.vllm_p_value,
             "vllm_log10_p": self.vllm_log10_p,
             "vllm_num_scored_tokens": self.vllm_num_scored_tokens,
-            "verdict": self.verdict,
-            "verdict_reason": self.verdict_reason,
-            "verdict_tokens_needed": self.three_way.tokens_needed,
-            "power": self.three_way.power,
         }
         if self.weighted is not None:
             out["weighted"] = self.weighted.summary()
-            out["decision_p_value"] = self.decision_p_value
-            out["decision_log10_p"] = self.decision_log10_p
-            out["decided_by"] = self.decided_by
         return out
-
-
-LOG10_2 = math.log10(2.0)
 
 
 def check_threshold(threshold: float) -> None:
@@ -283,13 +222,12 @@ def _detection(
         n, total = int(mask.sum()), float(kept.sum())
     p_value, log10_p = survival(config, total, n)
     vllm = (p_value, log10_p) if mask is masks.dedup else survival(config, vllm_total, vllm_n)
-    found = Detection(
+    return Detection(
         score=total,
         p_value=p_value,
         log10_p=log10_p,
         num_tokens=int(ids.shape[0]),
         num_scored_tokens=n,
-        is_watermarked=False,
         token_scores=kept,
         scored_mask=mask,
         weighted=(
@@ -303,8 +241,6 @@ def _detection(
         vllm_log10_p=vllm[1],
         vllm_num_scored_tokens=vllm_n,
     )
-    decided = n > 0 and found.decision_log10_p <= math.log10(threshold)
-    return replace(found, is_watermarked=bool(decided))
 
 
 def detect_config(
@@ -320,7 +256,7 @@ def detect_config(
     """Test ``token_ids`` under one key configuration, skipping ``ngrams``' pairs if given (and,
     given a model's ``E[s]`` per token, with the weighted test too, on the observed-token
     weights when ``observed_scores`` are given). ``expected_scores`` or the key's measured
-    ``tokens_needed`` inform the three-way verdict."""
+    ``tokens_needed`` give the power model the three-way verdict weighs."""
     doc = Document(
         token_ids,
         [config],
@@ -401,11 +337,11 @@ def detect_ids(
     """Test token ids (the generating model's tokenizer, no special tokens) under ``key``.
 
     With ``expected_scores`` (a model's ``E[s]`` of every token, ``ModelAssist``), the
-    weighted test runs too and ``is_watermarked`` is the decision of both; with
-    ``observed_scores`` as well (``ModelAssist.read``: the model-assisted default), the
-    weighted test uses the capped observed-token weights, else ``E[s] - 1``. ``verdict`` weighs
-    the scored tokens against the model's expectations, else the key's measured
-    ``tokens_needed`` (scored tokens for 80% power), else a conservative default. Bare ids
+    weighted test runs too (``weighted``); with ``observed_scores`` as well
+    (``ModelAssist.read``: the model-assisted default), it uses the capped observed-token
+    weights, else ``E[s] - 1``. The power model (``power_model``, the three-way verdict's basis
+    in ``detector.decision.family``) comes from the model's expectations, else the key's
+    measured ``tokens_needed`` (scored tokens for 80% power), else a conservative default. Bare ids
     carry no tokenizer, so no n-gram table applies unless ``ngrams`` is given (for example
     ``load_tokenizer().ngram_table``)."""
     config = KeyConfig(

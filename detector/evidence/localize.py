@@ -8,8 +8,9 @@ Procedure, for one key (each step's p-value stays valid for everything before it
 (``detector.evidence.scan``:
    coarse grid, then the two ends refined). Its calibrated p-value ``p_1`` comes from the
    simulated null of that whole search for this number of scored tokens.
-3. The document verdict is ``p_doc = min(1, 2 min(p_g, p_1))`` (Bonferroni over the two
-   tests), so a document without watermark is flagged with probability <= the threshold.
+3. The document p-value is ``p_doc = min(1, 2 min(p_g, p_1))`` (Bonferroni over the two
+   tests), so a document without watermark reaches the threshold with probability <= the
+   threshold (the verdict is the decision's: ``detector.decision.family.localize_family``).
 4. Accept the window as a span when ``2 p_1 <= threshold``; block it (and ``context_width``
    scored tokens on each side, where a refined end may leave a few watermarked tokens), scan
    what is left, and repeat, at most ``max_spans`` times. Span k reports
@@ -33,7 +34,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from detector.core.config import DEFAULT_THRESHOLD, KeyConfig, as_key_config
 from detector.core.stats import gamma_upper_log10
-from detector.decision.family import Verdict, combine
 from detector.evidence import scan
 from detector.evidence.detection import Detection, detect_config
 
@@ -74,7 +74,6 @@ class Localization:
     """The localized test of one text under one key."""
 
     spans: list[Span]
-    is_watermarked: bool
     p_value: float  # document level: global test and scan, Bonferroni-combined
     log10_p: float
     global_log10_p: float
@@ -84,7 +83,6 @@ class Localization:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "is_watermarked": self.is_watermarked,
             "p_value": self.p_value,
             "log10_p": self.log10_p,
             "global_log10_p": self.global_log10_p,
@@ -132,7 +130,7 @@ def first_windows(
     detections: Sequence[Detection], configs: Sequence[KeyConfig]
 ) -> list[scan.Window | None]:
     """The scan's first window of each (detection, configuration) pair, in one batched pass;
-    pass them on as ``localize_family(..., first_windows=...)``."""
+    pass them on as ``detector.decision.family.localize_family(..., first_windows=...)``."""
     return scan.best_windows([exp_scores(d, c) for d, c in zip(detections, configs, strict=True)])
 
 
@@ -197,7 +195,6 @@ def localize_detection(
     p, lp = _log10_pair(doc_lp)
     return Localization(
         spans=sorted(spans, key=lambda s: s.start),
-        is_watermarked=bool(n > 0 and lp <= math.log10(threshold)),
         p_value=p,
         log10_p=lp,
         global_log10_p=global_lp,
@@ -218,50 +215,6 @@ def localize_ids(
     config = as_key_config(key)
     detection = detect_config(token_ids, config, threshold)
     return localize_detection(detection, config, threshold=threshold, max_spans=max_spans)
-
-
-def localize_family(
-    detections: Sequence[Detection],
-    configs: Sequence[KeyConfig],
-    *,
-    names: Sequence[str | None] | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    correction: str = "holm",
-    max_spans: int = MAX_SPANS,
-    first_windows: Sequence[scan.Window | None] | None = None,
-) -> tuple[Verdict, tuple[Localization, ...]]:
-    """The localized verdict of a family of hypotheses on one text: every hypothesis is
-    localized, their document p-values are corrected together (``correction``), and span
-    p-values carry a Bonferroni factor for the number of hypotheses. The verdict's hypotheses
-    keep their own global detections; ``adjusted_log10_p`` is the corrected document p.
-    ``first_windows``: each hypothesis's first scan window, from ``first_windows``."""
-    m = float(max(len(detections), 1))
-    firsts = [None] * len(detections) if first_windows is None else first_windows
-    locs = tuple(
-        localize_detection(
-            d, c, threshold=threshold, max_spans=max_spans, span_factor=m, first_window=w
-        )
-        for d, c, w in zip(detections, configs, firsts, strict=True)
-    )
-    proxies = [
-        replace(d, log10_p=loc.log10_p, p_value=loc.p_value)
-        for d, loc in zip(detections, locs, strict=True)
-    ]
-    verdict = combine(
-        proxies, names=names, threshold=threshold, correction=correction, tests_per_hypothesis=2
-    )
-    hypotheses = tuple(
-        replace(h, detection=d, decided_by=_decided_by(d, loc))
-        for h, d, loc in zip(verdict.hypotheses, detections, locs, strict=True)
-    )
-    return replace(verdict, hypotheses=hypotheses), locs
-
-
-def _decided_by(detection: Detection, loc: Localization) -> str:
-    """The side of ``2 min(p_localized, p_weighted)`` (the decision with a model) that gave
-    the smaller p-value."""
-    weighted = detection.weighted
-    return "weighted" if weighted is not None and weighted.log10_p < loc.log10_p else "gamma"
 
 
 def char_range(offsets: NDArray[np.int64], start: int, end: int) -> tuple[int, int]:

@@ -382,7 +382,7 @@ class ThreeWay:
     tokens_needed: int | None = None  # scored tokens of this kind for 80% power at this level
 
 
-def decide(
+def three_way(
     *,
     detected: bool,
     p_value: float,

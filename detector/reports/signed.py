@@ -206,8 +206,8 @@ def _recompute_decision(
 ) -> dict[str, Any]:
     """The hypothesis's decision recomputed from its detection ``d``, compared with the
     report's decision (its own p-value, its spans, the family's corrected p and verdict)."""
-    from detector.decision.decide import with_weighted
     from detector.decision.family import correct
+    from detector.decision.rule import flags, with_weighted
     from detector.evidence.localize import localize_detection
 
     hypotheses = payload["hypotheses"]
@@ -230,8 +230,8 @@ def _recompute_decision(
         verdict = payload["verdict"]
         _close("corrected log10 p", float(adjusted.min()), verdict["log10_p"], False)
         best = int(adjusted.argmin())
-        flagged = bool(adjusted[best] <= math.log10(threshold))
-        flagged = flagged and int(hypotheses[best].get("num_scored_tokens") or 0) > 0
+        scored = int(hypotheses[best].get("num_scored_tokens") or 0)
+        flagged = flags(float(adjusted[best]), threshold, scored)
         if flagged != bool(verdict["is_watermarked"]):
             raise ReportError(
                 f"is_watermarked: recomputed {flagged}, the report says {verdict['is_watermarked']}"

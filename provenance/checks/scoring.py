@@ -22,7 +22,7 @@ from django.conf import settings
 
 from detector.core.config import KeyConfig
 from detector.decision.decide import Decision, decide, decide_many
-from detector.decision.family import Hypothesis, Verdict, VerdictResult
+from detector.decision.family import FamilyVerdict, TestedHypothesis, VerdictResult
 from detector.evidence.chart import cumulative_log10_p
 from detector.evidence.detection import Detection, Document
 from detector.evidence.localize import Localization
@@ -72,7 +72,7 @@ class HypothesisResult:
 
     key: WatermarkKey
     tokenizer: Tokenizer
-    hypothesis: Hypothesis
+    hypothesis: TestedHypothesis
     # Content hash of the n-gram table that filtered its scored tokens; "" when none applied.
     ngram_table: str = ""
     # The key's measured false-positive rate when scored (None: not calibrated then).
@@ -102,7 +102,7 @@ class TextResult(VerdictResult):
     """The detector's verdict on one text, its hypotheses bound to registry rows, what the
     heatmap shows, and the time scoring took."""
 
-    family: Verdict
+    family: FamilyVerdict
     hypotheses: tuple[HypothesisResult, ...]
     token_data: dict[str, Any] | None
     elapsed_ms: float
@@ -297,6 +297,24 @@ def score_texts(
     results = [_result(decision, groups) for decision in decisions]
     each_ms = (time.perf_counter() - start) * 1000.0 / max(len(texts), 1)
     return [replace(result, elapsed_ms=each_ms) for result in results]
+
+
+def score_ids(ids: Any, groups: list[KeyGroup], *, threshold: float) -> TextResult:
+    """A stream's path: like ``score_text`` for token ids already in the tokenizer of
+    ``groups``' one group (no model, no heatmap, no character offsets): the same document
+    (the tokenizer's n-gram table, each key's measured power), the same decision and the same
+    stored figures (each key's measured false-positive rate) as a check of the text they
+    encode."""
+    if len(groups) != 1:
+        raise ScoringError("token ids are in one tokenizer: score them under one key group")
+    start = time.perf_counter()
+    decision = decide(
+        [_document(np.asarray(ids, np.int64), groups[0])],
+        names=_names(groups),
+        threshold=threshold,
+    )
+    result = _result(decision, groups)
+    return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
 
 
 def _position(groups: list[KeyGroup], index: int) -> tuple[int, int]:

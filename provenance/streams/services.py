@@ -1,8 +1,9 @@
 """Streaming detection over HTTP: open a stream on some keys, append text or token ids, read
 the anytime-valid state (``detector.evidence.stream``) after every append. Checking after every
 append is valid: the running verdict is the e-process reaching 1 / threshold, not a re-run
-fixed test. A closed stream's final answer is the detector's one decision
-(``detector.decision.decide``) on all its tokens, as a check of the same text gets."""
+fixed test. A closed stream's final answer is the detector's one decision on all its tokens
+from the scoring service checks call (``provenance.checks.scoring``), as a check of the same
+text gets."""
 
 from __future__ import annotations
 
@@ -17,15 +18,12 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import Http404
 
-from detector.decision.decide import decide
-from detector.evidence.detection import Document
 from detector.evidence.stream import EvidenceStream, StreamState, split_stable
-from detector.text.ngrams import table_for
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import tiers
 from provenance.checks.models import DetectionLog
-from provenance.checks.scoring import ScoringError, tokenizer_load
+from provenance.checks.scoring import ScoringError, prepare_keys, score_ids, tokenizer_load
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import key_config, keys_for_check
@@ -154,22 +152,20 @@ def stream_append(
 
 
 def _final_decision(stream: Stream, keys: list[WatermarkKey]) -> dict[str, Any]:
-    """The detector's decision on every token of the stream, as a check of its text gets it
-    (the tokenizer's n-gram table, each key's measured power): ``Decision.summary`` with the
-    best key's name."""
-    from provenance.keys.selectors import calibration_facts
-
+    """The detector's decision on every token of the stream from the scoring service checks
+    call (``provenance.checks.scoring.score_ids``: the tokenizer's n-gram table, each key's
+    measured power and false-positive rate), so it equals a check of the stream's text:
+    ``Decision.summary`` with the best key's name and its measured false-positive rate."""
     ids = np.frombuffer(bytes(stream.token_ids), "<u4").astype(np.int64)
-    facts = calibration_facts(keys)
-    doc = Document(
-        ids,
-        [key_config(key) for key in keys],
-        tokens_needed=[facts.get(key.id, (None, None))[0] for key in keys],
-        ngrams=table_for(stream.tokenizer.content_hash),
-    )
-    decision = decide([doc], names=[key.name for key in keys], threshold=stream.threshold)
-    out = decision.summary()
-    out["best_key"] = keys[decision.best].name if decision.best is not None else None
+    try:
+        result = score_ids(ids, prepare_keys(keys), threshold=stream.threshold)
+    except ScoringError as exc:
+        raise ProblemError(str(exc), status_code=503) from None
+    assert result.decision is not None
+    out = result.decision.summary()
+    best = result.best
+    out["best_key"] = None if best is None else result.hypotheses[best].key.name
+    out["key_measured_fpr"] = result.key_measured_fpr
     return out
 
 

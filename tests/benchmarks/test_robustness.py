@@ -224,6 +224,7 @@ def test_the_observed_read_is_the_products_read():
 def test_the_assisted_columns_decide_as_the_product_does():
     from benchmarks.robustness.columns import decisions
     from detector.core.config import as_key_config
+    from detector.decision.family import decision_log10_p
     from detector.evidence.detection import detect_config
     from detector.evidence.localize import localize_ids
     from detector.evidence.weighted import observed_weights, weighted_sf
@@ -243,7 +244,7 @@ def test_the_assisted_columns_decide_as_the_product_does():
     )
     assert product.weighted is not None and product.weighted.weighting == "observed"
     assert got[4] == (product.weighted.log10_p <= -2)  # the weighted column
-    assert got[5] == (product.decision_log10_p <= -2)  # the assisted decision
+    assert got[5] == (decision_log10_p(product) <= -2)  # the assisted decision
     assert got[5]  # a toy text at T=1 is detected
     w = observed_weights(observed)[product.scored_mask]  # every token weighted: the rule before
     unmasked = weighted_sf(w, float((w * product.token_scores[product.scored_mask]).sum()))[1]

@@ -2,7 +2,8 @@
 through every surface gets the library's decision (``detector.decision.decide`` via
 ``detect_text``): the same verdict, p-value, test that decided and spans from the CLI,
 ``/detect``, the checks API, the result page, an audit and its exports, the signed report and
-``python -m detector verify``, the playground's check and a closed stream's final answer."""
+``python -m detector verify``, the playground's check and a closed stream's final answer (which
+also equals a check of the same text under several keys)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 import pytest
 
 from detector.cli.main import main as detector_main
+from detector.decision.family import flagged
 from detector.decision.text import detect_text
 from detector.text.tokenizers import load_tokenizer
 from provenance.audits.services import audit_score_chunk
@@ -22,7 +24,9 @@ from provenance.checks.templatetags.provenance_tags import pvalue
 from provenance.keys.services import key_create
 from provenance.playground.models import Conversation, Message
 from provenance.playground.services import reply_check
+from provenance.streams.models import Stream
 from tests.detector.decision.one_voice import KEY, corpus
+from tests.provenance.keys.test_selectors import finished_calibration
 
 pytestmark = pytest.mark.django_db
 PAGE_VERDICT = {
@@ -66,7 +70,7 @@ def _answer_spans(rows):
 
 def test_the_corpus_holds_the_case_where_two_decisions_disagreed(expected):
     mixed = expected["mixed"]
-    assert mixed.verdict == "watermarked" and not mixed.hypotheses[0].detection.is_watermarked
+    assert mixed.verdict == "watermarked" and not flagged(mixed.hypotheses[0].detection)
     assert expected["marked"].verdict == "watermarked"
     assert {expected[n].verdict for n in ("human", "short", "tiny")} <= {
         "not_watermarked",
@@ -173,3 +177,52 @@ def test_an_audit_and_its_exports_answer_the_librarys_decision(api_for, key, exp
         ref = expected[row["client_id"]]
         assert row["verdict"] == ref.verdict
         assert float(row["log10_p"]) == ref.log10_p and float(row["p_value"]) == ref.p_value
+
+
+@pytest.fixture
+def several(cast, tokenizer_row):
+    """The corpus's key between two others of the same team and tokenizer, two of the three
+    calibrated (a measured power curve and false-positive rate to weigh and store)."""
+    made = []
+    for name, value in (("first", KEY + 11), ("one-voice", KEY), ("third", KEY ^ 0xBEEF)):
+        key, _ = key_create(name=name, team=cast["acme"], tokenizer=tokenizer_row, value=value)
+        made.append(key)
+    finished_calibration(made[1])
+    finished_calibration(made[2], power=False)
+    return made
+
+
+def test_a_streams_final_answer_is_a_check_of_the_same_text_under_several_keys(
+    api_for, several, expected
+):
+    """A closed stream is scored by the checks' scoring service: under three keys (two of them
+    calibrated) its final answer, spans, best key and stored false-positive rate are those
+    of a check of the same text."""
+    alice = api_for("alice")
+    key_ids = [str(key.id) for key in several]
+    watermarked = 0
+    for name, text in corpus().items():
+        check_id = alice.post(
+            "/api/v1/checks", {"text": text, "key_ids": key_ids}, format="json"
+        ).json()["id"]
+        check_score(check_id)
+        check = alice.get(f"/api/v1/checks/{check_id}").json()
+        opened = alice.post("/api/v1/streams", {"key_ids": key_ids}, format="json").json()
+        url = f"/api/v1/streams/{opened['id']}/append"
+        final = alice.post(url, {"text": text, "final": True}, format="json").json()
+        assert final["closed"] is True, name
+        for field in ("verdict", "verdict_reason", "is_watermarked", "p_value", "log10_p"):
+            assert final[field] == check[field], (name, field)
+        assert final["decided_by"] == check["decided_by"], name
+        assert [(s["start_token"], s["end_token"], s["log10_p"]) for s in final["spans"]] == [
+            (s["start_token"], s["end_token"], s["log10_p"]) for s in check["spans"]
+        ], name
+        stored = Stream.objects.get(id=opened["id"]).decision
+        assert stored["best_key"] == check["best_key"], name
+        assert stored["key_measured_fpr"] == check["key_measured_fpr"], name
+        assert stored["num_hypotheses"] == len(check["hypotheses"]) == 3, name
+        if check["is_watermarked"]:
+            watermarked += 1
+            assert final["best_key"] == check["best_key"] == "one-voice", name
+            assert check["key_measured_fpr"] is not None  # the calibrated key's rate, stored
+    assert watermarked >= 2  # the mixed and the wholly watermarked texts

@@ -9,6 +9,7 @@ import pytest
 from detector.core import scoring
 from detector.core.config import KeyConfig
 from detector.core.contexts import COMPILED_FROM, build_contexts
+from detector.decision.family import flagged
 from detector.evidence.detection import Document, detect_batch
 
 CONFIGS = [
@@ -65,7 +66,7 @@ def assert_same(cpu, dev):
     for a, b in zip(cpu, dev, strict=True):
         assert np.array_equal(a.scored_mask, b.scored_mask)
         np.testing.assert_allclose(b.token_scores, a.token_scores, rtol=1e-12, atol=0)
-        assert (a.num_scored_tokens, a.is_watermarked) == (b.num_scored_tokens, b.is_watermarked)
+        assert (a.num_scored_tokens, flagged(a)) == (b.num_scored_tokens, flagged(b))
         assert b.log10_p == pytest.approx(a.log10_p, rel=1e-9, abs=1e-12)
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from detector.cli.main import main
 from detector.core.config import KeyConfig
-from detector.decision.decide import decide, decide_many, gamma_line_log10, with_weighted
+from detector.decision.decide import decide, decide_many, gamma_line_log10
 from detector.decision.family import correct
+from detector.decision.rule import with_weighted
 from detector.decision.text import detect_text
 from detector.evidence.detection import Document, detect_config
 from detector.text.tokenizers import load_tokenizer

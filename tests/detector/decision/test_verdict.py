@@ -1,5 +1,5 @@
-"""The three-way verdict on short, long and low-entropy texts (detector.evidence.detection +
-power)."""
+"""The three-way verdict on short, long and low-entropy texts (one hypothesis's family verdict,
+``detector.decision.family``, over ``detector.evidence`` detections and their power)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import special
 
+from detector.decision.family import FamilyVerdict, family_verdict
 from detector.decision.text import detect_text
 from detector.evidence import power
 from detector.evidence.detection import detect_ids
@@ -16,23 +17,29 @@ from tests.detector.toy import keyed_sample
 KEY = 0x1234_5678_9ABC_DEF0
 
 
+def _verdict(ids, key, **kwargs) -> FamilyVerdict:
+    """The verdict of one key on ``ids`` alone (no span scan)."""
+    return family_verdict([detect_ids(ids, key, **kwargs)])
+
+
 def test_a_short_human_text_is_inconclusive_with_the_reason_in_words():
-    d = detect_ids(human_ids()[:40], KEY)
+    d = _verdict(human_ids()[:40], KEY)
+    n = d.hypotheses[0].detection.num_scored_tokens
     assert not d.is_watermarked and d.verdict == "inconclusive"
-    assert f"only {d.num_scored_tokens} tokens could be scored" in d.verdict_reason
+    assert f"only {n} tokens could be scored" in d.verdict_reason
     assert f"about {power.DEFAULT_TOKENS_NEEDED} are needed" in d.verdict_reason
-    assert d.summary()["verdict"] == "inconclusive"
+    assert "verdict" not in d.hypotheses[0].detection.summary()  # evidence carries no verdict
 
 
 def test_a_long_human_text_is_not_watermarked():
-    d = detect_ids(human_ids()[5_000:6_500], KEY)
-    assert d.num_scored_tokens > power.DEFAULT_TOKENS_NEEDED
+    d = _verdict(human_ids()[5_000:6_500], KEY)
+    assert d.hypotheses[0].detection.num_scored_tokens > power.DEFAULT_TOKENS_NEEDED
     assert d.verdict == "not_watermarked" and not d.is_watermarked
     assert "would have been detected with probability" in d.verdict_reason
 
 
 def test_a_long_watermarked_text_is_watermarked():
-    d = detect_ids(watermark_ids(KEY, 400, seed=5), KEY)
+    d = _verdict(watermark_ids(KEY, 400, seed=5), KEY)
     assert d.is_watermarked and d.verdict == "watermarked"
     assert "is at most the threshold 0.01" in d.verdict_reason
 
@@ -59,20 +66,20 @@ def test_a_low_entropy_watermarked_text_is_inconclusive_not_clear():
     the watermark, and with the model's expectations the verdict says so instead of clearing
     the text."""
     ids, expected = _low_entropy_text(400, seed=11)
-    d = detect_ids(ids, KEY, expected_scores=expected)
-    assert d.num_scored_tokens > 350 and not d.is_watermarked
+    d = _verdict(ids, KEY, expected_scores=expected)
+    assert d.hypotheses[0].detection.num_scored_tokens > 350 and not d.is_watermarked
     assert d.verdict == "inconclusive"
-    assert d.three_way.power is not None and d.three_way.power < 0.3
+    assert d.power is not None and d.power < 0.3
     assert "model's predictions" in d.verdict_reason
     # The same text without the model: its length alone clears it under a generous curve,
     # which is why the default assumes low-entropy text.
-    assert detect_ids(ids, KEY, tokens_needed=100).verdict == "not_watermarked"
+    assert _verdict(ids, KEY, tokens_needed=100).verdict == "not_watermarked"
 
 
 def test_the_model_basis_clears_a_long_unpredictable_text():
     ids = human_ids()[9_000:9_300]
     expected = np.full(ids.size, 1.8)  # a model that would have spread its choices
-    d = detect_ids(ids, KEY, expected_scores=expected)
+    d = _verdict(ids, KEY, expected_scores=expected)
     assert d.verdict == "not_watermarked"
     with pytest.raises(ValueError):
         detect_ids(ids, KEY, expected_scores=expected[:-1])
@@ -80,9 +87,9 @@ def test_the_model_basis_clears_a_long_unpredictable_text():
 
 def test_the_keys_measured_power_curve_decides_when_given():
     ids = human_ids()[2_000:2_150]
-    d = detect_ids(ids, KEY, tokens_needed=60)
+    d = _verdict(ids, KEY, tokens_needed=60)
     assert d.verdict == "not_watermarked" and "key's measured power curve" in d.verdict_reason
-    d = detect_ids(ids, KEY, tokens_needed=1_000)
+    d = _verdict(ids, KEY, tokens_needed=1_000)
     assert d.verdict == "inconclusive" and "about 1000 are needed" in d.verdict_reason
 
 

@@ -6,6 +6,7 @@ from scipy import stats
 
 from detector.core import prf
 from detector.core.config import KeyConfig
+from detector.decision.family import flagged
 from detector.evidence.detection import (
     Document,
     detect_batch,
@@ -25,14 +26,14 @@ def watermarked():
 
 def test_a_keyed_sample_is_detected_with_its_key(watermarked):
     det = detect_ids(watermarked, KEY)
-    assert det.is_watermarked
+    assert flagged(det)
     assert det.p_value < 1e-10 and det.log10_p < -10
     assert det.num_tokens == 200 and det.num_scored_tokens == int(det.scored_mask.sum())
 
 
 def test_a_keyed_sample_is_not_detected_with_another_key(watermarked):
     det = detect_ids(watermarked, KEY + 1)
-    assert not det.is_watermarked
+    assert not flagged(det)
     assert det.p_value > 1e-3
 
 
@@ -78,8 +79,8 @@ def test_dual_key_detection_finds_text_sampled_under_either_derived_key():
     route_b = rng.random(240) < 0.1  # upstream routes each token to key B with probability alpha
     tokens = _route(logits, route_b, key_a, key_b)
     det = detect_ids(tokens, KEY, algorithm="dual_key_gumbel", alpha=0.1)
-    assert det.is_watermarked and det.log10_p < -10
-    assert not detect_ids(tokens, KEY + 7, algorithm="dual_key_gumbel").is_watermarked
+    assert flagged(det) and det.log10_p < -10
+    assert not flagged(detect_ids(tokens, KEY + 7, algorithm="dual_key_gumbel"))
 
 
 def _route(logits, route_b, key_a, key_b):
@@ -97,7 +98,8 @@ def _route(logits, route_b, key_a, key_b):
 
 def test_empty_input_gives_p_one_and_no_verdict():
     det = detect_ids([], KEY)
-    assert (det.p_value, det.num_scored_tokens, det.is_watermarked) == (1.0, 0, False)
+    assert (det.p_value, det.num_scored_tokens, flagged(det)) == (1.0, 0, False)
+    assert "is_watermarked" not in det.summary()  # evidence carries no verdict
 
 
 def test_hypotheses_of_one_document_share_its_contexts_and_keep_their_order():
@@ -180,12 +182,10 @@ def _same_detection(a, b):
         "num_tokens",
         "num_scored_tokens",
         "num_common_tokens",
-        "is_watermarked",
         "vllm_score",
         "vllm_p_value",
         "vllm_log10_p",
         "vllm_num_scored_tokens",
-        "verdict",
     ):
         assert getattr(a, name) == getattr(b, name), name
     assert np.array_equal(a.scored_mask, b.scored_mask)
@@ -199,7 +199,7 @@ def test_the_compiled_masks_give_the_reference_detection_bit_for_bit(monkeypatch
     the n-gram table, and for a width the table does not apply to."""
     from benchmarks.corpus import english_prose
     from detector.core.contexts import COMPILED_FROM
-    from detector.evidence.localize import localize_family
+    from detector.decision.family import localize_family
     from detector.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer()
@@ -224,8 +224,8 @@ def test_the_compiled_masks_give_the_reference_detection_bit_for_bit(monkeypatch
     for fast_doc, slow_doc in zip(fast, slow, strict=True):
         for a, b in zip(fast_doc, slow_doc, strict=True):
             _same_detection(a, b)
-    assert fast[0][0].is_watermarked and fast[0][0].num_common_tokens > 0
-    assert not fast[1][0].is_watermarked
+    assert flagged(fast[0][0]) and fast[0][0].num_common_tokens > 0
+    assert not flagged(fast[1][0])
     fast_locs = localize_family(fast[0], configs)[1]
     slow_locs = localize_family(slow[0], configs)[1]
     assert fast_locs[0].spans  # the watermarked passage is found
@@ -234,8 +234,8 @@ def test_the_compiled_masks_give_the_reference_detection_bit_for_bit(monkeypatch
 
 def test_detect_text_and_its_spans_are_the_same_on_either_path(monkeypatch):
     from benchmarks.corpus import english_prose
+    from detector.decision.family import localize_family
     from detector.decision.text import detect_text
-    from detector.evidence.localize import localize_family
     from detector.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer()
@@ -243,15 +243,15 @@ def test_detect_text_and_its_spans_are_the_same_on_either_path(monkeypatch):
     configs = [KeyConfig(KEY), KeyConfig(7)]
     ids = tok.encode(text)
 
-    def decide():
+    def run():
         found = detect_text(text, tok, configs)
         detections = detect_batch([Document(ids, configs, ngrams=tok.ngram_table)])[0]
         return found, detections, localize_family(detections, configs)
 
-    fast, fast_detections, (fast_verdict, fast_locs) = decide()
+    fast, fast_detections, (fast_verdict, fast_locs) = run()
     with monkeypatch.context() as m:
         _reference_paths(m)
-        slow, slow_detections, (slow_verdict, slow_locs) = decide()
+        slow, slow_detections, (slow_verdict, slow_locs) = run()
     assert (fast.verdict, fast.p_value, fast.log10_p) == (slow.verdict, slow.p_value, slow.log10_p)
     for a, b in zip(fast_detections, slow_detections, strict=True):
         _same_detection(a, b)

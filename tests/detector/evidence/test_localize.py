@@ -7,6 +7,7 @@ import pytest
 
 from detector.core.config import KeyConfig
 from detector.core.stats import gamma_sf
+from detector.decision.rule import flags
 from detector.evidence.detection import Detection, detect_config
 from detector.evidence.localize import (
     Localization,
@@ -19,6 +20,11 @@ from tests.detector.planted import human_ids, plant
 
 KEY = 0x5EED_0F_5A4A
 OTHER = 0xBAD_C0DE
+
+
+def _flagged(loc) -> bool:
+    """The decision's rule on one key's localized document p-value."""
+    return flags(loc.log10_p, loc.threshold, loc.detection.num_scored_tokens)
 
 
 def _errors(found: Localization, planted: list[tuple[int, int]]) -> list[int]:
@@ -38,7 +44,7 @@ def test_a_planted_span_is_found_with_tight_boundaries(length):
     for seed in range(6):
         doc = plant(KEY, 1000 + 400 * seed, [length], seed=seed + length)
         found = localize_ids(doc.ids, KEY)
-        assert found.is_watermarked and len(found.spans) == 1
+        assert _flagged(found) and len(found.spans) == 1
         errors += _errors(found, doc.spans)
     assert np.median(errors) <= 20
 
@@ -57,7 +63,7 @@ def test_a_key_whose_text_is_absent_finds_nothing():
     for seed in range(5):
         doc = plant(KEY, 2000, [300, 150], seed=200 + seed)
         found = localize_ids(doc.ids, OTHER)
-        assert not found.is_watermarked and found.spans == []
+        assert not _flagged(found) and found.spans == []
 
 
 def test_span_p_values_are_adjusted_and_ordered():
@@ -74,7 +80,7 @@ def test_span_p_values_are_adjusted_and_ordered():
 def _null(n: int, rng: np.random.Generator) -> Detection:
     scores = rng.standard_exponential(n)
     p, lp = gamma_sf(float(scores.sum()), n)
-    return Detection(float(scores.sum()), p, lp, n, n, lp <= -2, scores, np.ones(n, np.bool_))
+    return Detection(float(scores.sum()), p, lp, n, n, scores, np.ones(n, np.bool_))
 
 
 def test_the_document_decision_keeps_its_level_on_simulated_null_documents():
@@ -88,7 +94,7 @@ def test_the_document_decision_keeps_its_level_on_simulated_null_documents():
     flagged = spans = scan_hits = 0
     for _ in range(4000):
         loc = localize_detection(_null(int(rng.integers(1000, 3001)), rng), config)
-        flagged += loc.is_watermarked
+        flagged += _flagged(loc)
         spans += bool(loc.spans)
         scan_hits += loc.scan_log10_p <= -2
     assert flagged <= 55
@@ -106,7 +112,7 @@ def test_the_document_decision_keeps_its_level_on_human_prose():
     for k in keys:
         for doc in docs:
             loc = localize_ids(doc, int(k))
-            flagged += loc.is_watermarked
+            flagged += _flagged(loc)
             spans += bool(loc.spans)
     tests = len(keys) * len(docs)
     assert tests >= 1800
@@ -116,7 +122,7 @@ def test_the_document_decision_keeps_its_level_on_human_prose():
 
 def test_too_few_scored_tokens_give_no_spans():
     loc = localize_ids(np.arange(20), KEY)
-    assert loc.spans == [] and not loc.is_watermarked and loc.scan_log10_p == 0.0
+    assert loc.spans == [] and not _flagged(loc) and loc.scan_log10_p == 0.0
 
 
 def test_dual_key_scores_map_to_exponentials_under_the_null():
@@ -128,7 +134,7 @@ def test_dual_key_scores_map_to_exponentials_under_the_null():
     for alpha in (0.1, 0.5, 0.9):
         a, b = rng.standard_exponential((2, 20000))
         s = (1 - alpha) * a + alpha * b
-        det = Detection(0.0, 1.0, 0.0, s.size, s.size, False, s, np.ones(s.size, np.bool_))
+        det = Detection(0.0, 1.0, 0.0, s.size, s.size, s, np.ones(s.size, np.bool_))
         e = exp_scores(det, KeyConfig(key=1, algorithm="dual_key_gumbel", alpha=alpha))
         assert stats.kstest(e, "expon").pvalue > 1e-3
 

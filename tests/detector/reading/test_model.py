@@ -13,6 +13,7 @@ import torch
 
 from detector.core.config import KeyConfig
 from detector.core.sampling import top_k_top_p_mask
+from detector.decision.family import decision_log10_p, family_verdict, flagged
 from detector.decision.text import detect_text
 from detector.evidence.detection import detect_ids
 from detector.evidence.weighted import (
@@ -152,14 +153,16 @@ def test_detect_ids_decides_with_both_tests(assist: ModelAssist, ids: np.ndarray
     (expected,) = assist.expected_scores([ids])
     plain = detect_ids(ids, 42)
     both = detect_ids(ids, 42, expected_scores=expected)
-    assert plain.weighted is None and plain.decided_by == "gamma"
+    assert plain.weighted is None and family_verdict([plain]).hypotheses[0].decided_by == "gamma"
     assert both.score == plain.score and both.log10_p == plain.log10_p  # Gamma unchanged
     assert both.weighted is not None
     lowest = min(both.log10_p, both.weighted.log10_p)
-    assert both.decision_log10_p == pytest.approx(min(0.0, lowest + math.log10(2)))
-    assert both.decided_by == ("weighted" if both.weighted.log10_p < both.log10_p else "gamma")
+    assert decision_log10_p(both) == pytest.approx(min(0.0, lowest + math.log10(2)))
+    (h,) = family_verdict([both]).hypotheses
+    assert h.decided_by == ("weighted" if both.weighted.log10_p < both.log10_p else "gamma")
     np.testing.assert_array_equal(both.expected_scores, expected[both.scored_mask])
-    assert "decided_by" in both.summary() and "decided_by" not in plain.summary()
+    assert "weighted" in both.summary() and "weighted" not in plain.summary()
+    assert "decided_by" not in both.summary()  # evidence carries no decision
 
 
 def test_detect_text_with_a_model_reports_the_weighted_test(assist: ModelAssist) -> None:
@@ -248,7 +251,7 @@ def test_dropping_suspected_edits_recovers_edited_watermarked_text() -> None:
 
     key, pool = 0x5EED_0F_5A4A, human_ids()
     rng = np.random.default_rng(3)
-    weighted = gamma = decided = flagged = tests = 0
+    weighted = gamma = decided = false_flags = tests = 0
     for seed in range(40):
         ids = watermark_ids(key, 120, seed)
         hit = rng.random(ids.shape[0]) < 0.35
@@ -258,16 +261,16 @@ def test_dropping_suspected_edits_recovers_edited_watermarked_text() -> None:
         assert found.weighted is not None
         weighted += found.weighted.log10_p <= -2.0
         gamma += found.log10_p <= -2.0
-        decided += found.is_watermarked
+        decided += flagged(found)
         for other in range(1, 6):
             null = detect_ids(
                 edited, key + other, expected_scores=observed, observed_scores=observed
             )
-            flagged += null.is_watermarked
+            false_flags += flagged(null)
             tests += 1
     assert weighted >= 28 and weighted >= gamma + 12  # measured 34 against 14
     assert decided >= 28
-    assert flagged <= tests * 0.01 + 3 * math.sqrt(tests * 0.01 * 0.99)
+    assert false_flags <= tests * 0.01 + 3 * math.sqrt(tests * 0.01 * 0.99)
 
 
 def test_a_directory_without_config_or_weights_is_refused(tmp_path: Path) -> None:
@@ -328,7 +331,7 @@ def test_the_weighted_test_keeps_its_size_on_human_text(
     ]
     assert all(d.weighted is not None and d.weighted.weighting == weighting for d in found)
     weighted = np.array([d.weighted.p_value for d in found if d.weighted is not None])
-    decision = np.array([d.decision_p_value for d in found])
+    decision = 10.0 ** np.array([decision_log10_p(d) for d in found])
     assert weighted.size == 500
     assert stats.kstest(weighted, "uniform").pvalue > 1e-3
     for alpha in (0.01, 0.1):

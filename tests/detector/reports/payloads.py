@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from detector.core.config import KeyConfig
-from detector.decision.decide import with_weighted
 from detector.decision.family import correct
+from detector.decision.rule import with_weighted
 from detector.evidence.detection import detect_config
 from detector.evidence.localize import localize_detection
 from detector.reports.signed import (

@@ -12,7 +12,7 @@ from tokenizers.models import WordLevel
 
 from generator.models import embedded_model_dir
 from provenance.checks.models import Check
-from provenance.checks.scoring import prepare_keys, score_text
+from provenance.checks.scoring import ScoringError, prepare_keys, score_ids, score_text
 from provenance.keys.models import EMBEDDED_MODEL
 from provenance.keys.services import RegistryError, tokenizer_default, tokenizer_model_set
 from provenance.runner.processes import stop_process
@@ -168,3 +168,25 @@ def test_a_worker_scores_a_check_with_the_model_and_stores_the_decision(
     assert ('id="decided-by"' in page.content.decode()) == (marked["decided_by"] == "weighted")
     page = client.get(f"/checks/{ids[2]}/").content.decode()
     assert 'id="suspected-edits"' in page and f"{suspected} scored tokens were set aside" in page
+
+
+def test_token_ids_are_scored_as_the_text_they_encode(alice_key, wm_text, settings):
+    """``score_ids`` (a stream's path) makes the decision ``score_text`` makes on the text
+    the ids encode: same document, same verdict and spans, same stored figures."""
+    groups = prepare_keys([alice_key])
+    ids = groups[0].loaded.encode(wm_text)
+    by_ids = score_ids(ids, groups, threshold=settings.PROVENANCE_THRESHOLD)
+    by_text = score_text(wm_text, groups, threshold=settings.PROVENANCE_THRESHOLD)
+    assert by_text.is_watermarked and by_ids.is_watermarked
+    assert (by_ids.verdict, by_ids.log10_p, by_ids.best) == (
+        by_text.verdict,
+        by_text.log10_p,
+        by_text.best,
+    )
+    assert [(s["start_token"], s["end_token"]) for s in by_ids.spans] == [
+        (s["start_token"], s["end_token"]) for s in by_text.spans
+    ]
+    assert by_ids.key_measured_fpr == by_text.key_measured_fpr
+    assert by_ids.hypotheses[0].ngram_table == by_text.hypotheses[0].ngram_table != ""
+    with pytest.raises(ScoringError, match="one key group"):
+        score_ids(ids, groups * 2, threshold=settings.PROVENANCE_THRESHOLD)
