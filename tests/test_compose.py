@@ -291,3 +291,28 @@ def test_the_compose_test_drives_the_documented_commands():
         assert command in driver, command
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^compose-test: setup\n\t@\$\(PY\) scripts/compose_test.py$", makefile, re.M)
+
+
+def test_the_wheelhouse_index_lists_each_file_under_its_normalized_project(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "compose_index", REPO / "scripts" / "compose_index.py"
+    )
+    assert spec and spec.loader
+    index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(index)
+    files = tmp_path / "files"
+    files.mkdir()
+    names = [
+        "Django_Rest_Knox-5.1.0-py3-none-any.whl",
+        "psycopg_binary-3.3.9-cp311-cp311-manylinux2014_x86_64.whl",
+        "zope.interface-7.0.tar.gz",
+        "notes.txt",
+    ]
+    for name in names:
+        (files / name).write_text("")
+    assert index.write(tmp_path) == 3
+    assert sorted(p.name for p in (tmp_path / "simple").iterdir() if p.is_dir()) == [
+        "django-rest-knox", "psycopg-binary", "zope-interface",
+    ]  # fmt: skip
+    page = (tmp_path / "simple" / "zope-interface" / "index.html").read_text()
+    assert 'href="../../files/zope.interface-7.0.tar.gz"' in page
