@@ -316,3 +316,13 @@ def test_the_wheelhouse_index_lists_each_file_under_its_normalized_project(tmp_p
     ]  # fmt: skip
     page = (tmp_path / "simple" / "zope-interface" / "index.html").read_text()
     assert 'href="../../files/zope.interface-7.0.tar.gz"' in page
+
+
+def test_worker_and_sweeper_start_after_the_web_has_migrated():
+    # The web turns healthy only after `migrate`; a worker started before has no worker row.
+    for name in ("worker", "sweeper"):
+        needs = SERVICES[name]["depends_on"]
+        assert needs["web"]["condition"] == "service_healthy", name
+        assert {dep["condition"] for dep in needs.values()} == {"service_healthy"}
+        assert {"postgres", "redis"} <= set(needs)
+    assert "manage.py migrate" in SERVICES["web"]["command"]
