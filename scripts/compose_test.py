@@ -40,6 +40,7 @@ AUDIT_TEXTS = 1000
 # holds some and others wait.
 AUDIT_CHUNK = 50
 FIGURES: list[str] = []
+LEFTOVERS: list[str] = []
 
 
 class Failed(Exception):
@@ -295,11 +296,16 @@ def main() -> int:
     finally:
         original = PROJECT_DIR.parent / "original-image"
         if original.exists():  # the derived release image is replaced by this checkout's
+            derived = run("docker", "image", "inspect", "-f", "{{.Id}}", IMAGE, check=False)
             run("docker", "tag", original.read_text().strip(), IMAGE, check=False)
+            if derived.strip() and derived.strip() != original.read_text().strip():
+                LEFTOVERS.append(derived.strip())
             original.unlink()
     if not args.keep:
         with step("down -v: containers and volumes removed"):
             compose("down", "-v", "--remove-orphans", timeout=300)
+            for image in LEFTOVERS:  # the release image of the last step
+                run("docker", "image", "rm", image, check=False)
     log("== figures")
     for text in FIGURES:
         log(f"   {text}")
