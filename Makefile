@@ -18,7 +18,7 @@ export PYTHONUNBUFFERED ?= 1
 
 PYTEST_ARGS ?=
 
-.PHONY: run test bench lint setup system-deps clean
+.PHONY: run test bench lint setup system-deps clean compose-test
 
 setup: system-deps $(STAMP)
 	@$(PY) -m provenance.i18n
@@ -54,6 +54,12 @@ test: setup
 	echo "== the web product's tests on PostgreSQL ($(PG_LOG)):"; cat $(PG_LOG); \
 	echo "== SQLite pass: exit $$main; PostgreSQL pass: exit $$postgresql"; \
 	test $$main -eq 0 && test $$postgresql -eq 0
+
+# The compose deployment built from this checkout and exercised from outside (docs/compose.md):
+# a Docker engine started if none runs (root), stand-in base images where no registry is
+# reachable, then scripts/compose_test.py's steps, each with its figure.
+compose-test: setup
+	@$(PY) scripts/compose_test.py
 
 run: setup
 	$(PY) -m provenance.runner.embedded

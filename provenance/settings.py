@@ -135,6 +135,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz for probes, before the HTTPS redirect and the Host check
+    # (provenance/health.py); every other path goes on below.
+    "provenance.health.HealthProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -28,8 +28,10 @@ EXTERNAL_VARIABLES = {
     "redis": {"REDISCLI_AUTH"},
     "cache": {"REDISCLI_AUTH"},
 }
-# Interpolated by docker compose itself (required, no default), never read by the code.
-COMPOSE_VARIABLES = {"POSTGRES_PASSWORD", "REDIS_PASSWORD"}
+# Interpolated by docker compose itself, never read by the code: the passwords (required, no
+# default) and the web's published port.
+REQUIRED_VARIABLES = {"POSTGRES_PASSWORD", "REDIS_PASSWORD"}
+COMPOSE_VARIABLES = REQUIRED_VARIABLES | {"WEB_PORT"}
 # vLLM's image installs these as vLLM's own requirements (vllm/requirements/*.txt); the rest
 # of what generator/, detector/ and kernels/ import must be installed by Dockerfile.generator.
 IN_VLLM_IMAGE = {
@@ -118,8 +120,16 @@ def test_every_image_is_pinned():
             continue  # built from this checkout
         assert _pinned(service["image"]), f"{name}: {service['image']} is not pinned"
     for dockerfile in ("Dockerfile", "Dockerfile.generator"):
-        bases = re.findall(r"^FROM\s+(\S+)", (REPO / dockerfile).read_text(), re.M)
+        bases = _bases(dockerfile)
         assert bases and all(_pinned(base) for base in bases), f"{dockerfile}: {bases}"
+
+
+def _bases(dockerfile: str) -> list[str]:
+    """The base images a Dockerfile names, ``ARG`` defaults substituted (``FROM ${BASE}``)."""
+    text = (REPO / dockerfile).read_text()
+    defaults = dict(re.findall(r"^ARG\s+(\w+)=(\S+)", text, re.M))
+    bases = re.findall(r"^FROM\s+(\S+)", text, re.M)
+    return [re.sub(r"\$\{(\w+)\}", lambda m: defaults.get(m[1], m[0]), b) for b in bases]
 
 
 def test_every_service_has_a_healthcheck_and_waits_for_healthy_dependencies():
@@ -187,17 +197,25 @@ def test_the_worker_keeps_its_node_name_across_restarts():
     assert "worker@$$HOSTNAME" in " ".join(SERVICES["worker"]["healthcheck"]["test"])
 
 
-@pytest.mark.skipif(
-    shutil.which("docker") is None
-    or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0,
-    reason="docker compose is not installed here",
-)
+def _compose_command() -> list[str] | None:
+    """``docker compose``, else Debian's ``docker-compose`` (1.29), else None."""
+    if shutil.which("docker") and (
+        subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0
+    ):
+        return ["docker", "compose"]
+    return ["docker-compose"] if shutil.which("docker-compose") else None
+
+
+@pytest.mark.skipif(_compose_command() is None, reason="docker compose is not installed here")
 def test_docker_compose_config_accepts_the_file(tmp_path):
+    # Beside its .env (``env_file: .env``), as an operator runs it: a copy in a directory.
     env = tmp_path / ".env"
-    required = "".join(f"{name}=test-value\n" for name in sorted(COMPOSE_VARIABLES))
+    required = "".join(f"{name}=test-value\n" for name in sorted(REQUIRED_VARIABLES))
     env.write_text((REPO / ".env.example").read_text() + required)
+    shutil.copyfile(REPO / "docker-compose.yml", tmp_path / "docker-compose.yml")
+    command = _compose_command() or []
     done = subprocess.run(
-        ["docker", "compose", "--env-file", str(env), "-f", str(REPO / "docker-compose.yml")]
+        [*command, "--env-file", str(env), "-f", str(tmp_path / "docker-compose.yml")]
         + ["--profile", "gpu", "config", "--quiet"],
         capture_output=True,
         text=True,
@@ -228,3 +246,93 @@ def test_the_public_cache_is_its_own_bounded_redis():
     url = COMPOSE["x-app"]["environment"]["PROVENANCE_PUBLIC_CACHE_URL"]
     assert "@cache:6379/" in url and "${REDIS_PASSWORD:?" in url
     assert "cache" in COMPOSE["x-app"]["depends_on"]
+
+
+def test_the_web_healthcheck_asks_the_readiness_endpoint():
+    from provenance.health import PROBES
+
+    test = " ".join(SERVICES["web"]["healthcheck"]["test"])
+    path = re.search(r"http://127\.0\.0\.1:8000(/\w+)", test)
+    assert path is not None and path[1] == "/readyz" and path[1] in PROBES
+    assert "/healthz" in PROBES
+
+
+def test_the_app_image_takes_its_base_and_package_index_as_build_arguments():
+    text = (REPO / "Dockerfile").read_text()
+    arguments = set(re.findall(r"^ARG\s+(\w+)", text, re.M))
+    assert {"BASE_IMAGE", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS"} <= arguments
+    assert re.search(r"^FROM \$\{BASE_IMAGE\}$", text, re.M)
+    assert _bases("Dockerfile") == ["python:3.11.11-slim-bookworm"]  # the official default
+    # No index is named on pip's command line: the build arguments decide.
+    assert "--index-url" not in text and "--extra-index-url" not in text
+
+
+def test_the_build_context_is_what_the_dockerfile_copies():
+    ignored = (REPO / ".dockerignore").read_text().split()
+    copied = set(re.findall(r"^COPY (\S+)", (REPO / "Dockerfile").read_text(), re.M))
+    opened = {line[1:] for line in ignored if line.startswith("!")}
+    assert ignored[0] == "*" or "*" in ignored
+    assert copied <= opened, copied - opened
+
+
+def _standin_names() -> dict[str, str]:
+    script = (REPO / "scripts" / "build-standin-images.sh").read_text()
+    return dict(re.findall(r"^(\w+)_IMAGE=\$\{\w+:-(\S+)\}$", script, re.M))
+
+
+def test_the_stand_ins_carry_the_names_the_compose_file_and_dockerfile_use():
+    names = _standin_names()
+    assert names["PYTHON"] == _bases("Dockerfile")[0]
+    assert names["POSTGRES"] == SERVICES["postgres"]["image"]
+    assert names["REDIS"] == SERVICES["redis"]["image"]
+    # Stand-ins from Debian bookworm's own packages: the official tags of the same major
+    # versions and Debian release.
+    assert all(name.endswith("-bookworm") for name in names.values())
+
+
+def test_the_compose_test_drives_the_documented_commands():
+    driver = (REPO / "scripts" / "compose_test.py").read_text()
+    for command in (
+        '"createsuperuser"',
+        '"/api/v1/checks"',
+        '"/api/v1/audits"',
+        '"kill", "-s", "KILL"',
+    ):
+        assert command in driver, command
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^compose-test: setup\n\t@\$\(PY\) scripts/compose_test.py$", makefile, re.M)
+
+
+def test_the_wheelhouse_index_lists_each_file_under_its_normalized_project(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "compose_index", REPO / "scripts" / "compose_index.py"
+    )
+    assert spec and spec.loader
+    index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(index)
+    files = tmp_path / "files"
+    files.mkdir()
+    names = [
+        "Django_Rest_Knox-5.1.0-py3-none-any.whl",
+        "psycopg_binary-3.3.9-cp311-cp311-manylinux2014_x86_64.whl",
+        "zope.interface-7.0.tar.gz",
+        "notes.txt",
+    ]
+    for name in names:
+        (files / name).write_text("")
+    assert index.write(tmp_path) == 3
+    assert sorted(p.name for p in (tmp_path / "simple").iterdir() if p.is_dir()) == [
+        "django-rest-knox", "psycopg-binary", "zope-interface",
+    ]  # fmt: skip
+    page = (tmp_path / "simple" / "zope-interface" / "index.html").read_text()
+    assert 'href="../../files/zope.interface-7.0.tar.gz"' in page
+
+
+def test_worker_and_sweeper_start_after_the_web_has_migrated():
+    # The web turns healthy only after `migrate`; a worker started before has no worker row.
+    for name in ("worker", "sweeper"):
+        needs = SERVICES[name]["depends_on"]
+        assert needs["web"]["condition"] == "service_healthy", name
+        assert {dep["condition"] for dep in needs.values()} == {"service_healthy"}
+        assert {"postgres", "redis"} <= set(needs)
+    assert "manage.py migrate" in SERVICES["web"]["command"]
