@@ -153,6 +153,19 @@ DIARY = re.compile(
 )
 
 
+PAGE_LIMIT = 25_000  # bytes: a page a reader finds their way in; longer ones are split
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+def test_the_page_is_short_enough_to_read(page):
+    assert len(page.read_bytes()) <= PAGE_LIMIT
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+def test_the_page_holds_no_merge_conflict(page):
+    assert not re.search(r"^(<{7}|={7}|>{7})( |$)", page.read_text(), re.MULTILINE)
+
+
 @pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
 def test_the_page_is_no_diary(page):
     assert DIARY.findall(page.read_text()) == []
