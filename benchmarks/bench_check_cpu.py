@@ -93,6 +93,7 @@ def main() -> int:
     parser.add_argument(
         "--profile-sort", default="cumulative", help="pstats order: cumulative, tottime, ..."
     )
+    parser.add_argument("--profile-out", default="", help="also dump the profile to this file")
     options = parser.parse_args()
     from provenance.runner.redis_server import RedisServer
     from tests.provenance.postgres_server import PostgresServer
@@ -154,6 +155,8 @@ def _measure(options: argparse.Namespace, token: str, texts: list[str]) -> None:
     if options.profile:
         profile = cProfile.Profile(time.process_time)  # CPU, not waits
         profile.runcall(_cpu_ms, post, options.checks)
+        if options.profile_out:
+            profile.dump_stats(options.profile_out)
         pstats.Stats(profile).sort_stats(options.profile_sort).print_stats(40)
 
 

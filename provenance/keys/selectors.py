@@ -20,6 +20,7 @@ from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value
 from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
+from provenance.lib import rowcache
 
 
 class KeySelectionError(ProblemError):
@@ -61,18 +62,26 @@ def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> l
     Retired keys are tested by default (old text must still be detected) but cannot be
     named explicitly: a caller who narrows the set asks about keys in use.
     """
-    visible = (
-        keys_visible_to(team)
-        .order_by("created_at", "id")
-        .annotate(latest_calibration_id=_LATEST_DONE_CALIBRATION)
+
+    def visible() -> QuerySet[WatermarkKey]:
+        return (
+            keys_visible_to(team)
+            .order_by("created_at", "id")
+            .annotate(latest_calibration_id=_LATEST_DONE_CALIBRATION)
+        )
+
+    # The family as the database has it now, without the ORM's cost on every check
+    # (provenance.lib.rowcache: its rows are read and compared on each call).
+    family: list[WatermarkKey] = (
+        [] if team is None else rowcache.validated(("keys_for_check", team.pk), visible)
     )
     if key_ids is None:
-        keys: list[WatermarkKey] = list(visible)
-        if not keys:
+        if not family:
             raise KeySelectionError("your team has no watermark keys to test against")
-        return keys
+        return family
     wanted = _unique_ids(key_ids)
-    found = {key.id: key for key in visible.filter(id__in=wanted)}
+    named = set(wanted)
+    found = {key.id: key for key in family if key.id in named}
     missing = [key_id for key_id in wanted if key_id not in found]
     if missing:
         raise KeySelectionError(f"unknown key id(s): {_some(missing)}")
