@@ -136,6 +136,7 @@ _LATEST_DONE_CALIBRATION = Subquery(
     .order_by("-finished_at")
     .values("id")[:1]
 )
+LATEST_DONE_CALIBRATION = _LATEST_DONE_CALIBRATION  # for readers of keys by id (scoring tasks)
 CalibrationFacts = tuple[int | None, dict[str, Any] | None]  # tokens needed, measured FPR
 _facts_of_run: dict[uuid.UUID, CalibrationFacts] = {}
 _UNREAD = object()  # a key read without the annotation
