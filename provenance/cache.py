@@ -128,6 +128,10 @@ class FailoverRedisCache(RedisCache):
             return sliding_window_in_memory(self._local, windows, now)
         return None if wait is None else float(wait)
 
+    def redis_client(self) -> Any:
+        """This thread's Redis client (one per pool), for commands the cache API lacks."""
+        return self._cache.get_client(None, write=True)  # type: ignore[attr-defined]
+
     def counter_hold(self, key: str, timeout: int) -> int:
         """Add one to the counter ``key``, which expires ``timeout`` s after it was made, in
         one round trip; returns the new count (``cache.add`` then ``cache.incr`` take three).

@@ -26,10 +26,8 @@ KEEP_S = 60  # an item no request took (it was answered already) goes by itself
 
 
 def _client() -> Any:
-    backend: Any = caches["default"]
-    if not isinstance(backend, FailoverRedisCache):
-        return None
-    return backend._cache.get_client(None, write=True)
+    backend = caches["default"]
+    return backend.redis_client() if isinstance(backend, FailoverRedisCache) else None
 
 
 def _key(check_id: Any) -> str:
