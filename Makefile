@@ -18,7 +18,7 @@ export PYTHONUNBUFFERED ?= 1
 
 PYTEST_ARGS ?=
 
-.PHONY: run test bench lint setup system-deps clean compose-test
+.PHONY: run test bench bench-quick lint setup system-deps clean compose-test
 
 setup: system-deps $(STAMP)
 	@$(PY) -m provenance.i18n
@@ -66,6 +66,11 @@ run: setup
 
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# The CPU per check of each path (inline, queued, audit, public) next to scoring's own, in one
+# process: a change that doubles one shows in review (docs/benchmarks.md).
+bench-quick: setup
+	@$(PY) benchmarks/bench_load.py --quick
 
 LINT_PATHS := detector kernels generator provenance tests benchmarks
 

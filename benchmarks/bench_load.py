@@ -10,12 +10,30 @@ of each server component (web, worker, Redis, PostgreSQL, the runner) and of the
 read from /proc (steadier than wall time on a shared machine), and the error count, which
 must be 0 (any non-2xx answer, a failed check, or a wrong verdict).
 
-The per-user detection rate limit and daily quota are raised for the run (one demo user
-stands for all clients; at the defaults most requests would be 429 by design).
+The per-user detection rate limit and daily quota are raised for the run (at the defaults
+most requests would be 429 by design).
 
-Run: ``python benchmarks/bench_load.py`` (``--clients 8 --seconds 30 --max-requests 20000
---wait 10``): SQLite (the embedded default), then the same against a throwaway PostgreSQL
-server; ``--database sqlite`` or ``postgresql`` runs one of them.
+``--path`` names what each client does (``all``, the default, runs every one in turn):
+
+- ``inline``: ``POST /api/v1/checks?wait=10``, scored in the request;
+- ``queued``: the same against a runner started with ``PROVENANCE_INLINE_MAX_BYTES=0``: every
+  check goes through the broker to the worker while the request waits (the documented way to
+  wait; a client over the waiting cap is answered 202 and polls);
+- ``audit``: ``POST /api/v1/audits`` of ``--audit-texts`` texts, the audit's status read every
+  0.2 s until done: texts/s and CPU per text;
+- ``public``: anonymous public verification of the demo's published key: a challenge, its
+  proof of work solved by the client (its CPU is the client's, printed apart), the verify.
+
+``--users 8`` (the default): each client is a user of its own (the demo team's); ``--users 1``:
+every client is the demo user (the waiting cap then sends all but 2 waiting checks to the
+polling path). Beside each path's server CPU per check: the CPU of scoring the same texts in
+this process (``score_text``; ``score_texts`` for audits), and their ratio.
+
+Run: ``python benchmarks/bench_load.py`` (``--clients 8 --users 8 --seconds 30 --max-requests
+20000 --wait 10 --path all``): SQLite (the embedded default), then the same against a
+throwaway PostgreSQL server; ``--database sqlite`` or ``postgresql`` runs one of them.
+``--quick``: every path in one process instead (``bench_check_cpu.py --paths all``, web and
+worker work together), a few seconds of measuring: ``make bench-quick``.
 """
 
 from __future__ import annotations
@@ -33,6 +51,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -58,6 +77,10 @@ class Tally:
 
     budget: int = 0
     wait: float = 0.0  # ?wait= of each submission; 0: submit, then poll
+    path: str = "inline"
+    texts_done: int = 0  # audits: texts finished
+    solve_cpu: float = 0.0  # public: the clients' proof of work (CPU seconds)
+    audit_texts: int = 20
 
 
 def _texts() -> list[tuple[str, bool]]:
@@ -98,27 +121,82 @@ def _client_loop(
     base: str, token: str, texts: list[tuple[str, bool]], tally: Tally, stop_at: float, seed: int
 ) -> None:
     rng = np.random.default_rng(seed)
-    headers = {"Authorization": f"Token {token}"}
+    headers = {} if tally.path == "public" else {"Authorization": f"Token {token}"}
     with httpx.Client(base_url=base, headers=headers, timeout=60) as api:
         while time.monotonic() < stop_at and tally.take():
             text, expected = texts[int(rng.integers(len(texts)))]
             try:
-                _one(api, text, expected, tally, stop_at)
+                if tally.path == "audit":
+                    _audit(api, texts, rng, tally)
+                elif tally.path == "public":
+                    _public(api, text, expected, tally)
+                else:
+                    _one(api, text, expected, tally, stop_at)
             except (httpx.HTTPError, KeyError, ValueError) as exc:
                 tally.errors.append(f"{type(exc).__name__}: {exc}")
 
 
+def _audit(api: httpx.Client, texts: list[tuple[str, bool]], rng: Any, tally: Tally) -> None:
+    start = time.perf_counter()
+    chosen = [texts[int(rng.integers(len(texts)))] for _ in range(tally.audit_texts)]
+    body = {"texts": [{"client_id": str(n), "text": t} for n, (t, _) in enumerate(chosen)]}
+    answer = api.post("/api/v1/audits", json=body)
+    if answer.status_code not in (201, 202):
+        tally.errors.append(f"POST audit {answer.status_code}: {answer.text[:200]}")
+        return
+    submitted = time.perf_counter()
+    audit = answer.json()
+    while audit["status"] not in ("done", "failed"):
+        time.sleep(0.2)
+        tally.take()
+        audit = api.get(f"/api/v1/audits/{audit['id']}").json()
+    if audit["status"] != "done":
+        tally.errors.append(f"audit {audit['status']}")
+        return
+    with tally.lock:
+        tally.texts_done += len(chosen)
+    tally.submit_ms.append((submitted - start) * 1000)
+    tally.verdict_ms.append((time.perf_counter() - start) * 1000)
+
+
+def _public(api: httpx.Client, text: str, expected: bool, tally: Tally) -> None:
+    from benchmarks.bench_check_cpu import solve_pow
+
+    start = time.perf_counter()
+    challenge = api.get("/api/public/v1/challenge").json()
+    cpu = time.thread_time()
+    proof = solve_pow(challenge)
+    with tally.lock:
+        tally.solve_cpu += time.thread_time() - cpu
+    answer = api.post(
+        "/api/public/v1/verify", json={"text": text}, headers={"X-Provenance-Pow": proof}
+    )
+    if answer.status_code != 200:
+        tally.errors.append(f"verify {answer.status_code}: {answer.text[:200]}")
+        return
+    verdict = answer.json()["verdict"]
+    if (verdict == "watermarked") is not expected and verdict != "inconclusive":
+        tally.errors.append(f"verify answered {verdict}")
+        return
+    tally.submit_ms.append((time.perf_counter() - start) * 1000)
+    tally.verdict_ms.append((time.perf_counter() - start) * 1000)
+
+
 def _run_clients(
     base: str,
-    token: str,
+    tokens: list[str],
     texts: list[tuple[str, bool]],
     tally: Tally,
     stop_at: float,
     clients: int,
 ) -> None:
-    """``clients`` threads, each submitting checks until ``stop_at`` or the budget is spent."""
+    """``clients`` threads (client i signed in with ``tokens[i % len(tokens)]``), each
+    submitting until ``stop_at`` or the budget is spent."""
     threads = [
-        threading.Thread(target=_client_loop, args=(base, token, texts, tally, stop_at, i))
+        threading.Thread(
+            target=_client_loop,
+            args=(base, tokens[i % len(tokens)], texts, tally, stop_at, i),
+        )
         for i in range(clients)
     ]
     for thread in threads:
@@ -152,9 +230,7 @@ def _one(api: httpx.Client, text: str, expected: bool, tally: Tally, stop_at: fl
     tally.verdict_ms.append((time.perf_counter() - start) * 1000)
 
 
-def _start_embedded(
-    tmp: Path, port: int, database_url: str = ""
-) -> tuple[subprocess.Popen[str], str, list[str]]:
+def _runner_env(tmp: Path, port: int, database_url: str, extra: dict[str, str]) -> dict[str, str]:
     from provenance.runner.redis_server import free_port
 
     env = {
@@ -171,6 +247,11 @@ def _start_embedded(
             "PROVENANCE_DETECT_THROTTLE": "1000000/min",
             "PROVENANCE_USER_THROTTLE": "1000000/min",
             "PROVENANCE_DAILY_QUOTA": "100000000",
+            "PROVENANCE_PUBLIC_ADDRESS_PER_MIN": "1000000",
+            "PROVENANCE_PUBLIC_GLOBAL_PER_MIN": "1000000",
+            "PROVENANCE_PUBLIC_MAX_VARIANTS": "1000000",
+            # The clients' share of a public check; their CPU is printed apart.
+            "PROVENANCE_PUBLIC_POW_MAX_NUMBER": "20000",
             "PROVENANCE_LOG_LEVEL": "WARNING",
             # No playground generator: this measures checks.
             "PROVENANCE_GENERATOR_URL": f"http://127.0.0.1:{free_port()}",
@@ -178,6 +259,41 @@ def _start_embedded(
     )
     if database_url:  # the runner migrates and serves whatever DATABASE_URL names
         env["DATABASE_URL"] = database_url
+    env.update(extra)
+    return env
+
+
+USERS_SCRIPT = """
+import sys, django
+django.setup()
+from knox.models import AuthToken
+from provenance.accounts.models import Team
+from provenance.accounts.services import user_create
+team = Team.objects.get(name="demo")
+for n in range(int(sys.argv[1])):
+    user = user_create(username=f"bench{n}", password="bench-pass-123456", team=team)
+    print(AuthToken.objects.create(user=user)[1])
+"""
+
+
+def _more_users(env: dict[str, str], count: int) -> list[str]:
+    """API tokens of ``count`` more users of the demo team, made beside the running server
+    (the same database) as an administrator would."""
+    if count <= 0:
+        return []
+    env = {**env, "DJANGO_SETTINGS_MODULE": "provenance.settings", "PROVENANCE_EMBEDDED": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", USERS_SCRIPT, str(count)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return out.split()[-count:]
+
+
+def _start_embedded(env: dict[str, str]) -> tuple[subprocess.Popen[str], str, list[str]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "provenance.runner.embedded"],
         cwd=REPO,
@@ -283,15 +399,27 @@ def _assist_state() -> str:
 
 
 def _report(
-    tally: Tally, seconds: float, clients: int, database: str, cpu: dict[str, float]
+    tally: Tally,
+    seconds: float,
+    clients: int,
+    database: str,
+    cpu: dict[str, float],
+    users: int,
+    scoring_ms: float,
 ) -> None:
     done = len(tally.verdict_ms)
     submit, verdict = np.asarray(tally.submit_ms), np.asarray(tally.verdict_ms)
     from provenance.runner.embedded import web_threads, web_workers
 
     how = f"POST ?wait={tally.wait:g}" if tally.wait else "POST, then poll every 20 ms"
+    how = {
+        "audit": f"audits of {tally.audit_texts} texts, status read every 0.2 s",
+        "public": "anonymous public verification (challenge, proof of work, verify)",
+        "queued": f"{how}, every check scored by the worker (PROVENANCE_INLINE_MAX_BYTES=0)",
+    }.get(tally.path, how)
     print(
-        f"load: {clients} concurrent API clients, {seconds:.1f} s, make run's runner on "
+        f"load [{tally.path}]: {clients} concurrent API clients of {users} user(s), "
+        f"{seconds:.1f} s, make run's runner on "
         f"{database} (embedded Redis, 1 solo worker, "
         f"gunicorn {web_workers()}x{web_threads()} threads), "
         f"{how}, model assistance {_assist_state()}, loopback, "
@@ -311,14 +439,22 @@ def _report(
             f"  submit -> verdict (done): p50 {np.percentile(verdict, 50):6.1f} ms, "
             f"p95 {np.percentile(verdict, 95):6.1f} ms"
         )
+    if tally.path == "audit" and tally.texts_done:
+        print(f"  texts scored: {tally.texts_done} ({tally.texts_done / seconds:.1f} texts/s)")
+        done = tally.texts_done  # CPU per text below
     if done:
+        unit = "text" if tally.path == "audit" else "check"
         order = ["web", "worker", "redis", "postgresql", "runner", "other", "client"]
         parts = [f"{name} {cpu[name] / done * 1000:.1f}" for name in order if cpu.get(name)]
         server = sum(v for name, v in cpu.items() if name != "client")
+        per = server / done * 1000
         print(
-            f"  CPU per check (ms): {', '.join(parts)}; server total {server / done * 1000:.1f} "
-            f"({server / seconds:.2f} cores busy)"
+            f"  CPU per {unit} (ms): {', '.join(parts)}; server total {per:.1f} "
+            f"({server / seconds:.2f} cores busy); scoring the same texts in process "
+            f"{scoring_ms:.2f}: server / scoring {per / scoring_ms:.1f}x"
         )
+        if tally.solve_cpu:
+            print(f"  the clients' proof of work: {tally.solve_cpu / done * 1000:.1f} ms each")
     print(f"  errors: {len(tally.errors)}")
     for error in tally.errors[:10]:
         print(f"    {error}")
@@ -336,6 +472,16 @@ def main() -> int:
         help="each submission's ?wait= (seconds): the server answers with the verdict; "
         "0: submit, then poll every 20 ms as clients did before ?wait= existed",
     )
+    parser.add_argument("--users", type=int, default=8, help="users the clients sign in as")
+    parser.add_argument(
+        "--path", choices=[*PATHS, "all"], default="all", help="what each client does"
+    )
+    parser.add_argument("--audit-texts", type=int, default=20)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="every path in one process (bench_check_cpu.py --paths all): a few seconds",
+    )
     parser.add_argument(
         "--database",
         choices=["sqlite", "postgresql", "both"],
@@ -344,16 +490,75 @@ def main() -> int:
         "both: one after the other (the default)",
     )
     options = parser.parse_args()
+    if options.quick:
+        quick = [sys.executable, str(REPO / "benchmarks" / "bench_check_cpu.py")]
+        database = "postgresql" if options.database == "postgresql" else "sqlite"
+        args = ["--paths", "all", "--checks", "30", "--audit-texts", "30", "--database", database]
+        return subprocess.call([*quick, *args])
     texts = _texts()
     databases = ["sqlite", "postgresql"] if options.database == "both" else [options.database]
+    paths = PATHS if options.path == "all" else [options.path]
     failed = False
     for database in databases:
-        failed |= _run(options, database, texts)
+        scoring = _scoring_ms(texts, options.audit_texts)
+        on_own = [p for p in paths if p != "queued"]
+        if on_own:
+            failed |= _run(options, database, texts, on_own, {}, scoring)
+        if "queued" in paths:
+            extra = {"PROVENANCE_INLINE_MAX_BYTES": "0"}
+            failed |= _run(options, database, texts, ["queued"], extra, scoring)
     return 1 if failed else 0
 
 
-def _run(options: argparse.Namespace, database: str, texts: list[tuple[str, bool]]) -> bool:
-    """One load run against a fresh runner; True when any check went wrong."""
+PATHS = ["inline", "queued", "audit", "public"]
+
+
+def _scoring_ms(texts: list[tuple[str, bool]], batch: int) -> dict[str, float]:
+    """CPU (ms) of scoring each text in this process: ``score_text`` (a check's) and
+    ``score_texts`` per text (an audit's), under the demo key, on the same texts."""
+    from detector.core import config as defaults
+    from detector.decision.decide import decide, decide_many
+    from detector.evidence.detection import Document
+    from detector.text.tokenizers import load_tokenizer
+
+    tokenizer = load_tokenizer("default")
+    config = defaults.KeyConfig(  # the demo key's settings: the registry's defaults
+        key=DEMO_KEY,
+        algorithm=defaults.DEFAULT_ALGORITHM,
+        alpha=defaults.DEFAULT_ALPHA,
+        context_width=defaults.DEFAULT_CONTEXT_WIDTH,
+        deduplicate_contexts="single_turn",
+        deduplicate_contexts_max_history=None,
+    )
+
+    def doc(text: str) -> Document:
+        return Document(tokenizer.encode(text), (config,), ngrams=tokenizer.ngram_table)
+
+    one = [t for t, _ in texts]
+    for t in one[:4]:
+        decide([doc(t)], names=["k"], threshold=0.01)
+    start = time.process_time()
+    for _ in range(3):
+        for t in one:
+            decide([doc(t)], names=["k"], threshold=0.01)
+    single = (time.process_time() - start) * 1000 / (3 * len(one))
+    start = time.process_time()
+    for _ in range(3):
+        decide_many([[doc(t)] for t in one], names=["k"], threshold=0.01)
+    many = (time.process_time() - start) * 1000 / (3 * len(one))
+    scoring = {"inline": single, "queued": single, "public": single, "audit": many}
+    return scoring
+
+
+def _run(
+    options: argparse.Namespace,
+    database: str,
+    texts: list[tuple[str, bool]],
+    paths: list[str],
+    extra: dict[str, str],
+    scoring: dict[str, float],
+) -> bool:
+    """Load runs, one per path, against a fresh runner; True when any went wrong."""
     from provenance.runner.redis_server import free_port
     from tests.provenance.postgres_server import PostgresServer
 
@@ -366,32 +571,53 @@ def _run(options: argparse.Namespace, database: str, texts: list[tuple[str, bool
             assert server.process is not None
             roots.append(server.process.pid)
         port = free_port()
-        proc, password, _ = _start_embedded(Path(tmp_name), port, url)
+        env = _runner_env(Path(tmp_name), port, url, extra)
+        proc, password, _ = _start_embedded(env)
         roots.append(proc.pid)
+        failed = False
         try:
             base = f"http://127.0.0.1:{port}"
             _wait_web(base)
-            token = _login_token(base, password)
-            # Warm: every client at once for a few seconds, so that each gunicorn process has
-            # answered (a handful of sequential requests can all land on one or two of them).
-            warm = Tally(budget=16 * options.clients, wait=options.wait)
-            _run_clients(base, token, texts, warm, time.monotonic() + 3.0, options.clients)
-            if warm.errors:
-                raise SystemExit(f"warm-up failed: {warm.errors[:3]}")
-            tally = Tally(budget=options.max_requests, wait=options.wait)
-            cpu_before, client_before = cpu_by_component(roots), _client_cpu()
-            start = time.monotonic()
-            stop_at = start + options.seconds
-            _run_clients(base, token, texts, tally, stop_at, options.clients)
-            elapsed = time.monotonic() - start
-            cpu_after, client_after = cpu_by_component(roots), _client_cpu()
-            cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
-            cpu["client"] = client_after - client_before
-            _report(tally, elapsed, options.clients, database, cpu)
+            tokens = [_login_token(base, password)]
+            tokens += _more_users(env, options.users - 1)
+            for path in paths:
+                failed |= _one_path(options, database, base, tokens, texts, roots, path, scoring)
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(60)
-    return bool(tally.errors)
+    return failed
+
+
+def _one_path(
+    options: argparse.Namespace,
+    database: str,
+    base: str,
+    tokens: list[str],
+    texts: list[tuple[str, bool]],
+    roots: list[int],
+    path: str,
+    scoring: dict[str, float],
+) -> bool:
+    def tally(budget: int) -> Tally:
+        return Tally(budget=budget, wait=options.wait, path=path, audit_texts=options.audit_texts)
+
+    # Warm: every client at once for a few seconds, so that each gunicorn process has
+    # answered (a handful of sequential requests can all land on one or two of them).
+    warm = tally(16 * options.clients)
+    _run_clients(base, tokens, texts, warm, time.monotonic() + 3.0, options.clients)
+    if warm.errors:
+        raise SystemExit(f"warm-up failed: {warm.errors[:3]}")
+    measured = tally(options.max_requests)
+    cpu_before, client_before = cpu_by_component(roots), _client_cpu()
+    start = time.monotonic()
+    _run_clients(base, tokens, texts, measured, start + options.seconds, options.clients)
+    elapsed = time.monotonic() - start
+    cpu_after, client_after = cpu_by_component(roots), _client_cpu()
+    cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
+    cpu["client"] = client_after - client_before
+    users = min(len(tokens), options.clients)
+    _report(measured, elapsed, options.clients, database, cpu, users, scoring[path])
+    return bool(measured.errors)
 
 
 def _client_cpu() -> float:

@@ -25,6 +25,18 @@ def _concrete_field(model: type[models.Model], name: str) -> models.Field:
     return field
 
 
+# INSERT statements built by Django's compiler, by (model, columns, database): one whose
+# values all went in as plain parameters (no expression, no custom placeholder).
+_INSERT_SQL: dict[tuple[type[models.Model], tuple[str, ...], str], str] = {}
+
+
+def _plain(fields: Sequence[models.Field], obj: models.Model, params: Sequence[Any]) -> bool:
+    """Whether each field's value went into ``params`` as one ``%s`` parameter."""
+    if len(params) != len(fields) or any(hasattr(f, "get_placeholder") for f in fields):
+        return False
+    return not any(hasattr(getattr(obj, f.attname), "resolve_expression") for f in fields)
+
+
 class _Prep:
     """Prepares values for the database, once per object for those that repeat across rows."""
 
@@ -107,10 +119,24 @@ class Inserts:
                 if hasattr(field.db_default, "resolve_expression"):
                     raise ValueError(f"{field.name} has a database-side default: use save()")
                 setattr(obj, field.attname, field.db_default)
-        query = InsertQuery(type(obj))
-        query.insert_values(fields, [obj])
-        for sql, params in query.get_compiler(connection=connection).as_sql():
-            self.statements.append((sql, [list(params)]))
+        key = (type(obj), tuple(f.attname for f in fields), connection.alias)
+        sql = _INSERT_SQL.get(key)
+        values = [field.pre_save(obj, True) for field in fields] if sql else []
+        if sql and not any(hasattr(v, "resolve_expression") for v in values):
+            # The statement Django's compiler made for this model and these columns before:
+            # only the values are prepared, as its compiler does (get_db_prep_save).
+            params = [
+                f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)
+            ]
+            self.statements.append((sql, [params]))
+        else:
+            query = InsertQuery(type(obj))
+            query.insert_values(fields, [obj])
+            statements = query.get_compiler(connection=connection).as_sql()
+            if len(statements) == 1 and _plain(fields, obj, statements[0][1]):
+                _INSERT_SQL[key] = statements[0][0]
+            for sql, params in statements:
+                self.statements.append((sql, [list(params)]))
         self.saved.append(obj)
 
     def run(self) -> None:

@@ -21,6 +21,7 @@ from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.errors import ProblemError
 from provenance.keys.crypto import decrypt_value
 from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
+from provenance.lib import rowcache
 
 
 class KeySelectionError(ProblemError):
@@ -99,6 +100,21 @@ class KeyFamily:
         }
 
 
+def _visible_keys(team: Team | None) -> list[WatermarkKey]:
+    """Every key the team may see, oldest first, each with its latest finished calibration,
+    as the database has it now without the ORM's cost on every check
+    (``provenance.lib.rowcache``: the rows are read and compared on each call)."""
+
+    def visible() -> QuerySet[WatermarkKey]:
+        return (
+            keys_visible_to(team)
+            .order_by("created_at", "id")
+            .annotate(latest_calibration_id=_LATEST_DONE_CALIBRATION)
+        )
+
+    return [] if team is None else rowcache.validated(("keys_visible", team.pk), visible)
+
+
 def key_family(team: Team | None) -> KeyFamily:
     """The one place the default family of a team's checks is built.
 
@@ -112,11 +128,7 @@ def key_family(team: Team | None) -> KeyFamily:
     window = settings.PROVENANCE_RETIRED_KEY_WINDOW_DAYS
     cap = settings.PROVENANCE_MAX_SHARED_KEYS
     since = timezone.now() - timedelta(days=window)
-    visible = list(
-        keys_visible_to(team)
-        .order_by("created_at", "id")
-        .annotate(latest_calibration_id=_LATEST_DONE_CALIBRATION)
-    )
+    visible = _visible_keys(team)
     reasons: dict[uuid.UUID, str] = {}
     left_out: dict[uuid.UUID, str] = {}
     shared_active: list[WatermarkKey] = []
@@ -158,8 +170,8 @@ def keys_for_check(team: Team | None, key_ids: Iterable[Any] | None = None) -> l
             raise KeySelectionError("your team has no watermark keys to test against")
         return keys
     wanted = _unique_ids(key_ids)
-    visible = keys_visible_to(team).annotate(latest_calibration_id=_LATEST_DONE_CALIBRATION)
-    found = {key.id: key for key in visible.filter(id__in=wanted)}
+    named = set(wanted)
+    found = {key.id: key for key in _visible_keys(team) if key.id in named}
     missing = [key_id for key_id in wanted if key_id not in found]
     if missing:
         raise KeySelectionError(f"unknown key id(s): {_some(missing)}")
@@ -211,6 +223,7 @@ _LATEST_DONE_CALIBRATION = Subquery(
     .order_by("-finished_at")
     .values("id")[:1]
 )
+LATEST_DONE_CALIBRATION = _LATEST_DONE_CALIBRATION  # for readers of keys by id (scoring tasks)
 CalibrationFacts = tuple[int | None, dict[str, Any] | None]  # tokens needed, measured FPR
 _facts_of_run: dict[uuid.UUID, CalibrationFacts] = {}
 _UNREAD = object()  # a key read without the annotation

@@ -50,3 +50,38 @@ def test_the_sliding_window_works_through_redis(redis_server):
     assert cache.sliding_window(window, 5.0) is None
     assert cache.sliding_window(window, 6.0) == pytest.approx(29.0)
     cache.clear()
+
+
+def test_a_counter_is_held_and_released_in_redis_and_expires_from_its_making(redis_server):
+    from provenance.cache import counter_hold, counter_release
+
+    cache = FailoverRedisCache(redis_server.url, {})
+    other = FailoverRedisCache(redis_server.url, {})
+    cache.clear()
+    assert counter_hold(cache, "held", 60) == 1
+    assert counter_hold(other, "held", 60) == 2  # counted across clients (processes)
+    client = cache._cache.get_client("held")
+    name = cache.make_and_validate_key("held")
+    assert 0 < client.ttl(name) <= 60
+    client.expire(name, 30)
+    counter_hold(cache, "held", 60)
+    assert client.ttl(name) <= 30  # the expiry runs from the counter's making, not renewed
+    counter_release(cache, "held")
+    assert cache.get("held") == 2
+    cache.delete("held")
+    counter_release(cache, "held")  # expired meanwhile: not brought back below zero
+    assert cache.get("held") is None
+    assert cache._cache.get_client("x") is cache._cache.get_client("y")  # one client, reused
+    cache.clear()
+
+
+def test_a_counter_falls_back_to_process_memory_with_redis_down():
+    from django.core.cache.backends.locmem import LocMemCache
+
+    from provenance.cache import counter_hold, counter_release
+
+    for cache in (FailoverRedisCache("redis://127.0.0.1:9/0", {}), LocMemCache("c", {})):
+        assert counter_hold(cache, "held", 60) == 1
+        assert counter_hold(cache, "held", 60) == 2
+        counter_release(cache, "held")
+        assert counter_hold(cache, "held", 60) == 2

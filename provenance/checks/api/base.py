@@ -19,6 +19,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
 from provenance.accounts.selectors import is_auditor, teams_memoized
+from provenance.cache import counter_hold, counter_release
 from provenance.checks import tiers
 from provenance.checks.models import Check, Status
 from provenance.errors import PayloadTooLarge
@@ -237,19 +238,12 @@ def waiting_slot(user: Any, wait: float) -> Iterator[float]:
         yield 0.0
         return
     key = f"provenance:waiting:{user.pk}"
-    cache.add(key, 0, timeout=int(settings.PROVENANCE_MAX_WAIT) + 60)  # outlives any wait
-    try:
-        held = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.add(key, 1, timeout=int(settings.PROVENANCE_MAX_WAIT) + 60)
-        held = 1
+    # One round trip each way (provenance.cache.counter_hold); the expiry outlives any wait.
+    held = counter_hold(cache, key, int(settings.PROVENANCE_MAX_WAIT) + 60)
     try:
         yield wait if held <= settings.PROVENANCE_MAX_WAITING_PER_USER else 0.0
     finally:
-        try:
-            cache.decr(key)
-        except ValueError:
-            pass
+        counter_release(cache, key)
 
 
 def read_upload(upload: Any) -> bytes:

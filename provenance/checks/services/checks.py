@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from provenance.checks import bulk, queue
+from provenance.checks import bulk, queue, wake
 from provenance.checks.bulk import prefetched
 from provenance.checks.models import Check, DetectionLog, Status, Surface
 from provenance.checks.scoring import (
@@ -165,8 +165,10 @@ def check_score(check_id: Any, claim: str = "") -> None:
         result = score_text(check.text, groups, threshold=check.threshold, assist=True)
     except ScoringError as exc:
         check_fail(check_id, str(exc))
+        wake.finished([check_id])
         return
     results_store([(check, result)], claim)
+    wake.finished([check_id])  # the request waiting for it (?wait=) reads it now
 
 
 def detect_now(*, user: User, text: Any) -> TextResult:

@@ -22,7 +22,8 @@ from provenance.checks.models import Check, Hypothesis, Status, Upload
 from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
 from provenance.heartbeats.services import held
 from provenance.keys.models import WatermarkKey
-from provenance.lib import heatmap
+from provenance.keys.selectors import LATEST_DONE_CALIBRATION
+from provenance.lib import heatmap, rowcache
 from provenance.retention.services import purged_cleanup
 
 logger = logging.getLogger(__name__)
@@ -31,7 +32,18 @@ logger = logging.getLogger(__name__)
 def keys_for_scoring(key_ids: list[str]) -> list[WatermarkKey]:
     """The keys a check was submitted against, in its order; deleted keys fail the check."""
     wanted = [uuid.UUID(str(key_id)) for key_id in key_ids]
-    found = WatermarkKey.objects.select_related("tokenizer").in_bulk(wanted)
+
+    def rows() -> Any:
+        return (
+            WatermarkKey.objects.filter(id__in=wanted)
+            .select_related("tokenizer")
+            .order_by("id")
+            .annotate(latest_calibration_id=LATEST_DONE_CALIBRATION)
+        )
+
+    # Read as the database has it now, without the ORM's cost on every task
+    # (provenance.lib.rowcache); the annotation lets scoring reuse its calibration facts.
+    found = {key.id: key for key in rowcache.validated(("keys_for_scoring", *wanted), rows)}
     missing = [str(key_id) for key_id in wanted if key_id not in found]
     if missing:
         raise ScoringError(f"{len(missing)} key(s) were deleted before scoring")

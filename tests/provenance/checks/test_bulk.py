@@ -64,3 +64,27 @@ def test_a_prepared_insert_stores_what_save_stores(cast):
     assert prepared.claim == "" and not prepared._state.adding  # as save() leaves them
     assert Check.objects.get(pk=prepared.pk).created_at is not None  # auto_now_add
     assert DetectionLog.objects.get(check_run=prepared).username == user.username
+
+
+def test_a_second_insert_of_a_model_reuses_its_statement_and_stores_the_same(cast):
+    from django.db import transaction
+
+    from provenance.checks.models import Check
+
+    user, team = cast["alice"], cast["acme"]
+    fields = dict(team=team, submitted_by=user, text="t", key_ids=["k"], threshold=0.01)
+    made = []
+    for text in ("first", "second"):
+        check = Check(**{**fields, "text": text}, token_data={"a": [1, True, 0.5]})
+        inserts = bulk.Inserts()
+        inserts.new(check)
+        with transaction.atomic():
+            inserts.run()
+        made.append((check, inserts.statements[0]))
+    (first, (first_sql, _)), (second, (second_sql, second_params)) = made
+    assert second_sql == first_sql
+    assert len(second_params[0]) == first_sql.count("%s")
+    one, two = _columns(first), _columns(second)
+    assert (one.pop("text"), two.pop("text")) == ("first", "second")
+    assert one == two
+    assert Check.objects.get(pk=second.pk).created_at is not None  # auto_now_add, again

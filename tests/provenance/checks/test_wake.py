@@ -1,0 +1,70 @@
+"""A request waiting for a queued check sleeps on Redis until the worker's push, and reads
+the check then; a push that never comes costs one slice, not the verdict."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from provenance.checks import wake
+from provenance.checks.models import Check, Status
+from provenance.checks.selectors import check_finished
+from provenance.checks.services import check_create, check_score
+
+
+@pytest.fixture
+def redis_cache(settings, redis_server):
+    settings.CACHES = {
+        "default": {"BACKEND": "provenance.cache.FailoverRedisCache", "LOCATION": redis_server.url}
+    }
+    from django.core.cache import caches
+
+    caches["default"].clear()
+    yield caches["default"]
+    caches["default"].clear()
+
+
+def test_a_wake_is_kept_for_the_request_that_waits_and_taken_once(redis_cache):
+    wake.finished(["a", "b"])
+    assert wake.wait("a", 5) is True
+    start = time.monotonic()
+    assert wake.wait("a", 0.1) is False  # taken: the next wait times out
+    assert 0.05 <= time.monotonic() - start < 1
+    assert wake.wait("b", 5) is True
+
+
+def test_a_wait_is_at_most_one_slice_and_none_without_redis(redis_cache, settings):
+    start = time.monotonic()
+    assert wake.wait("never", 30) is False
+    assert time.monotonic() - start < wake.SLICE_S + 0.3
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    assert wake.wait("never", 1) is None
+    wake.finished(["never"])  # nothing to push to: nothing happens
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_waiting_request_wakes_on_the_workers_push_and_reads_the_check_twice(
+    redis_cache, cast, alice_key, wm_text
+):
+    check = check_create(user=cast["alice"], text=wm_text)
+    threading.Timer(0.3, check_score, args=[check.id]).start()  # the worker, a moment later
+    with CaptureQueriesContext(connection) as queries:
+        assert check_finished(check.id, within=10) is True
+    reads = [q for q in queries.captured_queries if "checks_check" in q["sql"]]
+    assert len(reads) == 2  # before the wait and after the wake: no polling in between
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_check_finished_without_a_push_is_found_after_a_slice(redis_cache, cast, alice_key):
+    check = check_create(user=cast["alice"], text="a text to check")
+    Check.objects.filter(id=check.id).update(status=Status.FAILED)  # e.g. by the sweeper
+    assert check_finished(check.id, within=10) is True
+    other = check_create(user=cast["alice"], text="another text")
+    threading.Timer(0.1, lambda: Check.objects.filter(id=other.id).update(status="done")).start()
+    start = time.monotonic()
+    assert check_finished(other.id, within=10) is True
+    assert time.monotonic() - start < 5  # not the whole wait: a slice, then the read
