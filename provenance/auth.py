@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
@@ -111,3 +112,14 @@ class TokenScheme(OpenApiAuthenticationExtension):
         return build_bearer_security_scheme_object(
             header_name="Authorization", token_prefix="Token"
         )
+
+
+class SessionScheme(OpenApiAuthenticationExtension):
+    """The API schema's description of the session cookie, under the name drf-spectacular
+    gives DRF's own session authentication."""
+
+    target_class = "provenance.auth.SessionAuthentication"
+    name = "cookieAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {"type": "apiKey", "in": "cookie", "name": settings.SESSION_COOKIE_NAME}
