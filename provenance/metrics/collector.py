@@ -270,6 +270,17 @@ def _summed(
     return out
 
 
+def _with_processes(
+    counts: dict[Any, float], samples: list[tuple[dict[str, str], float]], *names: str
+) -> dict[tuple[str, ...], float]:
+    """A database figure (keyed by one label's value or by a tuple of them) plus the
+    processes' samples of the same family, keyed by the tuple of ``names``' values."""
+    out = {(key if isinstance(key, tuple) else (key,)): value for key, value in counts.items()}
+    for key, value in _summed(samples, *names).items():
+        out[key] = out.get(key, 0.0) + value
+    return out
+
+
 class ProvenanceCollector:
     """Every exported family, database and processes merged."""
 
@@ -282,13 +293,11 @@ class ProvenanceCollector:
             "Checks submitted, by surface (page, api, audit, public, stream)",
             labels=["surface"],
         )
-        counts = dict(db["submitted"])
-        for (surface,), value in _summed(
-            proc["provenance_process_checks_submitted_total"], "surface"
-        ).items():
-            counts[surface] = counts.get(surface, 0.0) + value
-        for surface in sorted(set(counts) | set(SURFACES)):
-            submitted.add_metric([surface], counts.get(surface, 0.0))
+        counts = _with_processes(
+            db["submitted"], proc["provenance_process_checks_submitted_total"], "surface"
+        )
+        for surface in sorted({key[0] for key in counts} | set(SURFACES)):
+            submitted.add_metric([surface], counts.get((surface,), 0.0))
         yield submitted
 
         finished = CounterMetricFamily(
@@ -296,13 +305,11 @@ class ProvenanceCollector:
             "Checks finished, by surface and verdict (failed: no verdict)",
             labels=["surface", "verdict"],
         )
-        done = dict(db["finished"])
-        for key, value in _summed(
-            proc["provenance_process_checks_finished_total"], "surface", "verdict"
-        ).items():
-            done[(key[0], key[1])] = done.get((key[0], key[1]), 0.0) + value
-        for (surface, verdict), value in sorted(done.items()):
-            finished.add_metric([surface, verdict], value)
+        done = _with_processes(
+            db["finished"], proc["provenance_process_checks_finished_total"], "surface", "verdict"
+        )
+        for key, value in sorted(done.items()):
+            finished.add_metric(list(key), value)
         yield finished
 
         tokens = CounterMetricFamily(
@@ -310,13 +317,11 @@ class ProvenanceCollector:
             "Tokens scored by the detector, by surface",
             labels=["surface"],
         )
-        scored = dict(db["tokens"])
-        for (surface,), value in _summed(
-            proc["provenance_process_tokens_scored_total"], "surface"
-        ).items():
-            scored[surface] = scored.get(surface, 0.0) + value
-        for surface, value in sorted(scored.items()):
-            tokens.add_metric([surface], value)
+        scored = _with_processes(
+            db["tokens"], proc["provenance_process_tokens_scored_total"], "surface"
+        )
+        for key, value in sorted(scored.items()):
+            tokens.add_metric(list(key), value)
         yield tokens
 
         yield self._histogram(db["histogram"], proc)
