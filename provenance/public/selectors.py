@@ -10,6 +10,7 @@ from django.core.cache import BaseCache, caches
 from django.db.models import QuerySet
 from django.urls import reverse
 
+from detector.decision.decide import CORRECTION
 from detector.reports import receipt
 from detector.reports.signed import ALGORITHM, PRF_VERSION
 from provenance.keys.models import WatermarkKey
@@ -81,7 +82,7 @@ def discovery(request: Any) -> dict[str, Any]:
         },
         "policy": {
             "threshold": settings.PROVENANCE_THRESHOLD,
-            "correction": "holm",
+            "correction": CORRECTION,  # the decision's own
             "strength": (
                 "the corrected p-value's band, only when watermarked: p < 10^(strength+1), "
                 "strength one of -31, -13, -7, -3 (p < 1e-30, 1e-12, 1e-6, 1e-2) or -1"
