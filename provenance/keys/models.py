@@ -17,7 +17,6 @@ from detector.core.config import (
     MAX_CONTEXT_WIDTH,
     KeyConfig,
 )
-from detector.paths import data_dir
 from provenance.accounts.models import Team
 
 
@@ -63,7 +62,7 @@ class Tokenizer(models.Model):
         if self.source_kind == self.Source.DEFAULT:
             return "default"
         if self.source_kind == self.Source.UPLOAD:
-            return str(data_dir() / "tokenizers" / self.source_path)
+            return str(settings.DATA_DIR / "tokenizers" / self.source_path)
         return self.source_path
 
     @property

@@ -22,7 +22,6 @@ from detector.core.config import (
     DEFAULT_CONTEXT_WIDTH,
     parse_key,
 )
-from detector.paths import data_dir
 from detector.text import mistral
 from detector.text.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
@@ -164,7 +163,7 @@ def tokenizer_upload(*, name: str, content: bytes) -> Tokenizer:
         raise RegistryError("a tokenizer needs a name of 1 to 100 characters")
     tokenizer_upload_validate(content)
     relative = f"uploads/{hashlib.sha256(content).hexdigest()}"
-    directory = data_dir() / "tokenizers" / relative
+    directory = settings.DATA_DIR / "tokenizers" / relative
     _write_once(directory / "tokenizer.json", content)
     loaded = load_tokenizer(directory)
     return _tokenizer_store(
