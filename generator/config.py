@@ -36,7 +36,7 @@ MIN_TOP_K_ENV = "PROVENANCE_MIN_TOP_K"
 MIN_TEMPERATURE_ENV = "PROVENANCE_MIN_TEMPERATURE"
 MIN_TOP_P_ENV = "PROVENANCE_MIN_TOP_P"
 MAX_MIN_P_ENV = "PROVENANCE_MAX_MIN_P"
-FLOORS_ENV = (MIN_TOP_K_ENV, MIN_TEMPERATURE_ENV, MIN_TOP_P_ENV, MAX_MIN_P_ENV)
+FLOOR_VARIABLES = (MIN_TOP_K_ENV, MIN_TEMPERATURE_ENV, MIN_TOP_P_ENV, MAX_MIN_P_ENV)
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -180,4 +180,4 @@ def record_dir() -> str | None:
 
 def floor_values() -> dict[str, str]:
     """The sampling floors' variables that are set (``SamplingFloors.from_env`` parses them)."""
-    return {name: value for name in FLOORS_ENV if (value := os.environ.get(name))}
+    return {name: value for name in FLOOR_VARIABLES if (value := os.environ.get(name))}

@@ -1,7 +1,7 @@
 """Public verification's writes: publishing keys, partners, and the check itself.
 
 A public check is tested against every published key at once through the product's one
-decision (``provenance.checks.scoring.score_texts``: ``detector.decision.decide_many``, Holm
+decision (``provenance.checks.scoring.score_texts``: ``detector.decision.decide.decide_many``, Holm
 over every published key); the answer holds the verdict, the model it names, a strength in
 a few wide bands, the tokens scored and a signed receipt, nothing more (docs/public.md).
 """
