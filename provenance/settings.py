@@ -34,8 +34,6 @@ from provenance.env import (
 from provenance.private_files import generated_secret_key, private_dir, private_load_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
 DATA_DIR = data_dir()
 private_dir(DATA_DIR)
 
