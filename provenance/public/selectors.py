@@ -10,6 +10,7 @@ from django.core.cache import BaseCache, caches
 from django.db.models import QuerySet
 from django.urls import reverse
 
+from detector.decision import combined, rule
 from detector.decision.decide import CORRECTION
 from detector.reports import receipt
 from detector.reports.signed import ALGORITHM, PRF_VERSION
@@ -17,7 +18,6 @@ from provenance.keys.models import WatermarkKey
 from provenance.public.models import Partner
 
 DISCOVERY_SCHEMA = "provenance.discovery/v1"
-MIN_TOKENS = 16  # shorter texts (under every published tokenizer) answer inconclusive untested
 ANSWER_FIELDS = ("verdict", "model", "strength", "tokens_scored", "receipt")
 
 
@@ -76,7 +76,7 @@ def discovery(request: Any) -> dict[str, Any]:
             "global_per_minute": settings.PROVENANCE_PUBLIC_GLOBAL_PER_MIN,
             "partner_per_minute": settings.PROVENANCE_PUBLIC_PARTNER_PER_MIN,
             "max_text_bytes": settings.PROVENANCE_MAX_TEXT_BYTES,
-            "min_tokens": MIN_TOKENS,
+            "min_tokens": rule.MIN_TOKENS,  # the decision's own minimum
             "max_variants": settings.PROVENANCE_PUBLIC_MAX_VARIANTS,
             "variant_window_s": settings.PROVENANCE_PUBLIC_VARIANT_WINDOW_S,
         },
@@ -99,7 +99,7 @@ def discovery(request: Any) -> dict[str, Any]:
             "discovery": peers,
             "max_peers": settings.PROVENANCE_PUBLIC_MAX_PEERS,
             "timeout_s": settings.PROVENANCE_PUBLIC_PEER_TIMEOUT_S,
-            "correction": "bonferroni",
+            "correction": combined.CORRECTION,  # the combined claim's, the decision's
         },
     }
 

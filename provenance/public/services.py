@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
+from detector.decision import combined, rule
 from detector.reports import receipt
 from detector.reports.signed import text_sha256
 from provenance.checks.scoring import KeyGroup, ScoringError, prepare_keys, score_texts
@@ -31,9 +32,9 @@ from provenance.checks.services.validation import (
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
-from provenance.public import budgets, combined, families, peers, proof_of_work
+from provenance.public import budgets, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
-from provenance.public.selectors import MIN_TOKENS, key_sha256, public_cache, published_keys
+from provenance.public.selectors import key_sha256, public_cache, published_keys
 from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
 
@@ -135,10 +136,11 @@ def verify(
     """A public check of ``text`` or of a ``document`` (its name and bytes, extracted as the
     private API does): the caller's proof of work and budget first (``admit``; ``admitted``:
     already done), then the answer. With peers configured (and ``ask_peers``), the answer
-    also holds one line per peer and the combined claim (``provenance.public.peers``,
-    ``.combined``); the local fields stay the local answer's. Peers are asked only once this
-    server's own checks passed (proof of work, budget, a valid text of ``MIN_TOKENS``, the
-    scrubbing guard), and a peer's proof of work is solved only for a partner's check."""
+    also holds one line per peer (``provenance.public.peers``) and the combined claim across
+    organizations (``detector.decision.combined.combine``); the local fields stay the local
+    answer's. Peers are asked only once this server's own checks passed (proof of work,
+    budget, a valid text not ``too_short`` by the decision's own minimum, the scrubbing
+    guard), and a peer's proof of work is solved only for a partner's check."""
     if not admitted:
         admit(caller)
     if document is not None:
@@ -155,9 +157,8 @@ def verify(
         fanout = peers.none_asked()
     answer = local.answer()  # the peers work while the local test runs
     lines = fanout.lines()
-    claim = combined.combine(
-        settings.PROVENANCE_PUBLIC_ORGANIZATION, answer, lines, settings.PROVENANCE_THRESHOLD
-    )
+    local_line = {"organization": settings.PROVENANCE_PUBLIC_ORGANIZATION, "status": "answered"}
+    claim = combined.combine([{**answer, **local_line}, *lines], settings.PROVENANCE_THRESHOLD)
     return {**answer, "peers": lines, "combined": claim}
 
 
@@ -191,7 +192,7 @@ def document_read(filename: str, content: bytes) -> str:
 
 class LocalCheck:
     """This server's answer for a valid text, in two steps: made, it has found the cached
-    answer or passed the scrubbing guard (``tested``: the text has ``MIN_TOKENS``);
+    answer or passed the scrubbing guard (``tested``: the text is not ``too_short``);
     ``answer()`` then scores it where nothing was cached. Answers are cached for the same
     text, the same published keys and the same signing key: a revoked signing key (a new
     active one) ends the answers its receipts signed."""
@@ -256,8 +257,9 @@ class Decided:
 
 
 def too_short(text: str, groups: list[KeyGroup]) -> bool:
-    """Shorter than ``MIN_TOKENS`` under every published tokenizer: answered untested."""
-    return all(len(g.loaded.encode_lazy(text)[0]) < MIN_TOKENS for g in groups)
+    """Too short to test under every published tokenizer, by the decision's own minimum
+    (``detector.decision.rule.too_short``): answered untested."""
+    return rule.too_short(len(g.loaded.encode_lazy(text)[0]) for g in groups)
 
 
 def decisions(
