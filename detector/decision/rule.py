@@ -19,10 +19,16 @@ LOG10_2 = math.log10(2.0)
 MIN_TOKENS = 16
 
 
+def threshold_log10(threshold: float) -> float:
+    """log10 of the largest p-value ``flags`` calls watermarked at ``threshold``: the line a
+    chart of corrected p-values draws."""
+    return math.log10(threshold)
+
+
 def flags(log10_p: float, threshold: float, num_scored: int) -> bool:
     """The watermark rule: a p-value at or under ``threshold``, with at least one token
     scored."""
-    return bool(num_scored > 0 and log10_p <= math.log10(threshold))
+    return bool(num_scored > 0 and log10_p <= threshold_log10(threshold))
 
 
 def with_weighted(log10_p: float, weighted_log10_p: float | None) -> float:
