@@ -1,5 +1,6 @@
 """The combined claim of a text across organizations: the correction of the organizations'
-own verdicts for their number (docs/public.md, "The combined claim").
+own verdicts for their number (docs/public.md, "The combined claim"), and the coarse strength
+each organization's answer shows (``strength_band``).
 
 Each organization answers with its own family-wise corrected p-value
 (``detector.decision.decide.CORRECTION`` over its published keys) but shows only its coarse
@@ -20,9 +21,23 @@ from fractions import Fraction
 from typing import Any
 
 CORRECTION = "bonferroni"
+# The strength's bands: log10 of the bounds a corrected p-value is placed under (p < 1e-30,
+# 1e-12, 1e-6, 1e-2). An answer's strength s says p < 10^(s+1), as a floored log10 p did, so
+# the combined claim and older organizations read it unchanged.
+STRENGTH_BANDS = (-30, -12, -6, -2)
 WATERMARKED, NOT_WATERMARKED = "watermarked", "not_watermarked"
 INCONCLUSIVE = "inconclusive"
 ANSWERED = "answered"
+
+
+def strength_band(log10_p: float) -> int:
+    """The public strength of a watermarked answer's corrected log10 p: s with p < 10^(s+1),
+    where 10^(s+1) is the tightest of ``STRENGTH_BANDS`` that holds (-1, p < 1, above every
+    band). A scrubber's edit moves it only across a band's bound."""
+    for bound in STRENGTH_BANDS:
+        if log10_p < bound:
+            return bound - 1
+    return -1
 
 
 def stands(strength: int, organizations: int, threshold: float) -> bool:

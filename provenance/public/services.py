@@ -40,10 +40,6 @@ from provenance.reports.services import signing_key_active
 
 ANSWER_TTL_S = 86400  # the same text asked again within a day gets the same answer
 INCONCLUSIVE, WATERMARKED = "inconclusive", "watermarked"
-# The strength's bands: log10 of the bounds a corrected p-value is placed under (p < 1e-30,
-# 1e-12, 1e-6, 1e-2). An answer's strength s says p < 10^(s+1), as a floored log10 p did,
-# so the combined claim and older peers read it unchanged.
-STRENGTH_BANDS = (-30, -12, -6, -2)
 
 
 def key_publish(*, key: WatermarkKey, public_name: str = "") -> WatermarkKey:
@@ -236,16 +232,6 @@ def answer_for(text: str, requester: str = "") -> dict[str, Any]:
     return LocalCheck(text, requester).answer()
 
 
-def strength_band(log10_p: float) -> int:
-    """The public strength of a watermarked answer's corrected log10 p: s with p < 10^(s+1),
-    where 10^(s+1) is the tightest of ``STRENGTH_BANDS`` that holds (-1, p < 1, above every
-    band). A scrubber's edit moves it only across a band's bound."""
-    for bound in STRENGTH_BANDS:
-        if log10_p < bound:
-            return bound - 1
-    return -1
-
-
 @dataclass(frozen=True)
 class Decided:
     """What a public answer says of a text, before it is signed."""
@@ -290,7 +276,7 @@ def decisions(
             Decided(
                 result.verdict,
                 best.key.public_name if marked and best else None,
-                strength_band(result.log10_p) if marked else None,
+                combined.strength_band(result.log10_p) if marked else None,
                 best.detection.num_scored_tokens if best else 0,
             )
         )

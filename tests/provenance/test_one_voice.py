@@ -16,6 +16,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from detector.cli.main import main as detector_main
+from detector.decision.combined import strength_band
 from detector.decision.decide import CORRECTION
 from detector.decision.family import flagged
 from detector.decision.rule import too_short
@@ -28,7 +29,7 @@ from provenance.checks.templatetags.provenance_tags import pvalue
 from provenance.keys.services import key_create
 from provenance.playground.models import Conversation, Message
 from provenance.playground.services import reply_check
-from provenance.public.services import key_publish, partner_create, strength_band
+from provenance.public.services import key_publish, partner_create
 from provenance.streams.models import Stream
 from tests.detector.decision.one_voice import KEY, corpus
 from tests.provenance.keys.test_selectors import finished_calibration

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from detector.core.stats import CORRECTIONS
-from detector.decision.combined import CORRECTION, combine, stands
+from detector.decision.combined import CORRECTION, combine, stands, strength_band
 
 
 def _local(verdict: str, strength: int | None = None, model: str | None = None) -> dict[str, Any]:
@@ -99,3 +100,10 @@ def test_a_claim_stands_as_the_named_correction_of_its_bound_says(m, strength, t
     assert (got["verdict"] == "watermarked") == stands(strength, m, threshold)
     for claim in got["supported"]:  # its combined strength still bounds the corrected p
         assert claim["strength"] + 1 >= corrected - 1e-9
+
+
+def test_a_strength_is_the_tightest_band_that_holds_and_bounds_the_p_value():
+    bands = [strength_band(x) for x in (-0.5, -1.5, -2.0, -2.5, -6.0, -6.1, -12.5, -30.0, -191.0)]
+    assert bands == [-1, -1, -1, -3, -3, -7, -13, -13, -31]
+    for log10_p in np.linspace(-200.0, -1e-3, 4001):  # a watermarked answer: p < 1
+        assert log10_p < strength_band(log10_p) + 1  # p < 10^(strength+1), always

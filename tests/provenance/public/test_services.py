@@ -99,3 +99,14 @@ def test_the_minimum_length_is_the_decisions_own(published, monkeypatch):
     monkeypatch.setattr(rule, "MIN_TOKENS", 40)
     longer = watermarked_text(KEY_VALUE, 30, seed=6)
     assert {k: services.answer_for(longer)[k] for k in untested} == untested
+
+
+def test_the_strength_is_the_decisions_own_band(published, wm_text, monkeypatch):
+    """The answer's strength is the band the library puts the corrected p-value in
+    (``detector.decision.combined.strength_band``), whatever its bands are."""
+    from detector.decision import combined
+
+    assert services.answer_for(wm_text)["strength"] == -31  # p < 1e-30: 160 marked tokens
+    monkeypatch.setattr(combined, "STRENGTH_BANDS", (-8,))
+    other = watermarked_text(KEY_VALUE, 160, seed=9)  # another text: no cached answer
+    assert services.answer_for(other)["strength"] == -9
