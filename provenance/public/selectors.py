@@ -83,10 +83,7 @@ def discovery(request: Any) -> dict[str, Any]:
         "policy": {
             "threshold": settings.PROVENANCE_THRESHOLD,
             "correction": CORRECTION,  # the decision's own
-            "strength": (
-                "the corrected p-value's band, only when watermarked: p < 10^(strength+1), "
-                "strength one of -31, -13, -7, -3 (p < 1e-30, 1e-12, 1e-6, 1e-2) or -1"
-            ),
+            "strength": strength_policy(),
             "proof_of_work": {
                 "scheme": "altcha-v1",
                 "algorithm": "SHA-256",
@@ -102,6 +99,17 @@ def discovery(request: Any) -> dict[str, Any]:
             "correction": combined.CORRECTION,  # the combined claim's, the decision's
         },
     }
+
+
+def strength_policy() -> str:
+    """The strength's bands in words, from the library's (``combined.STRENGTH_BANDS``)."""
+    bands = combined.STRENGTH_BANDS
+    strengths = ", ".join(str(bound - 1) for bound in bands)
+    bounds = ", ".join(f"1e{bound}" for bound in bands)
+    return (
+        "the corrected p-value's band, only when watermarked: p < 10^(strength+1), "
+        f"strength one of {strengths} (p < {bounds}) or -1"
+    )
 
 
 def key_sha256(key: str) -> str:

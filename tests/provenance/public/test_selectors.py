@@ -103,6 +103,13 @@ def test_the_document_publishes_the_decisions_own_minimum_and_corrections(
     assert document["limits"]["min_tokens"] == 40
     assert document["policy"]["correction"] == CORRECTION
     assert document["peers"]["correction"] == combined.CORRECTION
+    assert (
+        "strength one of -31, -13, -7, -3 (p < 1e-30, 1e-12, 1e-6, 1e-2) or -1"
+        in (document["policy"]["strength"])
+    )
+    monkeypatch.setattr(combined, "STRENGTH_BANDS", (-20, -5))
+    moved = client.get("/.well-known/provenance.json").json()["policy"]["strength"]
+    assert "strength one of -21, -6 (p < 1e-20, 1e-5) or -1" in moved
 
 
 def test_the_shipped_schemas_name_the_decisions_corrections(schema):
