@@ -133,7 +133,7 @@ class Check(models.Model):
     # A document the worker refused to read: its stable code (``document_corrupt``...,
     # ``too_large``), empty for any other failure.
     failure_code = models.CharField(max_length=40, blank=True, default="", db_default="")
-    # Family-wise verdict over num_hypotheses (Holm-corrected).
+    # Family-wise verdict over num_hypotheses, corrected as ``correction`` names.
     num_hypotheses = models.PositiveIntegerField(null=True, blank=True)
     is_watermarked = models.BooleanField(null=True, blank=True)
     # Three-way (detector.evidence.power): watermarked, not_watermarked (a watermarked text of this

@@ -212,6 +212,7 @@ def state_body(stream: Stream, state: StreamState, keys: list[str], auditor: boo
             p_value=shown["p_value"],
             log10_p=shown["log10_p"],
             decided_by=final["decided_by"],
+            correction=final.get("correction"),
             best_key=final["best_key"] if final["is_watermarked"] else None,
             spans=shown["spans"],
         )

@@ -74,6 +74,7 @@ class CheckSummaryOutput(FieldsOnce):
             "p_value",
             "log10_p",
             "decided_by",
+            "correction",
             "num_hypotheses",
             "num_tokens",
             "num_scored_tokens",

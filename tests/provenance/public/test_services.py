@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from detector.decision import rule
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.services import key_create
 from provenance.public import services
@@ -11,8 +12,10 @@ from provenance.public.families import VariantLimit
 from provenance.public.models import ScrubEvent
 from provenance.public.selectors import published_keys
 from provenance.runner.embedded import DEMO_KEY, DEMO_PUBLIC_NAME, _demo_data
+from tests.provenance.conftest import KEY_VALUE
 from tests.provenance.public.conftest import PUBLIC_NAME
 from tests.provenance.public.test_families import variants
+from tests.provenance.watermark import watermarked_text
 
 
 def test_publishing_keeps_the_name_and_unpublishing_keeps_it_for_later(alice_key):
@@ -77,3 +80,33 @@ def test_a_short_text_is_not_counted_as_a_variant(published, settings):
     settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 1
     for i in range(5):
         assert services.answer_for(f"tiny text {i}")["verdict"] == "inconclusive"
+
+
+def test_the_minimum_length_is_the_decisions_own(published, monkeypatch):
+    """A text is answered untested exactly when the decision's own minimum
+    (``detector.decision.rule.too_short``) calls it too short, whatever that minimum is."""
+    untested = {"verdict": "inconclusive", "model": None, "strength": None, "tokens_scored": 0}
+    brief = watermarked_text(KEY_VALUE, 12, seed=3)  # 12 tokens, watermarked
+    assert {k: services.answer_for(brief)[k] for k in untested} == untested
+    monkeypatch.setattr(rule, "MIN_TOKENS", 8)
+    lower = watermarked_text(KEY_VALUE, 12, seed=5)  # another text: no cached answer
+    answer = services.answer_for(lower)
+    assert (answer["verdict"], answer["model"], answer["tokens_scored"]) == (
+        "watermarked",
+        PUBLIC_NAME,
+        12,
+    )
+    monkeypatch.setattr(rule, "MIN_TOKENS", 40)
+    longer = watermarked_text(KEY_VALUE, 30, seed=6)
+    assert {k: services.answer_for(longer)[k] for k in untested} == untested
+
+
+def test_the_strength_is_the_decisions_own_band(published, wm_text, monkeypatch):
+    """The answer's strength is the band the library puts the corrected p-value in
+    (``detector.decision.combined.strength_band``), whatever its bands are."""
+    from detector.decision import combined
+
+    assert services.answer_for(wm_text)["strength"] == -31  # p < 1e-30: 160 marked tokens
+    monkeypatch.setattr(combined, "STRENGTH_BANDS", (-8,))
+    other = watermarked_text(KEY_VALUE, 160, seed=9)  # another text: no cached answer
+    assert services.answer_for(other)["strength"] == -9
