@@ -113,7 +113,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "knox",  # API tokens, stored as digests (provenance/auth.py)
+    "knox",  # API tokens, stored as digests (provenance/accounts/auth.py)
     "axes",  # login throttling (provenance/accounts/backends.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -389,8 +389,8 @@ PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
 # --- DRF --------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "provenance.auth.TokenAuthentication",
-        "provenance.auth.SessionAuthentication",
+        "provenance.accounts.auth.TokenAuthentication",
+        "provenance.accounts.auth.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON only: DRF's browsable HTML carries inline style the CSP forbids; /api/docs/ is the

@@ -76,7 +76,7 @@ def test_the_graph_sees_the_packages_and_their_imports():
         "provenance.checks.tasks",
     } <= set(modules)
     assert "provenance.checks.services" in _project_imports("provenance.checks.tasks")
-    assert "detector.evidence.detection" in _project_imports("provenance.checks.scoring")
+    assert "detector.evidence.detection" in _project_imports("provenance.scoring.service")
 
 
 @pytest.mark.parametrize("layer", LAYERS)

@@ -18,7 +18,7 @@ A sign-in that brings no refresh token keeps the one stored before. Users for wh
 ever issued (some providers issue one only for an ``offline_access`` scope) cannot be asked:
 their sessions are re-checked on pages by the session refresh, and accepted on ``/api/``
 (exempt from that refresh) only while its last check is fresh
-(``provenance.auth.SessionAuthentication``).
+(``provenance.accounts.auth.SessionAuthentication``).
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
 from provenance.audits import extraction, selectors, services
-from provenance.auth import AuthenticatedRequest
 from provenance.checks import tiers
 from provenance.checks.api.base import (
     DETECT_THROTTLES,

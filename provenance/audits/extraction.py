@@ -33,12 +33,12 @@ from provenance.audits import uploads
 from provenance.audits.services import audit_items_store, audit_once
 from provenance.checks import queue
 from provenance.checks.models import Audit, Status, Upload
-from provenance.checks.scoring import ScoringError
 from provenance.checks.services.results import keys_for_scoring
 from provenance.checks.services.validation import audit_texts_validate, team_required
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
+from provenance.scoring.service import ScoringError
 from provenance.usage.services import quota_consume
 from provenance.webhooks import services as webhooks
 

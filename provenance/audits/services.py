@@ -17,20 +17,13 @@ from django.utils import timezone
 from provenance.accounts.models import Team
 from provenance.checks import bulk, queue
 from provenance.checks.models import Audit, Check, DetectionLog, Status
-from provenance.checks.scoring import (
-    KeyGroup,
-    ScoringError,
-    TextResult,
-    prepare_keys,
-    score_text,
-    score_texts,
-)
 from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
 from provenance.checks.services.validation import audit_texts_validate, team_required
 from provenance.errors import Conflict, ProblemError
 from provenance.heartbeats.services import checks_claim
 from provenance.keys.models import WatermarkKey
-from provenance.keys.selectors import keys_for_check
+from provenance.keys.selectors import keys_for_check, prepare_keys
+from provenance.scoring.service import KeyGroup, ScoringError, TextResult, score_text, score_texts
 from provenance.usage.services import detection_log_create, quota_consume, text_sha256
 from provenance.webhooks import services as webhooks
 

@@ -18,9 +18,9 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework.request import Request
 
+from provenance.accounts.auth import AuthenticatedHttpRequest
 from provenance.accounts.selectors import team_for_user
 from provenance.audits import extraction, selectors, uploads
-from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import tiers
 from provenance.checks.models import Status
 from provenance.checks.selectors import may_delete

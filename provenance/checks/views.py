@@ -17,9 +17,9 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework.request import Request
 
+from provenance.accounts.auth import AuthenticatedHttpRequest
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import oracle_tier, team_for_user
-from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.filters import CheckFilter
 from provenance.checks.models import Check, Status

@@ -16,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 
-from provenance.auth import signed_in
+from provenance.accounts.auth import signed_in
 from provenance.errors import ProblemError
 from provenance.keys import calibration, services
 from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey

@@ -28,7 +28,8 @@ from detector.text.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.crypto import encrypt_value, reencrypt
-from provenance.keys.models import EMBEDDED_MODEL, Tokenizer, WatermarkKey, registry_config
+from provenance.keys.models import Tokenizer, WatermarkKey, registry_config
+from provenance.scoring.service import EMBEDDED_MODEL, model_dir_of
 
 
 class RegistryError(ProblemError):
@@ -83,16 +84,6 @@ def tokenizer_register(
         vocab_size=vocab_size,
         model_path=model_path,
     )
-
-
-def model_dir_of(model_path: str) -> Path:
-    """The directory a tokenizer's ``model_path`` names (EMBEDDED_MODEL: the converted
-    embedded SmolLM2, converted on first use)."""
-    if model_path == EMBEDDED_MODEL:
-        from generator.models import embedded_model_dir
-
-        return embedded_model_dir()
-    return Path(model_path).expanduser()
 
 
 def tokenizer_model_check(model_path: str, *, content_hash: str, vocab_size: int) -> None:

@@ -1,7 +1,7 @@
 """Public verification's writes: publishing keys, partners, and the check itself.
 
 A public check is tested against every published key at once through the product's one
-decision (``provenance.checks.scoring.score_texts``: ``detector.decision.decide_many``, Holm
+decision (``provenance.scoring.service.score_texts``: ``detector.decision.decide_many``, Holm
 over every published key); the answer holds the verdict, the model it names, a strength in
 a few wide bands, the tokens scored and a signed receipt, nothing more (docs/public.md).
 """
@@ -22,7 +22,6 @@ from django.views.decorators.debug import sensitive_variables
 
 from detector.reports import receipt
 from detector.reports.signed import text_sha256
-from provenance.checks.scoring import KeyGroup, ScoringError, prepare_keys, score_texts
 from provenance.checks.services.validation import (
     document_extract,
     document_precheck,
@@ -31,11 +30,13 @@ from provenance.checks.services.validation import (
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
+from provenance.keys.selectors import prepare_keys
 from provenance.public import budgets, combined, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
 from provenance.public.selectors import MIN_TOKENS, key_sha256, public_cache, published_keys
 from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
+from provenance.scoring.service import KeyGroup, ScoringError, score_texts
 
 ANSWER_TTL_S = 86400  # the same text asked again within a day gets the same answer
 INCONCLUSIVE, WATERMARKED = "inconclusive", "watermarked"

@@ -277,7 +277,7 @@ class _Sweeper:
 
 def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:
     """The playground's generator on the embedded model, unless one is configured."""
-    from provenance.playground.embedded import EmbeddedGenerator, external_url
+    from provenance.runner.generator import EmbeddedGenerator, external_url
 
     if external_url():
         return None

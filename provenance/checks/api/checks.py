@@ -22,8 +22,8 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
-from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services
 from provenance.checks.api.base import (
     DETECT_THROTTLES,

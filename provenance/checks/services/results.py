@@ -19,12 +19,12 @@ from django.utils import timezone
 from provenance.checks import bulk
 from provenance.checks.fields import HYPOTHESIS_COLUMNS
 from provenance.checks.models import Check, Hypothesis, Status, Upload
-from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
 from provenance.heartbeats.services import held
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import LATEST_DONE_CALIBRATION
 from provenance.lib import heatmap, rowcache
 from provenance.retention.services import purged_cleanup
+from provenance.scoring.service import HypothesisResult, ScoringError, TextResult
 
 logger = logging.getLogger(__name__)
 

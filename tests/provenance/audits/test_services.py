@@ -98,8 +98,9 @@ def test_the_batched_audit_path_matches_the_single_text_path(
     cast, alice_key, tokenizer_row, wm_text, human_text
 ):
     from detector.text.tokenizers import embedded_gguf_path
-    from provenance.checks.scoring import prepare_keys, score_text, score_texts
+    from provenance.keys.selectors import prepare_keys
     from provenance.keys.services import tokenizer_register
+    from provenance.scoring.service import score_text, score_texts
 
     gguf = tokenizer_register(
         name="gguf", source_kind="gguf", source_path=str(embedded_gguf_path())

@@ -11,9 +11,10 @@ from django.db import connection
 from django.utils import timezone
 
 from provenance.checks.models import Check, Hypothesis, Worker
-from provenance.checks.scoring import prepare_keys, score_text
 from provenance.checks.services import check_create, check_score, results_store
 from provenance.heartbeats import services as workers
+from provenance.keys.selectors import prepare_keys
+from provenance.scoring.service import score_text
 
 
 def _pending(cast, text: str) -> Check:
