@@ -30,9 +30,10 @@ from django.utils import timezone
 
 from provenance.accounts.models import Team
 from provenance.audits import uploads
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_items_store, audit_once
 from provenance.checks import queue
-from provenance.checks.models import Audit, Status, Upload
+from provenance.checks.models import Status, Upload
 from provenance.checks.services.results import keys_for_scoring
 from provenance.checks.services.validation import audit_texts_validate, team_required
 from provenance.errors import ProblemError

@@ -15,8 +15,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from provenance.accounts.models import Team
+from provenance.audits.models import Audit
 from provenance.checks import bulk, queue
-from provenance.checks.models import Audit, Check, DetectionLog, Status
+from provenance.checks.models import Check, Status
 from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
 from provenance.checks.services.validation import audit_texts_validate, team_required
 from provenance.errors import Conflict, ProblemError
@@ -24,6 +25,7 @@ from provenance.heartbeats.services import checks_claim
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check, prepare_keys
 from provenance.scoring.service import KeyGroup, ScoringError, TextResult, score_text, score_texts
+from provenance.usage.models import DetectionLog
 from provenance.usage.services import detection_log_create, quota_consume, text_sha256
 from provenance.webhooks import services as webhooks
 

@@ -11,8 +11,9 @@ from django.http import Http404
 
 from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
+from provenance.audits.models import Audit
 from provenance.checks import wake
-from provenance.checks.models import Audit, Check, Status
+from provenance.checks.models import Check, Status
 
 
 def checks_for_user(user: User) -> QuerySet[Check]:

@@ -22,7 +22,8 @@ from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import Q
 from django.utils import timezone
 
-from provenance.checks.models import Check, Status, Worker
+from provenance.checks.models import Check, Status
+from provenance.heartbeats.models import Worker
 
 logger = logging.getLogger(__name__)
 

@@ -25,9 +25,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from provenance.accounts.models import Team
+from provenance.audits.models import Audit
 from provenance.audits.selectors import audit_get
 from provenance.checks import selectors
-from provenance.checks.models import Audit, Check, Status, Upload
+from provenance.checks.models import Check, Status, Upload
 from provenance.errors import ProblemError
 from provenance.playground.models import Conversation, Message
 from provenance.streams.models import Stream

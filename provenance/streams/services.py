@@ -22,12 +22,12 @@ from detector.evidence.stream import EvidenceStream, StreamState, split_stable
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import tiers
-from provenance.checks.models import DetectionLog
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import key_config, keys_for_check, prepare_keys
 from provenance.scoring.service import ScoringError, score_ids, tokenizer_load
 from provenance.streams.models import Stream
+from provenance.usage.models import DetectionLog
 from provenance.usage.services import detection_log_create, quota_consume
 
 

@@ -15,10 +15,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from provenance.accounts.models import Team
-from provenance.checks.models import Audit, Check, DetectionLog, QuotaUsage
+from provenance.audits.models import Audit
+from provenance.checks.models import Check
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.usage import selectors
+from provenance.usage.models import DetectionLog, QuotaUsage
 
 if TYPE_CHECKING:
     from provenance.streams.models import Stream

@@ -18,8 +18,8 @@ from rest_framework.test import APIClient
 
 from detector.reports.signed import verify
 from provenance.accounts.services import user_create
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_submit
-from provenance.checks.models import Audit
 from provenance.checks.services import check_create, check_score
 from provenance.playground.models import Conversation, Message
 from provenance.streams.services import stream_create

@@ -15,8 +15,10 @@ from django.db import connection
 from django.db.models import Sum
 from knox.models import AuthToken
 
-from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
+from provenance.audits.models import Audit
+from provenance.checks.models import Check, Hypothesis
 from provenance.keys.services import key_create
+from provenance.usage.models import DetectionLog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,10 +15,12 @@ from cryptography.fernet import Fernet
 from django.core.management import call_command
 from django.test import Client
 
-from provenance.checks.models import Audit, Check, DetectionLog
+from provenance.audits.models import Audit
+from provenance.checks.models import Check
 from provenance.keys import crypto
 from provenance.keys.models import WatermarkKey
 from provenance.keys.services import key_create
+from provenance.usage.models import DetectionLog
 from tests.provenance.conftest import KEY_VALUE, REPO, TEST_KEK
 from tests.provenance.test_secrets import _crawl
 

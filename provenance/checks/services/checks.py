@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from provenance.checks import bulk, queue, wake
 from provenance.checks.bulk import prefetched
-from provenance.checks.models import Check, DetectionLog, Status, Surface
+from provenance.checks.models import Check, Status, Surface
 from provenance.checks.services.extraction import check_text_read
 from provenance.checks.services.results import (
     check_fail,
@@ -31,6 +31,7 @@ from provenance.heartbeats.services import checks_claim
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check, prepare_keys
 from provenance.scoring.service import ScoringError, TextResult, assist_budget, score_text
+from provenance.usage.models import DetectionLog
 from provenance.usage.services import (
     detection_log_create,
     detection_log_new,

@@ -40,7 +40,7 @@ def test_the_changelist_and_change_page_render_without_secrets(admin_client, aud
 def test_the_audits_admin_is_registered_with_the_bookkeeping_read_only():
     from django.contrib import admin
 
-    from provenance.checks.models import Audit
+    from provenance.audits.models import Audit
 
     registered = admin.site._registry[Audit]
     assert isinstance(registered, AuditAdmin)

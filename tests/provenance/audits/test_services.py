@@ -9,11 +9,13 @@ import threading
 import pytest
 from django.db import connection
 
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_score_chunk, audit_submit
-from provenance.checks.models import Audit, Check, DetectionLog
+from provenance.checks.models import Check
 from provenance.checks.services import check_create
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.services import key_create
+from provenance.usage.models import DetectionLog
 
 
 def _pending(cast, text: str) -> Check:

@@ -10,9 +10,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from provenance.checks.models import Check, Hypothesis, Worker
+from provenance.checks.models import Check, Hypothesis
 from provenance.checks.services import check_create, check_score, results_store
 from provenance.heartbeats import services as workers
+from provenance.heartbeats.models import Worker
 from provenance.keys.selectors import prepare_keys
 from provenance.scoring.service import score_text
 

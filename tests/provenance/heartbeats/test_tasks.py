@@ -8,10 +8,11 @@ import pytest
 from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.test import override_settings
 
-from provenance.checks.models import Check, Status, Worker
+from provenance.checks.models import Check, Status
 from provenance.checks.services import check_create
 from provenance.heartbeats import services as workers
 from provenance.heartbeats import tasks
+from provenance.heartbeats.models import Worker
 from provenance.heartbeats.services import checks_claim
 
 

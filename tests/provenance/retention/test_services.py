@@ -14,11 +14,12 @@ from django.utils import timezone
 
 from provenance.accounts.models import Membership
 from provenance.audits.services import audit_score_chunk
-from provenance.checks.models import Check, DetectionLog, Hypothesis
+from provenance.checks.models import Check, Hypothesis
 from provenance.checks.services import check_create, check_score
 from provenance.playground.models import Conversation, Message
 from provenance.retention.services import PURGED_BEFORE_SCORING
 from provenance.streams.models import Stream
+from provenance.usage.models import DetectionLog
 
 
 def _scored(user, text: str, days_old: float = 0) -> Check:

@@ -10,9 +10,10 @@ import pytest
 import redis
 from django.utils import timezone
 
-from provenance.checks.models import Check, Worker
+from provenance.checks.models import Check
 from provenance.checks.services import check_create
 from provenance.heartbeats import services as workers
+from provenance.heartbeats.models import Worker
 from provenance.metrics.models import Tally
 from provenance.metrics.services import SWEEPER_DEAD_WORKERS, SWEEPER_REQUEUED
 from provenance.runner.redis_server import RedisServer

@@ -8,9 +8,9 @@ import hashlib
 import pytest
 
 from provenance.accounts.services import user_create
-from provenance.checks.models import DetectionLog
 from provenance.checks.services import check_create
 from provenance.usage.admin import DetectionLogAdmin
+from provenance.usage.models import DetectionLog
 from tests.provenance.conftest import KEY_VALUE
 
 TEXT = "a distinctive sentence that the log must not repeat"
