@@ -10,7 +10,7 @@ from detector.core.config import DEFAULT_THRESHOLD as _DEFAULT_THRESHOLD  # not 
 from provenance.env import env_bool, env_float, env_int, env_list, env_str
 
 # Key-encryption key (urlsafe base64, 32 bytes, as from Fernet.generate_key()). Unset: the
-# embedded default generates one into DATA_DIR on first use (provenance.keys.crypto).
+# embedded default generates one into DATA_DIR on first use (provenance.lib.crypto).
 PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
 PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
 # POST /api/v1/checks?wait=N: texts up to this size are scored in the request itself (same

@@ -35,7 +35,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from provenance.accounts.models import ExternalIdentity
-from provenance.keys.crypto import KeyDecryptionError, decrypt_bytes, encrypt_bytes
+from provenance.lib.crypto import KeyDecryptionError, decrypt_bytes, encrypt_bytes
 
 logger = logging.getLogger(__name__)
 PASS_BUDGET_S = 2.0  # seconds of provider calls a sweeper pass spends at most

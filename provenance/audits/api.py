@@ -28,6 +28,7 @@ from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
 from provenance.audits import extraction, selectors, services
 from provenance.audits.models import Audit
+from provenance.audits.services import audit_delete
 from provenance.checks import tiers
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
@@ -41,7 +42,6 @@ from provenance.checks.api.checks import CheckSummaryOutput
 from provenance.checks.exports import csv_safe
 from provenance.checks.fields import EXPORT_FIELDS
 from provenance.keys.selectors import exact_for
-from provenance.retention.services import audit_delete
 
 
 class AuditCountsOutput(serializers.Serializer):

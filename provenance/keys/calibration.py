@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from detector.evidence.calibration import PowerPoint, Rate, clopper_pearson, tokens_needed
 from detector.text.corpora import CHUNK_TOKENS, GENRES, corpus
-from provenance.checks.queue import publish
+from provenance.celery import publish
 from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
 from provenance.keys.selectors import open_calibrations, prepare_keys
 from provenance.scoring.service import (

@@ -19,9 +19,9 @@ from detector.core.config import KeyConfig
 from provenance.accounts.models import Membership, Team
 from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.errors import ProblemError
-from provenance.keys.crypto import KeyDecryptionError, decrypt_value
 from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
 from provenance.lib import rowcache
+from provenance.lib.crypto import KeyDecryptionError, decrypt_value
 from provenance.scoring.service import KeyGroup, ScoringError, tokenizer_load
 
 

@@ -26,9 +26,9 @@ from detector.paths import data_dir
 from detector.text import mistral
 from detector.text.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
-from provenance.errors import PayloadTooLarge, ProblemError
-from provenance.keys.crypto import encrypt_value, reencrypt
+from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.models import Tokenizer, WatermarkKey, registry_config
+from provenance.lib.crypto import encrypt_value, reencrypt
 from provenance.scoring.service import EMBEDDED_MODEL, model_dir_of
 
 
@@ -397,3 +397,25 @@ def encrypted_reencrypt() -> int:
             model._default_manager.filter(pk=pk).update(**{name: reencrypt(token)})
             count += 1
     return count
+
+
+def key_publish(*, key: WatermarkKey, public_name: str = "") -> WatermarkKey:
+    """Publish ``key`` for public verification under ``public_name`` (default: the key's
+    public name if it has one, else its name)."""
+    name = (public_name or key.public_name or key.name).strip()
+    if not name or len(name) > 200:
+        raise ProblemError("a public name is 1 to 200 characters")
+    published = WatermarkKey.objects.filter(published_at__isnull=False, public_name=name)
+    taken = published.exclude(pk=key.pk).exists()
+    if taken:
+        raise Conflict(f"another published key is named {name!r}")
+    key.public_name = name
+    key.published_at = key.published_at or timezone.now()
+    key.save(update_fields=["public_name", "published_at"])
+    return key
+
+
+def key_unpublish(*, key: WatermarkKey) -> WatermarkKey:
+    key.published_at = None
+    key.save(update_fields=["published_at"])
+    return key

@@ -28,9 +28,9 @@ from provenance.checks.services.validation import (
     text_validate,
 )
 from provenance.errors import Conflict, ProblemError
-from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import prepare_keys
+from provenance.lib.crypto import decrypt_bytes
 from provenance.public import budgets, combined, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
 from provenance.public.selectors import MIN_TOKENS, key_sha256, public_cache, published_keys
@@ -44,27 +44,6 @@ INCONCLUSIVE, WATERMARKED = "inconclusive", "watermarked"
 # 1e-12, 1e-6, 1e-2). An answer's strength s says p < 10^(s+1), as a floored log10 p did,
 # so the combined claim and older peers read it unchanged.
 STRENGTH_BANDS = (-30, -12, -6, -2)
-
-
-def key_publish(*, key: WatermarkKey, public_name: str = "") -> WatermarkKey:
-    """Publish ``key`` for public verification under ``public_name`` (default: the key's
-    public name if it has one, else its name)."""
-    name = (public_name or key.public_name or key.name).strip()
-    if not name or len(name) > 200:
-        raise ProblemError("a public name is 1 to 200 characters")
-    taken = published_keys().filter(public_name=name).exclude(pk=key.pk).exists()
-    if taken:
-        raise Conflict(f"another published key is named {name!r}")
-    key.public_name = name
-    key.published_at = key.published_at or timezone.now()
-    key.save(update_fields=["public_name", "published_at"])
-    return key
-
-
-def key_unpublish(*, key: WatermarkKey) -> WatermarkKey:
-    key.published_at = None
-    key.save(update_fields=["published_at"])
-    return key
 
 
 @sensitive_variables("key")

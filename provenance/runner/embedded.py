@@ -58,8 +58,7 @@ def _demo_data(data_dir: Path) -> str:
     from provenance.accounts.models import Team
     from provenance.accounts.services import membership_set, team_create, user_create
     from provenance.keys.models import WatermarkKey
-    from provenance.keys.services import key_create, tokenizer_default
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_create, key_publish, tokenizer_default
 
     password = _demo_password(data_dir)
     team = Team.objects.filter(name=DEMO_TEAM).first() or team_create(

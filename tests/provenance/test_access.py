@@ -193,9 +193,9 @@ def test_lists_show_nothing_of_another_team(world, actor, client):
 
 
 def test_the_public_routes_show_no_team_data_and_no_key(world, client, wm_text, settings):
-    from provenance.keys.crypto import decrypt_value
     from provenance.keys.models import WatermarkKey
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_publish
+    from provenance.lib.crypto import decrypt_value
     from tests.provenance.public.conftest import solve
 
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 1000

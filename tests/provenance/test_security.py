@@ -17,9 +17,9 @@ from django.test import Client
 
 from provenance.audits.models import Audit
 from provenance.checks.models import Check
-from provenance.keys import crypto
 from provenance.keys.models import WatermarkKey
 from provenance.keys.services import key_create
+from provenance.lib import crypto
 from provenance.usage.models import DetectionLog
 from tests.provenance.conftest import KEY_VALUE, REPO, TEST_KEK
 from tests.provenance.test_secrets import _crawl

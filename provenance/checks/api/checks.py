@@ -40,7 +40,7 @@ from provenance.checks.api.base import (
 from provenance.checks.fields import HYPOTHESIS_FIELDS
 from provenance.checks.filters import CheckFilter
 from provenance.checks.models import Check, Hypothesis, Status, Surface
-from provenance.retention.services import check_delete
+from provenance.checks.services.deletion import check_delete
 
 
 class HypothesisOutput(FieldsOnce):

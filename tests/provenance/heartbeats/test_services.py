@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from provenance.checks.models import Check, Hypothesis
-from provenance.checks.services import check_create, check_score, results_store
+from provenance.checks.services import check_create, check_score, claims, results_store
 from provenance.heartbeats import services as workers
 from provenance.heartbeats.models import Worker
 from provenance.keys.selectors import prepare_keys
@@ -24,15 +24,15 @@ def _pending(cast, text: str) -> Check:
 
 def test_a_held_check_cannot_be_claimed_by_another_task(cast, alice_key, human_text):
     check = _pending(cast, human_text)
-    assert [c.id for c in workers.checks_claim([check.id], "task-a")] == [check.id]
-    assert workers.checks_claim([check.id], "task-b") == []
+    assert [c.id for c in claims.checks_claim([check.id], "task-a")] == [check.id]
+    assert claims.checks_claim([check.id], "task-b") == []
     # The same message delivered again (its worker process died) takes it back.
-    assert [c.id for c in workers.checks_claim([check.id], "task-a")] == [check.id]
+    assert [c.id for c in claims.checks_claim([check.id], "task-a")] == [check.id]
 
 
 def test_a_task_whose_claim_was_taken_over_stores_nothing(cast, alice_key, human_text):
     check = _pending(cast, human_text)
-    workers.checks_claim([check.id], "stalled")
+    claims.checks_claim([check.id], "stalled")
     result = score_text(human_text, prepare_keys([alice_key]), threshold=0.01)
     # The sweeper took the stalled task's worker for dead: released, claimed by another.
     Check.objects.filter(id=check.id).update(status="pending", claim="")
@@ -72,7 +72,7 @@ def test_racing_claims_split_the_checks_without_overlap(quiet_redis, cast, alice
     def claim(name: str) -> None:
         start.wait()
         try:
-            held[name] = [c.id for c in workers.checks_claim(ids, name)]
+            held[name] = [c.id for c in claims.checks_claim(ids, name)]
         finally:
             connection.close()
 

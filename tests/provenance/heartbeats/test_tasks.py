@@ -1,6 +1,7 @@
 """A worker's life through its Celery signals: registered at init (replacing a live-looking
 worker of the same node name), beating once ready and queueing again at once what the
-replaced worker held, marked stopped at shutdown."""
+replaced worker held (the sweeper's handler, connected as the worker connects it: by
+importing the apps' tasks), marked stopped at shutdown."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from django.test import override_settings
 
 from provenance.checks.models import Check, Status
 from provenance.checks.services import check_create
+from provenance.checks.services.claims import checks_claim
 from provenance.heartbeats import services as workers
 from provenance.heartbeats import tasks
 from provenance.heartbeats.models import Worker
-from provenance.heartbeats.services import checks_claim
+from provenance.sweeper import tasks as sweeper_tasks  # noqa: F401  (connects its handler)
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from provenance.accounts.models import Membership
 from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Check, Hypothesis
 from provenance.checks.services import check_create, check_score
+from provenance.checks.services.deletion import PURGED_BEFORE_SCORING
 from provenance.playground.models import Conversation, Message
-from provenance.retention.services import PURGED_BEFORE_SCORING
 from provenance.streams.models import Stream
 from provenance.usage.models import DetectionLog
 

@@ -13,9 +13,9 @@ from provenance.checks.services import (
     check_score,
     refusal_problem,
 )
+from provenance.checks.services.claims import checks_claim
 from provenance.checks.services.extraction import check_text_read
 from provenance.errors import PayloadTooLarge, ProblemError
-from provenance.heartbeats.services import checks_claim
 from provenance.usage.models import DetectionLog, QuotaUsage
 from tests.provenance import documents as make
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from provenance.checks.models import Check, Status
 from provenance.checks.services import check_create
+from provenance.checks.services.claims import checks_claim
 from provenance.checks.services.results import (
     RESULT_FIELDS,
     check_fail,
@@ -19,7 +20,6 @@ from provenance.checks.services.results import (
     result_values,
     results_store,
 )
-from provenance.heartbeats.services import checks_claim
 from provenance.keys.selectors import prepare_keys
 from provenance.keys.services import key_create
 from provenance.scoring.service import ScoringError, score_text
