@@ -131,7 +131,7 @@ PAGES = [
     ("/playground/m/{message}/edit", (LOGIN, 404, 404, 200, 404)),
     ("/admin/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
     ("/admin/checks/check/{check}/change/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
-    ("/admin/checks/detectionlog/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
+    ("/admin/usage/detectionlog/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
 ]
 
 

@@ -213,11 +213,11 @@ def test_the_audit_log_records_who_checked_what_against_which_key(
     assert logs["check"].key_ids == [str(alice_key.id)]
     assert logs["audit"].num_texts == 2 and logs["detect"].username == "bob"
     client.force_login(_staff())
-    listing = client.get("/admin/checks/detectionlog/").content.decode()
+    listing = client.get("/admin/usage/detectionlog/").content.decode()
     assert "alice" in listing and "bob" in listing and "acme-main" in listing
-    assert client.get("/admin/checks/detectionlog/add/").status_code == 403
+    assert client.get("/admin/usage/detectionlog/add/").status_code == 403
     log_id = logs["check"].id
-    assert client.post(f"/admin/checks/detectionlog/{log_id}/delete/").status_code == 403
+    assert client.post(f"/admin/usage/detectionlog/{log_id}/delete/").status_code == 403
 
 
 def _staff():
