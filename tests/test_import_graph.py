@@ -271,3 +271,13 @@ def test_no_two_apps_import_each_other():
 def test_no_app_imports_an_app_above_it():
     up = sorted((a, b) for a, b in _app_edges() if _layer(b) > _layer(a))
     assert not up, f"apps importing a layer above them: {up}"
+
+
+def test_the_scoring_service_imports_no_app():
+    """Keys in, decision out: every surface calls it, so it reaches only the detector (and the
+    generator's embedded model), never an app of provenance/."""
+    scoring = [m for m in _modules() if _app(m) == "scoring"]
+    assert "provenance.scoring.service" in scoring
+    reached = {name for m in scoring for name in _closure(m)}
+    assert "detector.decision.decide" in reached
+    assert {_app(name) for name in reached} <= {None, "scoring"}, sorted(reached)
