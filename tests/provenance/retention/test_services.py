@@ -18,6 +18,7 @@ from provenance.checks.models import Check, Hypothesis
 from provenance.checks.services import check_create, check_score
 from provenance.checks.services.deletion import PURGED_BEFORE_SCORING
 from provenance.playground.models import Conversation, Message
+from provenance.retention.services import retention_days
 from provenance.streams.models import Stream
 from provenance.usage.models import DetectionLog
 
@@ -81,6 +82,7 @@ def test_a_team_may_shorten_its_retention_period_but_not_lengthen_it(cast, alice
     assert other_old.text == "an essay of other"
     other.retention_days = 90  # longer than the deployment allows: 30 days still apply
     other.save()
+    assert (retention_days(acme), retention_days(other)) == (7, 30)
     Check.objects.filter(id=other_old.id).update(created_at=timezone.now() - timedelta(days=31))
     call_command("checks_purge")
     _assert_purged(other_old, "an essay of other", digest=False)
