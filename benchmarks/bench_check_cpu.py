@@ -210,7 +210,7 @@ def measure_paths(
 
     from provenance.keys.models import WatermarkKey
     from provenance.keys.selectors import prepare_keys
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_publish
     from provenance.scoring.service import score_text
 
     _tasks_in_process()
