@@ -264,9 +264,14 @@ def published_tasks(monkeypatch) -> list[tuple[str, tuple]]:
     """The task messages this test sends to the broker (name, arguments): none leaves the
     process."""
     from provenance.checks import queue
+    from provenance.keys import calibration
+    from provenance.webhooks import services as webhooks
 
     sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(queue, "publish", lambda name, *args: sent.append((name, args)) or True)
+    for publisher in (queue, calibration, webhooks):  # each publishes by name
+        monkeypatch.setattr(
+            publisher, "publish", lambda name, *args: sent.append((name, args)) or True
+        )
     return sent
 
 
