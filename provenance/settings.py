@@ -110,7 +110,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "knox",  # API tokens, stored as digests (provenance/auth.py)
+    "knox",  # API tokens, stored as digests (provenance/accounts/auth.py)
     "axes",  # login throttling (provenance/accounts/backends.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -307,7 +307,7 @@ AXES_DISABLE_ACCESS_LOG = True
 # --- Provenance -------------------------------------------------------------------------
 # The product's own settings (PROVENANCE_*), each described in docs/operations.md.
 # Key-encryption key (urlsafe base64, 32 bytes, as from Fernet.generate_key()). Unset: the
-# embedded default generates one into DATA_DIR on first use (provenance.keys.crypto).
+# embedded default generates one into DATA_DIR on first use (provenance.lib.crypto).
 PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
 PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
 # POST /api/v1/checks?wait=N: texts up to this size are scored in the request itself (same
@@ -479,8 +479,8 @@ PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
 # --- DRF --------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "provenance.auth.TokenAuthentication",
-        "provenance.auth.SessionAuthentication",
+        "provenance.accounts.auth.TokenAuthentication",
+        "provenance.accounts.auth.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON only: DRF's browsable HTML carries inline style the CSP forbids; /api/docs/ is the

@@ -70,9 +70,6 @@ class Tokenizer(models.Model):
         return bool(self.model_path)
 
 
-EMBEDDED_MODEL = "embedded"  # Tokenizer.model_path of the converted embedded SmolLM2
-
-
 class WatermarkKey(models.Model):
     # The detector's algorithms (detector.core.config.ALGORITHMS), each labelled by its name.
     ALGORITHM_CHOICES = [(name, name) for name in ALGORITHMS]

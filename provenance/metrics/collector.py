@@ -49,7 +49,8 @@ from prometheus_client.core import (
 )
 
 from provenance import env as environment
-from provenance.checks.models import Check, Status, Worker
+from provenance.checks.models import Check, Status
+from provenance.heartbeats.models import Worker
 from provenance.metrics import services
 from provenance.metrics.models import Snapshot, Tally
 

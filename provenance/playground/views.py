@@ -21,8 +21,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from detector.evidence import stream
+from provenance.accounts.auth import AuthenticatedHttpRequest
 from provenance.accounts.selectors import is_auditor
-from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import tiers
 from provenance.errors import ProblemError
 from provenance.playground import selectors, services

@@ -1,7 +1,7 @@
 """Public verification's writes: publishing keys, partners, and the check itself.
 
 A public check is tested against every published key at once through the product's one
-decision (``provenance.checks.scoring.score_texts``: ``detector.decision.decide.decide_many``, Holm
+decision (``provenance.scoring.service.score_texts``: ``detector.decision.decide.decide_many``, Holm
 over every published key); the answer holds the verdict, the model it names, a strength in
 a few wide bands, the tokens scored and a signed receipt, nothing more (docs/public.md).
 """
@@ -23,44 +23,24 @@ from django.views.decorators.debug import sensitive_variables
 from detector.decision import combined, rule
 from detector.reports import receipt
 from detector.reports.signed import text_sha256
-from provenance.checks.scoring import KeyGroup, ScoringError, prepare_keys, score_texts
 from provenance.checks.services.validation import (
     document_extract,
     document_precheck,
     text_validate,
 )
 from provenance.errors import Conflict, ProblemError
-from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
+from provenance.keys.selectors import prepare_keys
+from provenance.lib.crypto import decrypt_bytes
 from provenance.public import budgets, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
 from provenance.public.selectors import key_sha256, public_cache, published_keys
 from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
+from provenance.scoring.service import KeyGroup, ScoringError, score_texts
 
 ANSWER_TTL_S = 86400  # the same text asked again within a day gets the same answer
 INCONCLUSIVE, WATERMARKED = "inconclusive", "watermarked"
-
-
-def key_publish(*, key: WatermarkKey, public_name: str = "") -> WatermarkKey:
-    """Publish ``key`` for public verification under ``public_name`` (default: the key's
-    public name if it has one, else its name)."""
-    name = (public_name or key.public_name or key.name).strip()
-    if not name or len(name) > 200:
-        raise ProblemError("a public name is 1 to 200 characters")
-    taken = published_keys().filter(public_name=name).exclude(pk=key.pk).exists()
-    if taken:
-        raise Conflict(f"another published key is named {name!r}")
-    key.public_name = name
-    key.published_at = key.published_at or timezone.now()
-    key.save(update_fields=["public_name", "published_at"])
-    return key
-
-
-def key_unpublish(*, key: WatermarkKey) -> WatermarkKey:
-    key.published_at = None
-    key.save(update_fields=["published_at"])
-    return key
 
 
 @sensitive_variables("key")

@@ -58,8 +58,7 @@ def _demo_data(data_dir: Path) -> str:
     from provenance.accounts.models import Team
     from provenance.accounts.services import membership_set, team_create, user_create
     from provenance.keys.models import WatermarkKey
-    from provenance.keys.services import key_create, tokenizer_default
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_create, key_publish, tokenizer_default
 
     password = _demo_password(data_dir)
     team = Team.objects.filter(name=DEMO_TEAM).first() or team_create(
@@ -267,7 +266,7 @@ class _Sweeper:
 
 def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:
     """The playground's generator on the embedded model, unless one is configured."""
-    from provenance.playground.embedded import EmbeddedGenerator, external_url
+    from provenance.runner.generator import EmbeddedGenerator, external_url
 
     if external_url():
         return None

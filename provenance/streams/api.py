@@ -12,8 +12,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
-from provenance.auth import AuthenticatedRequest
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
     CappedListField,

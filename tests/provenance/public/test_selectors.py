@@ -11,8 +11,9 @@ import pytest
 from detector.core.config import ALGORITHMS
 from detector.decision import combined, rule
 from detector.decision.decide import CORRECTION
+from provenance.keys.services import key_unpublish
 from provenance.public import selectors
-from provenance.public.services import key_unpublish, partner_create
+from provenance.public.services import partner_create
 from tests.provenance.public.conftest import PUBLIC_NAME
 
 SCHEMA = Path(selectors.__file__).parent / "schema" / "provenance.schema.json"

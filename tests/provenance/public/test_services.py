@@ -6,7 +6,7 @@ import pytest
 
 from detector.decision import rule
 from provenance.errors import Conflict, ProblemError
-from provenance.keys.services import key_create
+from provenance.keys.services import key_create, key_publish, key_unpublish
 from provenance.public import services
 from provenance.public.families import VariantLimit
 from provenance.public.models import ScrubEvent
@@ -19,24 +19,24 @@ from tests.provenance.watermark import watermarked_text
 
 
 def test_publishing_keeps_the_name_and_unpublishing_keeps_it_for_later(alice_key):
-    services.key_publish(key=alice_key, public_name="  Acme 2026  ")
+    key_publish(key=alice_key, public_name="  Acme 2026  ")
     assert list(published_keys()) == [alice_key] and alice_key.public_name == "Acme 2026"
-    services.key_unpublish(key=alice_key)
+    key_unpublish(key=alice_key)
     assert not published_keys().exists()
-    assert services.key_publish(key=alice_key).public_name == "Acme 2026"
+    assert key_publish(key=alice_key).public_name == "Acme 2026"
 
 
 def test_two_published_keys_cannot_share_a_public_name(published, cast, tokenizer_row):
     other, _ = key_create(name="other", team=cast["other"], tokenizer=tokenizer_row, value=7)
     with pytest.raises(Conflict):
-        services.key_publish(key=other, public_name=PUBLIC_NAME)
+        key_publish(key=other, public_name=PUBLIC_NAME)
 
 
 def test_make_runs_demo_data_publishes_the_demo_key_once(db, tmp_path):
     _demo_data(tmp_path)
     (key,) = published_keys()
     assert (key.name, key.public_name) == (DEMO_KEY, DEMO_PUBLIC_NAME)
-    services.key_unpublish(key=key)
+    key_unpublish(key=key)
     _demo_data(tmp_path)  # an admin's unpublish stays
     assert not published_keys().exists()
 
@@ -58,7 +58,7 @@ def test_the_answer_is_cached_for_the_same_text(published, wm_text):
 def test_a_new_published_key_means_a_new_answer(published, wm_text, cast, tokenizer_row):
     first = services.answer_for(wm_text)
     other, _ = key_create(name="other", team=cast["other"], tokenizer=tokenizer_row, value=7)
-    services.key_publish(key=other, public_name="Other Model")
+    key_publish(key=other, public_name="Other Model")
     second = services.answer_for(wm_text)
     assert second["receipt"] != first["receipt"] and second["verdict"] == "watermarked"
 

@@ -65,7 +65,7 @@ def test_chromium_solves_the_proof_of_work_and_shows_the_answer(
     import os
     from pathlib import Path
 
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_publish
     from tests.provenance.chromium import connected
 
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 20_000
@@ -97,7 +97,7 @@ def test_chromium_solves_the_proof_of_work_and_shows_the_answer(
 def test_chromium_shows_one_line_per_peer_and_the_combined_claim(
     live_server, chromium, alice_key, wm_text, settings, fake
 ):
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_publish
     from tests.provenance.chromium import connected
 
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 20_000

@@ -12,11 +12,11 @@ from tokenizers.models import WordLevel
 
 from generator.models import embedded_model_dir
 from provenance.checks.models import Check
-from provenance.checks.scoring import ScoringError, prepare_keys, score_ids, score_text
-from provenance.keys.models import EMBEDDED_MODEL
+from provenance.keys.selectors import prepare_keys
 from provenance.keys.services import RegistryError, tokenizer_default, tokenizer_model_set
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import RedisServer
+from provenance.scoring.service import EMBEDDED_MODEL, ScoringError, score_ids, score_text
 from tests.provenance.conftest import point_celery_at, spawn_worker
 from tests.waiting import wait_until
 
