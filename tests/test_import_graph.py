@@ -216,7 +216,7 @@ APP_LAYERS = [
     # Foundation: settings and shared helpers, the scoring service (keys in, decision out),
     # accounts and their authentication.
     {
-        *("env", "private_files", "product_settings", "settings", "errors", "api_errors"),
+        *("env", "private_files", "settings", "errors", "api_errors"),
         *("api_input", "middleware", "throttling", "cache", "celery", "i18n", "reporting"),
         *("lib", "scoring", "accounts"),
     },
