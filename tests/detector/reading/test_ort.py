@@ -58,8 +58,8 @@ def _tiny_model(path: Path, seed: int, vocab: int = 3000) -> Path:
         tie_word_embeddings=True,
     )
     model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():  # sharper than the random init, so some nuclei end inside TOP_K
-        model.lm_head.weight.mul_(40.0)
+    with torch.no_grad():  # sharper than the random init: at T = 0.7 the 0.9 nucleus ends
+        model.lm_head.weight.mul_(6.0)  # inside TOP_K at most positions, past it at some
     model.save_pretrained(path)
     return path
 
@@ -97,13 +97,10 @@ def test_float32_reads_the_tiny_model_as_torch_does(tiny: Path) -> None:
     ort = OrtAssist(tiny, window=64, context=16)
     rng = np.random.default_rng(0)
     docs = [rng.integers(0, 3000, n) for n in (1, 5, 150)]
-    # T = 20 flattens every row: the 0.9 nucleus runs past TOP_K and is read in full.
-    for t, p in ((1.0, 1.0), (0.7, 0.9), (1.0, 0.5), (20.0, 0.9)):
-        for x, y in zip(
-            ref.read(docs, temperature=t, top_p=p),
-            ort.read(docs, temperature=t, top_p=p),
-            strict=True,
-        ):
+    for t, p in ((1.0, 1.0), (0.7, 0.9), (1.0, 0.5)):
+        want = ref.read(docs, temperature=t, top_p=p)
+        assert np.ptp(want[-1].expected) > 1.0  # certain and uncertain positions alike
+        for x, y in zip(want, ort.read(docs, temperature=t, top_p=p), strict=True):
             np.testing.assert_allclose(y.expected, x.expected, rtol=1e-4, atol=1e-4)
             np.testing.assert_allclose(y.observed, x.observed, rtol=1e-4, atol=1e-4)
 
