@@ -120,6 +120,16 @@ PROVENANCE_MODEL_ASSIST: bool | str = (
 # Tokens one task reads with a model (texts in order, whole texts only); 0: 2,048 on the CPU,
 # 1,000,000 on CUDA. Texts past the budget get the Gamma test alone.
 PROVENANCE_ASSIST_MAX_TOKENS = env_int("PROVENANCE_ASSIST_MAX_TOKENS", 0, minimum=0)
+# The runtime of that reading on a worker without a CUDA device: "torch" (the reference) or
+# "onnxruntime" (the same scores within 5e-3 at half the CPU, from graphs exported once under
+# the data directory: detector/reading/ort.py). A CUDA worker reads with torch on its GPU.
+_ASSIST_RUNTIMES = ("torch", "onnxruntime")
+PROVENANCE_ASSIST_RUNTIME = env_str("PROVENANCE_ASSIST_RUNTIME", "torch").strip().lower()
+if PROVENANCE_ASSIST_RUNTIME not in _ASSIST_RUNTIMES:
+    raise ValueError(
+        f"PROVENANCE_ASSIST_RUNTIME must be one of {', '.join(_ASSIST_RUNTIMES)}, "
+        f"got {PROVENANCE_ASSIST_RUNTIME!r}"
+    )
 # The detector is an oracle for forging and scrubbing: texts per user per UTC day, counted
 # from the audit log (checks, audit texts and /detect calls alike).
 PROVENANCE_DAILY_QUOTA = env_int("PROVENANCE_DAILY_QUOTA", 50_000, minimum=1)
