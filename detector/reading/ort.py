@@ -49,7 +49,7 @@ from detector.reading.model import TOP_K, ModelAssist, check_model_dir
 
 VARIANTS = ("float32", "int8")
 # Bump when the export changes what the graphs compute: a stamp of another recipe re-exports.
-RECIPE = 1
+RECIPE = 2
 MIN_POSITIONS = 2  # the exported body's shortest input (torch.export specializes 0 and 1)
 
 
@@ -231,6 +231,7 @@ def _write_head(weight: NDArray[np.float32], path: Path) -> None:
         ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    helper.set_model_props(model, {"vocab_size": str(vocab)})  # the head's rows, read back
     onnx.save_model(model, str(path), save_as_external_data=True, location=path.name + ".data")
 
 
@@ -302,7 +303,8 @@ class OrtAssist(ModelAssist):
         return f"<OrtAssist {self.path.name} {self.variant}>"
 
     def _model_vocab(self) -> int:
-        return int(self.config.vocab_size)
+        """The output embedding's rows (the torch reading's bound on ids), from the head."""
+        return int(self.head.get_modelmeta().custom_metadata_map["vocab_size"])
 
     def _hidden_rows(self, batch: list[tuple[int, int, int, list[int]]]) -> Any:
         longest = max(MIN_POSITIONS, max(len(w[3]) for w in batch))

@@ -95,6 +95,9 @@ def test_the_tail_series_equals_the_exact_sum_over_the_vocabulary() -> None:
 def test_float32_reads_the_tiny_model_as_torch_does(tiny: Path) -> None:
     ref = ModelAssist(tiny, window=64, context=16)
     ort = OrtAssist(tiny, window=64, context=16)
+    assert ort.vocab_size == ref.vocab_size == 3000 and ort.prefix == ref.prefix == [1]
+    with pytest.raises(ValueError, match="token ids"):
+        ort.read([[5, 3000]])
     rng = np.random.default_rng(0)
     docs = [rng.integers(0, 3000, n) for n in (1, 5, 150)]
     for t, p in ((1.0, 1.0), (0.7, 0.9), (1.0, 0.5)):
