@@ -401,6 +401,10 @@ PROVENANCE_MODEL_ASSIST: bool | str = env_auto_or_bool("PROVENANCE_MODEL_ASSIST"
 # Tokens one task reads with a model (texts in order, whole texts only); 0: 2,048 on the CPU,
 # 1,000,000 on CUDA. Texts past the budget get the Gamma test alone.
 PROVENANCE_ASSIST_MAX_TOKENS = env_int("PROVENANCE_ASSIST_MAX_TOKENS", 0, minimum=0)
+# The runtime of that reading on a worker without a CUDA device: "torch" (the reference) or
+# "onnxruntime" (the same scores within 5e-3 at half the CPU, from graphs exported once under
+# the data directory: detector/reading/ort.py). A CUDA worker reads with torch on its GPU.
+PROVENANCE_ASSIST_RUNTIME = env_choice("PROVENANCE_ASSIST_RUNTIME", ("torch", "onnxruntime"))
 # The detector is an oracle for forging and scrubbing: texts per user per UTC day, counted
 # from the audit log (checks, audit texts and /detect calls alike).
 PROVENANCE_DAILY_QUOTA = env_int("PROVENANCE_DAILY_QUOTA", 50_000, minimum=1)

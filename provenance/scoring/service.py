@@ -187,15 +187,21 @@ def assist_budget() -> int:
 
 
 def assist_for(tokenizer: Tokenizer) -> Any:
-    """The tokenizer's model (``detector.reading.model.ModelAssist``, loaded once per process), or
-    None: no model registered, or it cannot be loaded (then the Gamma test decides alone)."""
+    """The tokenizer's model (``detector.reading.model.ModelAssist``, or its ONNX Runtime twin
+    ``detector.reading.ort.OrtAssist`` under ``PROVENANCE_ASSIST_RUNTIME=onnxruntime`` on a
+    worker without CUDA; loaded once per process), or None: no model registered, or it cannot
+    be loaded (then the Gamma test decides alone)."""
     if not tokenizer.model_path:
         return None
+    from detector.core.scoring import cuda_available
     from detector.reading.model import ModelDirError, load_assist
+    from detector.reading.ort import OrtUnavailable, load_ort_assist
 
+    ort = settings.PROVENANCE_ASSIST_RUNTIME == "onnxruntime" and not cuda_available()
     try:
-        return load_assist(str(model_dir_of(tokenizer.model_path)))
-    except (ModelDirError, OSError, ValueError) as exc:
+        path = str(model_dir_of(tokenizer.model_path))
+        return load_ort_assist(path) if ort else load_assist(path)
+    except (ModelDirError, OrtUnavailable, OSError, ValueError) as exc:
         logger.warning("model of tokenizer %r not loaded: %s", tokenizer.name, exc)
         return None
 

@@ -235,3 +235,10 @@ def test_json_log_lines_and_the_metrics_settings_fail_loudly_or_apply():
     line = json.loads(done.stderr.strip().splitlines()[-1])
     assert line["message"] == "a line for shippers"
     assert line["levelname"] == "WARNING" and line["name"] == "provenance.test"
+
+
+def test_the_reading_runtime_is_one_of_those_the_worker_knows():
+    assert "PROVENANCE_ASSIST_RUNTIME must be torch or onnxruntime" in _import_settings(
+        PROVENANCE_ASSIST_RUNTIME="tensorrt"
+    )
+    assert _import_settings(PROVENANCE_ASSIST_RUNTIME="ONNXRuntime") == ""

@@ -112,6 +112,31 @@ def test_the_worker_path_runs_the_weighted_test_and_the_request_path_does_not(
 
 
 @pytest.mark.model
+def test_the_onnxruntime_reading_decides_as_the_torch_reading(alice_key, wm_text, settings):
+    from detector.reading.model import ModelAssist
+    from detector.reading.ort import OrtAssist
+    from provenance.scoring.service import assist_for
+
+    settings.PROVENANCE_MODEL_ASSIST = True
+    tokenizer_model_set(alice_key.tokenizer, EMBEDDED_MODEL)
+    alice_key.refresh_from_db()
+    groups = prepare_keys([alice_key])
+    torch_result = score_text(wm_text, groups, threshold=0.01, assist=True)
+    assert type(assist_for(alice_key.tokenizer)) is ModelAssist
+    settings.PROVENANCE_ASSIST_RUNTIME = "onnxruntime"
+    assert isinstance(assist_for(alice_key.tokenizer), OrtAssist)
+    ort_result = score_text(wm_text, groups, threshold=0.01, assist=True)
+    (t,), (o,) = torch_result.hypotheses, ort_result.hypotheses
+    assert o.detection.weighted is not None and t.detection.weighted is not None
+    assert o.detection.weighted.log10_p == pytest.approx(t.detection.weighted.log10_p, abs=0.02)
+    assert ort_result.log10_p == pytest.approx(torch_result.log10_p, abs=0.02)
+    assert (ort_result.verdict, ort_result.decided_by) == (
+        torch_result.verdict,
+        torch_result.decided_by,
+    )
+
+
+@pytest.mark.model
 def test_texts_past_the_token_budget_get_the_gamma_test_alone(alice_key, wm_text, settings):
     settings.PROVENANCE_MODEL_ASSIST = True
     settings.PROVENANCE_ASSIST_MAX_TOKENS = 10
