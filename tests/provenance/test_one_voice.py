@@ -26,10 +26,10 @@ from provenance.audits.services import audit_score_chunk
 from provenance.checks.models import Check
 from provenance.checks.services import check_score
 from provenance.checks.templatetags.provenance_tags import pvalue
-from provenance.keys.services import key_create
+from provenance.keys.services import key_create, key_publish
 from provenance.playground.models import Conversation, Message
 from provenance.playground.services import reply_check
-from provenance.public.services import key_publish, partner_create
+from provenance.public.services import partner_create
 from provenance.streams.models import Stream
 from tests.detector.decision.one_voice import KEY, corpus
 from tests.provenance.keys.test_selectors import finished_calibration

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from provenance import env as project
+from provenance import settings as product
 
 
 @pytest.mark.parametrize(
@@ -242,3 +243,10 @@ def test_the_reading_runtime_is_one_of_those_the_worker_knows():
         PROVENANCE_ASSIST_RUNTIME="tensorrt"
     )
     assert _import_settings(PROVENANCE_ASSIST_RUNTIME="ONNXRuntime") == ""
+
+
+def test_the_product_settings_are_what_the_environment_module_reads():
+    assert product.DATA_DIR == project.data_dir()
+    assert product.PROVENANCE_ASSIST_RUNTIME == project.env_choice(
+        "PROVENANCE_ASSIST_RUNTIME", ("torch", "onnxruntime")
+    )

@@ -21,8 +21,8 @@ def smol_json() -> bytes:
 
 
 @pytest.fixture(autouse=True)
-def _own_data_dir(smol_json, tmp_path, monkeypatch):
-    monkeypatch.setenv("PROVENANCE_DATA_DIR", str(tmp_path))
+def _own_data_dir(smol_json, tmp_path, settings):
+    settings.DATA_DIR = tmp_path
 
 
 @pytest.fixture
