@@ -8,7 +8,9 @@ import importlib.util
 
 import pytest
 
-from provenance.runner.generator import BACKEND_ENV, embedded_backend, external_url
+from provenance.runner.generator import embedded_backend, external_url
+
+BACKEND_ENV = "PROVENANCE_GENERATOR_BACKEND"
 
 
 @pytest.mark.parametrize("named", ["vllm", "transformers"])
