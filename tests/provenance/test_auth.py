@@ -24,6 +24,7 @@ def test_signed_in_returns_an_account_and_refuses_an_anonymous_one(cast):
 
 def test_a_token_reads_its_user_and_team_in_one_query(cast, django_assert_num_queries):
     row, token = AuthToken.objects.create(user=cast["alice"])
+    TokenAuthentication().authenticate_credentials(token.encode())  # built once per process
     with django_assert_num_queries(1):
         user, got = TokenAuthentication().authenticate_credentials(token.encode())
         assert user.membership.team.name == "acme"  # no second query
