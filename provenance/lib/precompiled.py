@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.db import connections, models
-from django.db.models.query import ModelIterable, get_related_populators
+from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
 from django.db.models.sql.compiler import SQLCompiler
 
 M = TypeVar("M", bound=models.Model)
@@ -86,8 +86,8 @@ def objects(
 def _template(queryset: models.QuerySet[Any], params: Sequence[Any]) -> _Template | None:
     plain = (
         queryset._iterable_class is ModelIterable
-        and not queryset._prefetch_related_lookups
-        and not queryset._known_related_objects
+        and not queryset._prefetch_related_lookups  # type: ignore[attr-defined]
+        and not queryset._known_related_objects  # type: ignore[attr-defined]
         and not queryset.query.annotation_select
     )
     if not plain:
