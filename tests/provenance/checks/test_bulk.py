@@ -106,7 +106,9 @@ def test_a_value_skips_its_fields_preparation_only_where_it_would_come_back_unch
             except Exception:  # a value the field refuses: nothing to compare
                 continue
             got = bulk._prep_save(field, value)
-            assert got == expected and type(got) is type(expected), (field.name, value)
+            # PostgreSQL's JSON adapter wraps the value (compared by what it wraps).
+            same = getattr(got, "obj", got) == getattr(expected, "obj", expected)
+            assert same and type(got) is type(expected), (field.name, value)
     # A value of another type than the field's own goes through the field.
     assert bulk._prep_save(models.FloatField(), 3) == 3.0
     assert type(bulk._prep_save(models.FloatField(), 3)) is float
