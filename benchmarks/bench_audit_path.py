@@ -8,7 +8,7 @@ of this process (steadier than wall time on a shared machine), best of three, fo
 3. the same with ``localize_family`` in place of ``combine``: the verdict with span
    localization, one text at a time;
 4. the same with every text's first scan window computed in one batched pass
-   (``detector.evidence.localize.first_windows``), as ``provenance/checks/scoring.score_texts``
+   (``detector.evidence.localize.first_windows``), as ``provenance/scoring/service.score_texts``
    does;
 5. the same plus the character offsets of the texts in which a span was found, taken from
    the encoding kept from the one tokenization.

@@ -135,8 +135,9 @@ def _measure(options: argparse.Namespace, token: str, texts: list[str]) -> None:
     from django.db import connection
     from django.test import Client
 
-    from provenance.checks.scoring import prepare_keys, score_text
     from provenance.keys.models import WatermarkKey
+    from provenance.keys.selectors import prepare_keys
+    from provenance.scoring.service import score_text
 
     client = Client(HTTP_AUTHORIZATION=f"Token {token}")
 
@@ -207,9 +208,10 @@ def measure_paths(
     from django.conf import settings
     from django.test import Client
 
-    from provenance.checks.scoring import prepare_keys, score_text
     from provenance.keys.models import WatermarkKey
-    from provenance.public.services import key_publish
+    from provenance.keys.selectors import prepare_keys
+    from provenance.keys.services import key_publish
+    from provenance.scoring.service import score_text
 
     _tasks_in_process()
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 2_000  # the client's share; measured apart

@@ -24,7 +24,8 @@ Run: ``.venv/bin/python benchmarks/bench_power.py [--texts 40] [--chunks 500] [-
 (it takes ``/tmp/provenance-vllm.lock`` itself while it generates; do not wrap it in flock).
 On the shared 2-core machine the defaults cost about an hour of generation and as much of
 model reading; docs/benchmarks.md gives the smaller command its figures come from
-(``--assist-cells`` and ``--assist-chunks`` bound the model's reading).
+(``--assist-cells`` and ``--assist-chunks`` bound the model's reading; ``--reading
+onnxruntime`` reads through ONNX Runtime, ``detector.reading.ort``, cached apart).
 """
 
 from __future__ import annotations
@@ -108,10 +109,12 @@ def _slug(name: str) -> str:
 
 
 def expected_scores(
-    name: str, texts: list[np.ndarray], temperature: float, top_p: float
+    name: str, texts: list[np.ndarray], temperature: float, top_p: float, runtime: str = "torch"
 ) -> list[Any] | None:
     """The embedded model's reading (``E[s]`` and observed score) of every token of
-    ``texts`` (cached), or None where this checkout has no ``detector.reading.model``."""
+    ``texts`` (cached), or None where this checkout has no ``detector.reading.model``.
+    ``runtime``: "torch" (``detector.reading.model``) or "onnxruntime"
+    (``detector.reading.ort``, float32), cached apart."""
     try:
         from detector.reading.model import ModelReading, load_assist
     except ImportError:
@@ -119,12 +122,18 @@ def expected_scores(
     from generator.models import resolve_model
 
     spec = {"ids": [x.tolist() for x in texts], "t": temperature, "p": top_p}
-    path = cache_dir("power") / f"reading-{_slug(name)}-{fingerprint(spec)}.npz"
+    tag = "" if runtime == "torch" else f"{runtime}-"
+    path = cache_dir("power") / f"reading-{tag}{_slug(name)}-{fingerprint(spec)}.npz"
     if path.is_file():
         with np.load(path) as got:
             return [ModelReading(got[f"e{i}"], got[f"o{i}"]) for i in range(len(texts))]
     t0 = time.perf_counter()
-    assist = load_assist(str(resolve_model(None)))
+    if runtime == "onnxruntime":
+        from detector.reading.ort import load_ort_assist
+
+        assist = load_ort_assist(str(resolve_model(None)))
+    else:
+        assist = load_assist(str(resolve_model(None)))
     out = assist.read(texts, temperature=temperature, top_p=top_p)
     arrays = {f"e{i}": r.expected for i, r in enumerate(out)}
     np.savez(path, **arrays, **{f"o{i}": r.observed for i, r in enumerate(out)})
@@ -243,6 +252,12 @@ def main() -> None:
         "--assist-cells", default="", help="comma-separated cells the model reads (default all)"
     )
     parser.add_argument("--no-assist", action="store_true", help="model-free statistics only")
+    parser.add_argument(
+        "--reading",
+        choices=("torch", "onnxruntime"),
+        default="torch",
+        help="the runtime of the model's reading (onnxruntime: float32, detector.reading.ort)",
+    )
     parser.add_argument("--generate-only", action="store_true")
     args = parser.parse_args()
     args.assist_cells = [c for c in args.assist_cells.split(",") if c]
@@ -257,7 +272,7 @@ def main() -> None:
     for name, ids in texts.items():
         spec = chosen[name]
         reads = not args.no_assist and (not args.assist_cells or name in args.assist_cells)
-        expected = expected_scores(name, ids, spec["t"], spec["p"]) if reads else None
+        expected = expected_scores(name, ids, spec["t"], spec["p"], args.reading) if reads else None
         prepared = prepare(ids, expected)
         power[name] = {
             s: (len(ids), detection_rates(prepared, s, KEY)) for s in available(prepared)
@@ -271,7 +286,11 @@ def main() -> None:
             s: (len(pieces), detection_rates(prepared, s, KEY)) for s in available(prepared)
         }
         some = pieces[: args.assist_chunks]
-        expected = None if args.no_assist else expected_scores(f"human {genre}", some, 0.7, 0.9)
+        expected = (
+            None
+            if args.no_assist
+            else expected_scores(f"human {genre}", some, 0.7, 0.9, args.reading)
+        )
         if expected is not None:
             read[genre] = prepare(some, expected)
             for s in set(available(read[genre])) - set(fpr[genre]):

@@ -119,8 +119,8 @@ def marked_ids(key: int, length: int, seed: int) -> np.ndarray:
 def family(values: list[int], loaded: Any) -> list[Any]:
     """The published keys ``values`` as the product prepares them (one tokenizer group), in
     memory: rows never saved, each with the registry's default settings."""
-    from provenance.checks.scoring import KeyGroup
     from provenance.keys.models import Tokenizer, WatermarkKey, registry_config
+    from provenance.scoring.service import KeyGroup
 
     tokenizer = Tokenizer(
         name="SmolLM2-135M", source_kind=Tokenizer.Source.DEFAULT, content_hash=loaded.content_hash

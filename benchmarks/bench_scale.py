@@ -85,8 +85,8 @@ def _start_workers(count: int, env: dict, logs: Path) -> list[subprocess.Popen]:
 
 
 def _one_run(user, texts: list, workers: int, env: dict, logs: Path) -> float:
+    from provenance.audits.models import Audit
     from provenance.audits.services import audit_submit
-    from provenance.checks.models import Audit
     from provenance.runner.processes import stop_process
 
     started = _start_workers(workers, env, logs)

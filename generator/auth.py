@@ -46,13 +46,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator import fields
+from generator import config, fields
+from generator.config import CLIENTS_FILE_ENV, DEFAULT_KEY_ENV, ENFORCE_ENV, MODEL_ENV
 from generator.floors import SamplingFloors
 
-CLIENTS_FILE_ENV = "PROVENANCE_CLIENTS_FILE"
-ENFORCE_ENV = "PROVENANCE_ENFORCE_WATERMARK"
-DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"
-MODEL_ENV = "PROVENANCE_MODEL_NAME"
+__all__ = ["CLIENTS_FILE_ENV", "DEFAULT_KEY_ENV", "ENFORCE_ENV", "MODEL_ENV"]  # re-exported
 GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
 OPEN_PATHS = ("/health", "/ping")  # liveness probes carry no data
 TOKEN_PATHS = ("/v1/models", "/version")
@@ -264,13 +262,13 @@ class AuthGate:
     ) -> None:
         self.app = app
         if registry is None:
-            path = os.environ.get(CLIENTS_FILE_ENV)
+            path = config.clients_file()
             if not path:
                 raise ClientsFileError(f"${CLIENTS_FILE_ENV} must name the clients file")
             registry = ClientRegistry.from_file(path)
         self.registry = registry
-        self.enforce = os.environ.get(ENFORCE_ENV) == "1" if enforce is None else enforce
-        self.default_key = default_key or os.environ.get(DEFAULT_KEY_ENV) or None
+        self.enforce = config.enforce_watermark() if enforce is None else enforce
+        self.default_key = default_key or config.default_key()
         self.floors = floors if floors is not None else SamplingFloors.from_env()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -367,7 +365,7 @@ def _logged_key(name: str | None) -> str:
 def _logged_model(requested: Any) -> str:
     """The served model's name (the operator's setting), never a client's string: ``other``
     when the request names another model (the engine refuses it)."""
-    served = os.environ.get(MODEL_ENV, "unknown")
+    served = config.served_model()
     return served if requested in (None, served) else "other"
 
 

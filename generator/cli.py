@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from generator import config
 from generator.auth import (
     CLIENTS_FILE_ENV,
     ENFORCE_ENV,
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--port", type=int, default=8001)
     srv.add_argument(
         "--clients",
-        default=os.environ.get(CLIENTS_FILE_ENV),
+        default=config.clients_file(),
         help="clients file: bearer-token digests -> allowed key names, opt-out (required)",
     )
     srv.add_argument(

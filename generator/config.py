@@ -1,4 +1,6 @@
-"""The generator's key store: named ``detector.core.config.KeyConfig`` entries from a key file.
+"""The generator's key store (named ``detector.core.config.KeyConfig`` entries from a key
+file) and its environment: every variable the generator reads is read by the functions at the
+end of this module, and no other module of ``generator/`` reads ``os.environ``.
 
 A key file is JSON: ``{"NAME": {"key": <int>, "algorithm": "gumbel", "context_width": 4, ...}}``
 with every field of upstream's ``WatermarkConfig``; a bare upstream config object
@@ -19,7 +21,22 @@ from typing import Any
 
 from detector.core.config import KeyConfig
 
-KEYS_FILE_ENV = "PROVENANCE_KEYS_FILE"
+# The generator's variables. The serve command and the embedded runner set them for vLLM's
+# process, whose plugins (the logits processors, the gate, the headers) read them there.
+KEYS_FILE_ENV = "PROVENANCE_KEYS_FILE"  # the key file (a path)
+CLIENTS_FILE_ENV = "PROVENANCE_CLIENTS_FILE"  # the gate's clients file (a path)
+ENFORCE_ENV = "PROVENANCE_ENFORCE_WATERMARK"  # "1": every request is watermarked
+DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"  # the key name of a request that names none
+MODEL_ENV = "PROVENANCE_MODEL_NAME"  # the served model's name, in headers and logs
+TOKENIZER_ENV = "PROVENANCE_TOKENIZER_HASH"  # the served tokenizer's content hash
+MODEL_DIR_ENV = "PROVENANCE_MODEL_DIR"  # else hashed from the model directory's tokenizer
+RECORD_DIR_ENV = "PROVENANCE_RECORD_DIR"  # where non-streaming replies' draw records go
+# The sampling floors of watermarked requests (generator.floors.SamplingFloors).
+MIN_TOP_K_ENV = "PROVENANCE_MIN_TOP_K"
+MIN_TEMPERATURE_ENV = "PROVENANCE_MIN_TEMPERATURE"
+MIN_TOP_P_ENV = "PROVENANCE_MIN_TOP_P"
+MAX_MIN_P_ENV = "PROVENANCE_MAX_MIN_P"
+FLOOR_VARIABLES = (MIN_TOP_K_ENV, MIN_TEMPERATURE_ENV, MIN_TOP_P_ENV, MAX_MIN_P_ENV)
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -118,5 +135,49 @@ class KeyStore(Mapping[str, KeyConfig]):
     @classmethod
     def from_env(cls) -> KeyStore | None:
         """The store named by ``$PROVENANCE_KEYS_FILE``, or None when it is unset."""
-        path = os.environ.get(KEYS_FILE_ENV)
+        path = keys_file()
         return cls.from_file(path) if path else None
+
+
+# --- The generator's environment, read at call time (an empty value counts as unset) -------
+
+
+def _value(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def keys_file() -> str | None:
+    return _value(KEYS_FILE_ENV)
+
+
+def clients_file() -> str | None:
+    return _value(CLIENTS_FILE_ENV)
+
+
+def enforce_watermark() -> bool:
+    return os.environ.get(ENFORCE_ENV) == "1"
+
+
+def default_key() -> str | None:
+    return _value(DEFAULT_KEY_ENV)
+
+
+def served_model() -> str:
+    return _value(MODEL_ENV) or "unknown"
+
+
+def tokenizer_hash() -> str | None:
+    return _value(TOKENIZER_ENV)
+
+
+def model_dir() -> str | None:
+    return _value(MODEL_DIR_ENV)
+
+
+def record_dir() -> str | None:
+    return _value(RECORD_DIR_ENV)
+
+
+def floor_values() -> dict[str, str]:
+    """The sampling floors' variables that are set (``SamplingFloors.from_env`` parses them)."""
+    return {name: value for name in FLOOR_VARIABLES if (value := os.environ.get(name))}

@@ -26,17 +26,15 @@ less than the weakest single floor keeps alone is refused like a setting below a
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from generator import config
+from generator.config import MAX_MIN_P_ENV, MIN_TEMPERATURE_ENV, MIN_TOP_K_ENV, MIN_TOP_P_ENV
+
 # generator.core.SAMPLING_EPS (pinned by a test; the gate does not import torch for it)
 SAMPLING_EPS = 1e-5
-MIN_TOP_K_ENV = "PROVENANCE_MIN_TOP_K"
-MIN_TEMPERATURE_ENV = "PROVENANCE_MIN_TEMPERATURE"
-MIN_TOP_P_ENV = "PROVENANCE_MIN_TOP_P"
-MAX_MIN_P_ENV = "PROVENANCE_MAX_MIN_P"
 
 
 # Mean expected excess score per keyed token (E[s] - 1) of SmolLM2-135M-Instruct chat replies
@@ -120,7 +118,7 @@ class SamplingFloors:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SamplingFloors:
-        env = os.environ if environ is None else environ
+        env = config.floor_values() if environ is None else environ
         given: dict[str, Any] = {}
         for name, field, kind in (
             (MIN_TOP_K_ENV, "min_top_k", int),

@@ -23,19 +23,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from generator import records
+from generator import config, records
+from generator.config import DEFAULT_KEY_ENV, MODEL_DIR_ENV, MODEL_ENV, TOKENIZER_ENV
 from generator.core import WatermarkRequestError
 from generator.floors import SamplingFloors
 
-MODEL_ENV = "PROVENANCE_MODEL_NAME"
-TOKENIZER_ENV = "PROVENANCE_TOKENIZER_HASH"
-MODEL_DIR_ENV = "PROVENANCE_MODEL_DIR"
-DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"
+__all__ = ["DEFAULT_KEY_ENV", "MODEL_DIR_ENV", "MODEL_ENV", "TOKENIZER_ENV"]  # re-exported
 EXPECTED_HEADER = b"x-provenance-expected-log10-p"
 _PATHS = ("/v1/completions", "/v1/chat/completions")
 
@@ -64,12 +61,12 @@ def expected_header(log10_p: float) -> tuple[bytes, bytes]:
 @functools.cache
 def _tokenizer_hash() -> str:
     """``$PROVENANCE_TOKENIZER_HASH``, else hashed once from ``$PROVENANCE_MODEL_DIR``."""
-    if os.environ.get(TOKENIZER_ENV):
-        return os.environ[TOKENIZER_ENV]
-    if os.environ.get(MODEL_DIR_ENV):
+    if (given := config.tokenizer_hash()) is not None:
+        return given
+    if (directory := config.model_dir()) is not None:
         from detector.text.tokenizers import load_tokenizer
 
-        return load_tokenizer(os.environ[MODEL_DIR_ENV]).content_hash
+        return load_tokenizer(directory).content_hash
     return "unknown"
 
 
@@ -77,7 +74,7 @@ def provenance_headers(name: str | None, watermarked: bool) -> list[tuple[bytes,
     return [
         (b"x-provenance-key", (name if watermarked and name else "none").encode()),
         (b"x-provenance-watermarked", b"true" if watermarked else b"false"),
-        (b"x-provenance-model", os.environ.get(MODEL_ENV, "unknown").encode()),
+        (b"x-provenance-model", config.served_model().encode()),
         (b"x-provenance-tokenizer", _tokenizer_hash().encode()),
     ]
 
@@ -111,7 +108,7 @@ class ProvenanceHeaders:
             parsed = json.loads(body or b"{}")
             name, marked = request_provenance(
                 parsed if isinstance(parsed, dict) else {},
-                os.environ.get(DEFAULT_KEY_ENV),
+                config.default_key(),
                 self.floors,
             )
         except (ValueError, TypeError, WatermarkRequestError):
@@ -211,7 +208,7 @@ class _StreamTail:
         provenance = {
             "key": name if watermarked and name else None,
             "watermarked": watermarked,
-            "model": os.environ.get(MODEL_ENV, "unknown"),
+            "model": config.served_model(),
             "tokenizer_hash": _tokenizer_hash(),
             "expected_log10_p": None if expected is None else round(min(expected, 0.0), 1) + 0.0,
         }

@@ -28,11 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from generator import config
+from generator.config import RECORD_DIR_ENV
 from generator.core import DrawRecord
 
 log = logging.getLogger(__name__)
 
-RECORD_DIR_ENV = "PROVENANCE_RECORD_DIR"
+__all__ = ["RECORD_DIR_ENV"]  # re-exported from generator.config
 RECORD_ARG = "provenance_record"
 _TOKEN = re.compile(r"[0-9a-f]{32}")
 STALE_AFTER_S = 600.0  # records nobody read (a client that hung up) are pruned after this
@@ -40,7 +42,7 @@ STALE_AFTER_S = 600.0  # records nobody read (a client that hung up) are pruned 
 
 def record_dir() -> Path | None:
     """``$PROVENANCE_RECORD_DIR``, or None when replies are not recorded."""
-    value = os.environ.get(RECORD_DIR_ENV, "")
+    value = config.record_dir()
     return Path(value) if value else None
 
 

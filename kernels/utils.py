@@ -14,7 +14,6 @@ Backend rule, one place for all ops (``backend=`` argument of every launcher):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -66,7 +65,8 @@ UINT32_MASK = 0xFFFFFFFF
 
 def interpreter_on() -> bool:
     """True when Triton's interpreter is active (CPU tensors can be launched on)."""
-    return HAS_TRITON and os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    # Triton's own reading of TRITON_INTERPRET (its knobs), not a second parser here.
+    return HAS_TRITON and bool(triton.knobs.runtime.interpret)
 
 
 def use_kernel(tensor: torch.Tensor, backend: str) -> bool:

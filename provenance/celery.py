@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from typing import Any
 
 from celery import Celery
 
@@ -15,7 +17,25 @@ app.autodiscover_tasks(
         "provenance.checks",
         "provenance.audits",
         "provenance.heartbeats",
+        "provenance.sweeper",
         "provenance.keys",
         "provenance.webhooks",
     ]
 )
+
+logger = logging.getLogger(__name__)
+
+
+def publish(task_name: str, *args: Any) -> bool:
+    """Send one task message by name (the caller never imports the task's module); False
+    when the broker is unreachable. The caller's rows stay pending and the sweeper
+    (checks_sweep) publishes them again: the database is the source of truth, the broker
+    only a delivery."""
+    try:
+        app.send_task(task_name, args=list(args))
+    except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
+        logger.warning(
+            "could not enqueue %s (%s); the sweeper will retry", task_name, type(exc).__name__
+        )
+        return False
+    return True

@@ -16,6 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def private_dir(path: Path) -> None:
+    """Create ``path`` readable by its owner only, or make an existing one so (when this
+    process owns it): however the product is started (manage.py, gunicorn, celery, the
+    embedded runner) the database, key files and logs under it are not readable by others."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    status = path.stat()
+    if status.st_mode & 0o077 and status.st_uid == os.getuid():
+        path.chmod(0o700)
+
+
 def private_write(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (0600), atomically: a crash leaves old or new."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")

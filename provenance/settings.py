@@ -1,13 +1,14 @@
-"""Django settings, all read from the environment in this one place.
+"""Django settings, Django's own and the product's (``PROVENANCE_*``), all in this module,
+each read from the environment through ``provenance.env``'s typed readers (which fail loudly
+on malformed values). Each is described in docs/operations.md and listed in ``.env.example``.
 
 The embedded default (``make run``, the test suite) works with no variable set: SQLite and
 a local data directory. Production sets DATABASE_URL, REDIS_URL, DJANGO_SECRET_KEY and
-PROVENANCE_KEK (see ``.env.example``). Helpers fail loudly on malformed values.
+PROVENANCE_KEK (see ``.env.example``).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -15,28 +16,24 @@ from typing import Any
 
 import dj_database_url
 
-from provenance.env import env_bool, env_float, env_int, env_list, env_str
-from provenance.private_files import generated_secret_key, private_load_or_create
+from detector.core.config import DEFAULT_THRESHOLD as _DEFAULT_THRESHOLD  # not a setting
+from provenance.env import (
+    data_dir,
+    env_auto_or_bool,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_mapping,
+    env_required,
+    env_str,
+    env_url_keys,
+    env_urls,
+)
+from provenance.private_files import generated_secret_key, private_dir, private_load_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def data_dir() -> Path:
-    # Same rule as detector.paths.data_dir(), repeated so settings import nothing heavy.
-    root = os.environ.get("PROVENANCE_DATA_DIR")
-    return Path(root) if root else BASE_DIR / "var"
-
-
-def private_dir(path: Path) -> None:
-    """Create ``path`` readable by its owner only, or make an existing one so (when this
-    process owns it): however the product is started (manage.py, gunicorn, celery, the
-    embedded runner) the database, key files and logs under it are not readable by others."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    status = path.stat()
-    if status.st_mode & 0o077 and status.st_uid == os.getuid():
-        path.chmod(0o700)
-
-
 DATA_DIR = data_dir()
 private_dir(DATA_DIR)
 
@@ -113,7 +110,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "knox",  # API tokens, stored as digests (provenance/auth.py)
+    "knox",  # API tokens, stored as digests (provenance/accounts/auth.py)
     "axes",  # login throttling (provenance/accounts/backends.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -236,17 +233,6 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 
-def env_mapping(name: str) -> dict[str, str]:
-    """``a=b,c=d`` as {"a": "b", "c": "d"} (in order); a malformed pair stops the start."""
-    mapping = {}
-    for pair in env_list(name, []):
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ValueError(f"{name} must be comma-separated group=team pairs, got {pair!r}")
-        mapping[key.strip()] = value.strip()
-    return mapping
-
-
 # --- Organization sign-in (OpenID Connect, mozilla-django-oidc) --------------------------
 # Off unless PROVENANCE_OIDC_CLIENT_ID is set; local accounts always work beside it. The
 # group claim maps users to teams (a user in no mapped group is refused), to team admin and
@@ -267,17 +253,12 @@ AUTHENTICATION_BACKENDS = [
 ]
 if PROVENANCE_OIDC["ENABLED"]:
     AUTHENTICATION_BACKENDS.insert(1, "provenance.accounts.oidc.OrganizationBackend")
-    _OIDC_REQUIRED = {
-        "OIDC_RP_CLIENT_SECRET": "PROVENANCE_OIDC_CLIENT_SECRET",
-        "OIDC_OP_AUTHORIZATION_ENDPOINT": "PROVENANCE_OIDC_AUTHORIZATION_ENDPOINT",
-        "OIDC_OP_TOKEN_ENDPOINT": "PROVENANCE_OIDC_TOKEN_ENDPOINT",
-        "OIDC_OP_USER_ENDPOINT": "PROVENANCE_OIDC_USERINFO_ENDPOINT",
-        "OIDC_OP_JWKS_ENDPOINT": "PROVENANCE_OIDC_JWKS_ENDPOINT",
-    }
-    for _setting, _variable in _OIDC_REQUIRED.items():
-        if not env_str(_variable, ""):
-            raise ValueError(f"{_variable} must be set when PROVENANCE_OIDC_CLIENT_ID is")
-        globals()[_setting] = env_str(_variable, "")
+    _WHEN = "when PROVENANCE_OIDC_CLIENT_ID is"
+    OIDC_RP_CLIENT_SECRET = env_required("PROVENANCE_OIDC_CLIENT_SECRET", _WHEN)
+    OIDC_OP_AUTHORIZATION_ENDPOINT = env_required("PROVENANCE_OIDC_AUTHORIZATION_ENDPOINT", _WHEN)
+    OIDC_OP_TOKEN_ENDPOINT = env_required("PROVENANCE_OIDC_TOKEN_ENDPOINT", _WHEN)
+    OIDC_OP_USER_ENDPOINT = env_required("PROVENANCE_OIDC_USERINFO_ENDPOINT", _WHEN)
+    OIDC_OP_JWKS_ENDPOINT = env_required("PROVENANCE_OIDC_JWKS_ENDPOINT", _WHEN)
     if not PROVENANCE_OIDC["TEAMS"]:
         raise ValueError("PROVENANCE_OIDC_TEAMS must map at least one group to a team")
     # An organization session asks the provider again (silently, prompt=none) once its ID
@@ -324,8 +305,121 @@ AXES_VERBOSE = False
 AXES_DISABLE_ACCESS_LOG = True
 
 # --- Provenance -------------------------------------------------------------------------
-# The product's own settings (PROVENANCE_*): provenance/product_settings.py.
-from provenance.product_settings import *  # noqa: E402, F403
+# The product's own settings (PROVENANCE_*), each described in docs/operations.md.
+# Key-encryption key (urlsafe base64, 32 bytes, as from Fernet.generate_key()). Unset: the
+# embedded default generates one into DATA_DIR on first use (provenance.lib.crypto).
+PROVENANCE_KEK = env_str("PROVENANCE_KEK", "")
+PROVENANCE_MAX_TEXT_BYTES = env_int("PROVENANCE_MAX_TEXT_BYTES", 200 * 1024, minimum=1)
+# POST /api/v1/checks?wait=N: texts up to this size are scored in the request itself (same
+# code as the worker, about 1 ms a 200-token text); larger ones go through the queue and the
+# request waits for their verdict at most N seconds, N at most PROVENANCE_MAX_WAIT. 0: never
+# inline.
+PROVENANCE_INLINE_MAX_BYTES = env_int("PROVENANCE_INLINE_MAX_BYTES", 16 * 1024, minimum=0)
+PROVENANCE_MAX_WAIT = env_int("PROVENANCE_MAX_WAIT", 30, minimum=0)
+# Requests of one user that may wait at once (?wait=): more are answered 202 at once, to be
+# polled, so one account cannot hold every web thread.
+PROVENANCE_MAX_WAITING_PER_USER = env_int("PROVENANCE_MAX_WAITING_PER_USER", 2, minimum=1)
+# Tokens one streaming-detection stream may take (its seen contexts are stored with it).
+PROVENANCE_STREAM_MAX_TOKENS = env_int("PROVENANCE_STREAM_MAX_TOKENS", 20_000, minimum=1)
+# Characters a text stream may hold pending (its last word, not yet scored): a real word is
+# far shorter; longer pending text (no word boundary) is scored as it stands, not re-read on
+# every append.
+PROVENANCE_STREAM_MAX_PENDING = env_int("PROVENANCE_STREAM_MAX_PENDING", 1024, minimum=1)
+# Keys of other teams one team's check tests by default (each shared key is a hypothesis of
+# every team's check): at most this many active keys may be shared at once, and retired shared
+# keys fill what room is left, the most recently retired first (provenance.keys.selectors
+# .key_family). Sharing also needs the keys.share_watermarkkey permission.
+PROVENANCE_MAX_SHARED_KEYS = env_int("PROVENANCE_MAX_SHARED_KEYS", 10, minimum=0)
+# Days a retired key stays in the family a check tests by default (old text is still detected);
+# after that it is tested only when a check names it.
+PROVENANCE_RETIRED_KEY_WINDOW_DAYS = env_int("PROVENANCE_RETIRED_KEY_WINDOW_DAYS", 365, minimum=0)
+# Key ids one check, audit or stream may name (checked before any id is read).
+PROVENANCE_MAX_KEY_IDS = env_int("PROVENANCE_MAX_KEY_IDS", 64, minimum=1)
+# Documents checked as files (.txt .md .html .docx .pdf), alone or zipped into an audit: the
+# file size of one, the pages of one PDF, and the uncompressed size of a whole archive.
+PROVENANCE_MAX_DOCUMENT_BYTES = env_int("PROVENANCE_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024, 1)
+PROVENANCE_MAX_DOCUMENT_PAGES = env_int("PROVENANCE_MAX_DOCUMENT_PAGES", 300, minimum=1)
+PROVENANCE_MAX_ARCHIVE_BYTES = env_int("PROVENANCE_MAX_ARCHIVE_BYTES", 64 * 1024 * 1024, 1)
+# Extraction runs on the workers: seconds to read one document, and all documents of a zip.
+PROVENANCE_DOCUMENT_SECONDS = env_float("PROVENANCE_DOCUMENT_SECONDS", 20.0, 0.0, 3600.0)
+PROVENANCE_ARCHIVE_SECONDS = env_float("PROVENANCE_ARCHIVE_SECONDS", 120.0, 0.0, 3600.0)
+# Public verification reads its documents in the request (it stores nothing to poll): at most
+# this many at once in one web process; another is answered 503 with Retry-After.
+PROVENANCE_PUBLIC_DOCUMENT_SLOTS = env_int("PROVENANCE_PUBLIC_DOCUMENT_SLOTS", 2, minimum=1)
+# Audit callbacks (provenance.webhooks): private, loopback and link-local targets are refused
+# unless allowed (SSRF); each attempt times out after TIMEOUT s; failed attempts are retried
+# after BACKOFF, 2 x BACKOFF, 4 x BACKOFF... seconds (at most BACKOFF_MAX), MAX_RETRIES times.
+PROVENANCE_WEBHOOK_ALLOW_PRIVATE = env_bool("PROVENANCE_WEBHOOK_ALLOW_PRIVATE", False)
+PROVENANCE_WEBHOOK_TIMEOUT = env_int("PROVENANCE_WEBHOOK_TIMEOUT", 10, minimum=1)
+PROVENANCE_WEBHOOK_BACKOFF = env_int("PROVENANCE_WEBHOOK_BACKOFF", 10, minimum=1)
+PROVENANCE_WEBHOOK_BACKOFF_MAX = env_int("PROVENANCE_WEBHOOK_BACKOFF_MAX", 3600, minimum=1)
+PROVENANCE_WEBHOOK_MAX_RETRIES = env_int("PROVENANCE_WEBHOOK_MAX_RETRIES", 8, minimum=0)
+# An uploaded tokenizer.json (Tekken's is 17 MB, Qwen's 11 MB).
+PROVENANCE_MAX_TOKENIZER_BYTES = env_int(
+    "PROVENANCE_MAX_TOKENIZER_BYTES", 48 * 1024 * 1024, minimum=1
+)
+PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
+PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", _DEFAULT_THRESHOLD, 0.0, 1.0)
+# Public verification (provenance.public, docs/public.md): the organization it names, the
+# proof of work of an anonymous check (ALTCHA's largest number: about a second of one core
+# in a browser at 300,000), the budgets (checks a minute per address, for everyone, and a
+# partner's default) and the scrubbing guard (near-duplicate variants of one text answered
+# within the window).
+PROVENANCE_PUBLIC_ORGANIZATION = env_str("PROVENANCE_PUBLIC_ORGANIZATION", "Provenance")
+PROVENANCE_PUBLIC_POW_MAX_NUMBER = env_int("PROVENANCE_PUBLIC_POW_MAX_NUMBER", 300_000, minimum=1)
+PROVENANCE_PUBLIC_ADDRESS_PER_MIN = env_int("PROVENANCE_PUBLIC_ADDRESS_PER_MIN", 10, minimum=1)
+PROVENANCE_PUBLIC_GLOBAL_PER_MIN = env_int("PROVENANCE_PUBLIC_GLOBAL_PER_MIN", 600, minimum=1)
+PROVENANCE_PUBLIC_PARTNER_PER_MIN = env_int("PROVENANCE_PUBLIC_PARTNER_PER_MIN", 120, minimum=1)
+PROVENANCE_PUBLIC_MAX_VARIANTS = env_int("PROVENANCE_PUBLIC_MAX_VARIANTS", 20, minimum=1)
+PROVENANCE_PUBLIC_VARIANT_WINDOW_S = env_int("PROVENANCE_PUBLIC_VARIANT_WINDOW_S", 86400, minimum=1)
+# Peer organizations (provenance.public.peers, docs/public.md): the discovery URLs of the
+# verifiers a public check also asks (the operator's choice only, never the caller's; at most
+# PROVENANCE_PUBLIC_MAX_PEERS), a partner key at some of them ("URL=KEY", comma-separated;
+# without one the peer's proof of work is solved here) and the time the whole fan-out may take.
+PROVENANCE_PUBLIC_MAX_PEERS = 8
+PROVENANCE_PUBLIC_PEERS = env_urls("PROVENANCE_PUBLIC_PEERS", PROVENANCE_PUBLIC_MAX_PEERS)
+PROVENANCE_PUBLIC_PEER_KEYS = env_url_keys("PROVENANCE_PUBLIC_PEER_KEYS", PROVENANCE_PUBLIC_PEERS)
+PROVENANCE_PUBLIC_PEER_TIMEOUT_S = env_float("PROVENANCE_PUBLIC_PEER_TIMEOUT_S", 10.0, 0.0, 60.0)
+# A key's calibration (manage.py keys_calibrate, the keys page): human texts per genre, and
+# the power measurement's size where the key's tokenizer has a model (prompts per temperature,
+# tokens per generated text; 0 prompts skips it). About 7 CPU s a key for the rates and 2.5 CPU
+# minutes for the power curve at the defaults.
+PROVENANCE_CALIBRATION_TEXTS = env_int("PROVENANCE_CALIBRATION_TEXTS", 300, minimum=1)
+PROVENANCE_CALIBRATION_POWER_PROMPTS = env_int("PROVENANCE_CALIBRATION_POWER_PROMPTS", 8, minimum=0)
+# Chunks per genre the model-assisted decision is measured on (when model assistance is on):
+# the model reads each one, so the sample is smaller than the model-free one. 0: skipped.
+PROVENANCE_CALIBRATION_ASSIST_TEXTS = env_int("PROVENANCE_CALIBRATION_ASSIST_TEXTS", 40, minimum=0)
+PROVENANCE_CALIBRATION_POWER_TOKENS = env_int(
+    "PROVENANCE_CALIBRATION_POWER_TOKENS", 300, minimum=10
+)
+# Texts per Celery task of an audit: amortizes task overhead against parallelism.
+PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
+# Model-assisted detection on the workers, for tokenizers with a registered model: "auto"
+# (the default) runs it where the worker has a CUDA device; 1 also on the CPU (a forward
+# pass of about a second per 1,000 tokens), 0 never.
+PROVENANCE_MODEL_ASSIST: bool | str = env_auto_or_bool("PROVENANCE_MODEL_ASSIST")
+# Tokens one task reads with a model (texts in order, whole texts only); 0: 2,048 on the CPU,
+# 1,000,000 on CUDA. Texts past the budget get the Gamma test alone.
+PROVENANCE_ASSIST_MAX_TOKENS = env_int("PROVENANCE_ASSIST_MAX_TOKENS", 0, minimum=0)
+# The runtime of that reading on a worker without a CUDA device: "torch" (the reference) or
+# "onnxruntime" (the same scores within 5e-3 at half the CPU, from graphs exported once under
+# the data directory: detector/reading/ort.py). A CUDA worker reads with torch on its GPU.
+PROVENANCE_ASSIST_RUNTIME = env_choice("PROVENANCE_ASSIST_RUNTIME", ("torch", "onnxruntime"))
+# The detector is an oracle for forging and scrubbing: texts per user per UTC day, counted
+# from the audit log (checks, audit texts and /detect calls alike).
+PROVENANCE_DAILY_QUOTA = env_int("PROVENANCE_DAILY_QUOTA", 50_000, minimum=1)
+# Days a submitted text and its per-token data are kept (a team may set fewer); then
+# manage.py checks_purge (the sweeper and make run run it) keeps only verdict, p-values
+# and the text's SHA-256.
+PROVENANCE_RETENTION_DAYS = env_int("PROVENANCE_RETENTION_DAYS", 30, minimum=1)
+# --- Operator metrics (GET /metrics, docs/metrics.md) ---
+# The bearer token a Prometheus scraper sends; unset: /metrics answers 404. A short value
+# is refused (a guessable token would publish the figures).
+PROVENANCE_METRICS_TOKEN = env_str("PROVENANCE_METRICS_TOKEN", "")
+if PROVENANCE_METRICS_TOKEN and len(PROVENANCE_METRICS_TOKEN) < 16:
+    raise ValueError("PROVENANCE_METRICS_TOKEN must be at least 16 characters")
+# Seconds a web process reuses the figures it read from the database for the next scrape.
+PROVENANCE_METRICS_MAX_AGE = env_float("PROVENANCE_METRICS_MAX_AGE", 10.0, 0.0, 3600.0)
 
 # An audit body of 10,000 texts of up to 200 KB is large; Django's default is 2.5 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024)
@@ -389,8 +483,8 @@ PROVENANCE_SWEEP_RUNNING_AFTER = env_int(
 # --- DRF --------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "provenance.auth.TokenAuthentication",
-        "provenance.auth.SessionAuthentication",
+        "provenance.accounts.auth.TokenAuthentication",
+        "provenance.accounts.auth.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON only: DRF's browsable HTML carries inline style the CSP forbids; /api/docs/ is the
@@ -446,9 +540,7 @@ if PROVENANCE_PUBLIC_CACHE_URL:
     }
 
 # Log lines: "plain" (the default) or "json" (one JSON object a line, for log shippers).
-PROVENANCE_LOG_FORMAT = env_str("PROVENANCE_LOG_FORMAT", "plain").strip().lower()
-if PROVENANCE_LOG_FORMAT not in ("plain", "json"):
-    raise ValueError("PROVENANCE_LOG_FORMAT must be plain or json")
+PROVENANCE_LOG_FORMAT = env_choice("PROVENANCE_LOG_FORMAT", ("plain", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import (
     SpectacularAPIView,
     SpectacularSwaggerOauthRedirectView,
@@ -12,6 +13,16 @@ from drf_spectacular.views import (
 from provenance.accounts import views as account_views
 
 urlpatterns = [
+    # The admin's pages of the audits and the detection log, from before their models left
+    # the checks app for their own (provenance.audits, provenance.usage).
+    re_path(
+        r"^admin/checks/audit/(?P<rest>.*)$",
+        RedirectView.as_view(url="/admin/audits/audit/%(rest)s", query_string=True),
+    ),
+    re_path(
+        r"^admin/checks/detectionlog/(?P<rest>.*)$",
+        RedirectView.as_view(url="/admin/usage/detectionlog/%(rest)s", query_string=True),
+    ),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the switcher's POST
     path("accounts/login/", account_views.LoginView.as_view(), name="login"),

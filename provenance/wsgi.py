@@ -8,10 +8,12 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from provenance import env as environment
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance.settings")
 application = get_wsgi_application()
 
-if os.environ.get("PROVENANCE_WEB_PRELOAD", "") == "1":
+if environment.web_preload():
     from provenance.preload import preload
 
     preload(tokenizers=True)

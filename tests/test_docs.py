@@ -1,6 +1,8 @@
 """The docs name only what exists: every repository path (``detector/core/prf.py``), every
-dotted module name (``detector.evidence.scan.best_windows``), every pytest node id and every
-link between the pages, anchors included. Read statically: nothing is imported."""
+dotted module name down to a class's attribute (``detector.evidence.scan.best_windows``), every
+qualified name in a code span (``scoring.cuda_available``, ``KeyStore.refreshed``), every
+pytest node id and every link between the pages, anchors included. Read statically: nothing
+is imported."""
 
 from __future__ import annotations
 
@@ -97,7 +99,7 @@ def _dotted_ok(name: str) -> bool:
             continue
         if cut == len(parts):
             return True
-        return found.suffix == ".py" and parts[cut] in _bound_names(found)
+        return found.suffix == ".py" and _resolves(parts[cut:], found)
     return False
 
 
@@ -143,6 +145,172 @@ def _problems(page: Path) -> list[str]:
 @pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
 def test_the_page_names_only_what_exists(page):
     assert _problems(page) == []
+
+
+# --- Qualified names in backticks that are not rooted at a package ---------------------------
+# `scoring.cuda_available`, `KeyStore.refreshed`, `settings.PROVENANCE_MAX_WAIT`,
+# `keys.selectors.key_family`, `floors.py`: the first part names a project module (by its
+# file's or package's name) or a class, and the rest must be bound there. Names whose first
+# part is neither (`os.environ`, `np.float64`) are another library's and are not read.
+SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+QUALIFIED = re.compile(r"(?<![\w./$-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/-]|\.\w)")
+PACKAGES = ("detector", "generator", "kernels", "provenance")
+# Not code: fields of JSON documents the pages describe (a receipt's `text.sha256`, a
+# combined answer's `combined.verdict`).
+NOT_CODE = frozenset({"text.sha256", "combined.verdict"})
+# File names: `.py` ones must exist in the repository; others name files outside it
+# (a model's `config.json`, `model.safetensors`) or are checked as paths above.
+OTHER_SUFFIXES = frozenset("md json npz txt toml yml yaml sh png log sqlite3 js html css".split())
+OTHER_SUFFIXES |= frozenset({"safetensors", "gguf", "csv", "pdf", "docx", "zip", "po", "mo"})
+
+
+@cache
+def _project_files() -> dict[str, list[Path]]:
+    """Project modules by the name a page may call them (``scoring`` for both scorings)."""
+    found: dict[str, list[Path]] = {}
+    for top in PACKAGES:
+        for path in (ROOT / top).rglob("*.py"):
+            stem = path.parent.name if path.name == "__init__.py" else path.stem
+            found.setdefault(stem, []).append(path)
+    return found
+
+
+@cache
+def _file_names() -> frozenset[str]:
+    inside = [path for top in TOP for path in (ROOT / top).rglob("*.py")]
+    return frozenset(path.name for path in [*inside, *ROOT.glob("*.py")])
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
+@cache
+def _classes() -> dict[str, list[ast.ClassDef]]:
+    found: dict[str, list[ast.ClassDef]] = {}
+    for paths in _project_files().values():
+        for path in paths:
+            for node in ast.walk(_tree(path)):
+                if isinstance(node, ast.ClassDef):
+                    found.setdefault(node.name, []).append(node)
+    return found
+
+
+def _class_names(node: ast.ClassDef) -> set[str]:
+    """What a class binds: methods, properties, nested classes, fields, enum members."""
+    names: set[str] = set()
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(item.name)
+        elif isinstance(item, ast.Assign):
+            names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            names.add(item.target.id)
+    return names
+
+
+def _in_class(name: str, attribute: str, seen: frozenset[str] = frozenset()) -> bool:
+    """``attribute`` is bound by a project class ``name`` or by a project class it derives
+    from (a base from another library may bind anything: then it is not read)."""
+    for node in _classes().get(name, []):
+        if attribute in _class_names(node):
+            return True
+        for base in node.bases:
+            base_name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", "")
+            if base_name not in _classes():
+                return True  # a library's base class: not read
+            if base_name not in seen and _in_class(base_name, attribute, seen | {name}):
+                return True
+    return False
+
+
+@cache
+def _quoted_in_code() -> frozenset[str]:
+    """Dotted strings the code spells in quotes (permissions, task names, settings)."""
+    found: set[str] = set()
+    for paths in _project_files().values():
+        for path in paths:
+            found.update(re.findall(r"[\"']([A-Za-z_]\w*(?:\.\w+)+)[\"']", path.read_text()))
+    return frozenset(found)
+
+
+def _resolves(parts: list[str], path: Path) -> bool:
+    """``parts`` are a submodule path and then attributes, from module or package ``path``."""
+    if not parts:
+        return True
+    head, rest = parts[0], parts[1:]
+    if path.name == "__init__.py":
+        for sub in (path.parent / f"{head}.py", path.parent / head / "__init__.py"):
+            if sub.is_file():
+                return _resolves(rest, sub)
+    if head not in _bound_names(path):
+        return False
+    if rest and head in _classes():
+        return _in_class(head, rest[0])
+    return True
+
+
+def _qualified_ok(name: str) -> bool | None:
+    """True or False for a project name; None when the name is not the project's."""
+    parts = name.split(".")
+    if name in NOT_CODE or parts[0] in PACKAGES or parts[-1] in OTHER_SUFFIXES:
+        return None  # rooted names and paths are checked above; other files are not code
+    if parts[-1] == "py" and len(parts) == 2:
+        return f"{parts[0]}.py" in _file_names()
+    if name in _quoted_in_code():
+        return True
+    default = re.fullmatch(r"(?:add|change|delete|view)_(\w+)", parts[-1])
+    if default and len(parts) == 2 and (ROOT / "provenance" / parts[0]).is_dir():
+        # A Django permission of a model of that app: `keys.add_watermarkkey`.
+        models = (ROOT / "provenance" / parts[0]).glob("models*.py")
+        defined = {
+            c.name.lower()
+            for m in models
+            for c in ast.walk(_tree(m))
+            if isinstance(c, ast.ClassDef)
+        }
+        return default.group(1) in defined
+    if parts[0] in _project_files():
+        return any(_resolves(parts[1:], path) for path in _project_files()[parts[0]])
+    if parts[0] in _classes():
+        return _in_class(parts[0], parts[1])
+    return None
+
+
+def _qualified_problems(page: Path) -> list[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.MULTILINE | re.DOTALL)
+    out = []
+    for span in SPAN.finditer(text):
+        for m in QUALIFIED.finditer(span.group(1)):
+            if _qualified_ok(m.group(1)) is False:
+                out.append(f"name {m.group(1)} does not exist")
+    return out
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+def test_the_qualified_names_in_code_spans_exist(page):
+    assert _qualified_problems(page) == []
+
+
+def test_the_qualified_names_check_catches_what_does_not_exist(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "`scoring.cuda_available`, `scoring._tokens_needed`, `SamplingFloors.from_env`, "
+        "`SamplingFloors.no_such_method`, `keys.add_watermarkkey`, `keys.add_nothing`, "
+        "`settings.PROVENANCE_MAX_WAIT`, `settings.NO_SUCH`, "
+        "`keys.selectors.key_family`, `keys.selectors.nothing`, `floors.py`, `nothing.py`, "
+        "`os.environ`, `config.json`, `keys.share_watermarkkey`, `Check.text_sha256`\n"
+        "```\n`scoring.in_a_fence`\n```\n"
+    )
+    assert sorted(_qualified_problems(page)) == [
+        "name SamplingFloors.no_such_method does not exist",
+        "name keys.add_nothing does not exist",
+        "name keys.selectors.nothing does not exist",
+        "name nothing.py does not exist",
+        "name scoring._tokens_needed does not exist",
+        "name settings.NO_SUCH does not exist",
+    ]
 
 
 # Reference, not a diary: no work-item numbers, no commit hashes.
@@ -207,11 +375,13 @@ def test_the_checks_catch_what_does_not_exist(tmp_path):
     page.write_text(
         "`detector/core/prf.py` and `detector/core/nothing.py`; `detector.core.prf.uint32` and "
         "`detector.core.prf.no_such_name`; `tests/test_docs.py::test_no_such_test`; "
+        "`detector.core.config.KeyConfig.from_vllm`, `detector.core.config.KeyConfig.nothing`; "
         "[a](architecture.md) [b](#missing-heading)\n\n# A heading\n"
     )
     assert sorted(_problems(page)) == [
         "link #missing-heading points to no heading",
         "link architecture.md points to no file",
+        "name detector.core.config.KeyConfig.nothing does not exist",
         "name detector.core.prf.no_such_name does not exist",
         "path detector/core/nothing.py does not exist",
         "test tests/test_docs.py::test_no_such_test does not exist",

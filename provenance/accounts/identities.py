@@ -18,7 +18,7 @@ A sign-in that brings no refresh token keeps the one stored before. Users for wh
 ever issued (some providers issue one only for an ``offline_access`` scope) cannot be asked:
 their sessions are re-checked on pages by the session refresh, and accepted on ``/api/``
 (exempt from that refresh) only while its last check is fresh
-(``provenance.auth.SessionAuthentication``).
+(``provenance.accounts.auth.SessionAuthentication``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from provenance.accounts.models import ExternalIdentity
-from provenance.keys.crypto import KeyDecryptionError, decrypt_bytes, encrypt_bytes
+from provenance.lib.crypto import KeyDecryptionError, decrypt_bytes, encrypt_bytes
 
 logger = logging.getLogger(__name__)
 PASS_BUDGET_S = 2.0  # seconds of provider calls a sweeper pass spends at most

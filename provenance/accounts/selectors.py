@@ -32,7 +32,7 @@ def team_for_user(user: User | AnonymousUser) -> Team | None:
     if memo is not None and user.pk in memo:
         return memo[user.pk]
     membership_of = User.membership.related  # type: ignore[attr-defined]
-    if membership_of.is_cached(user):  # read with the user (provenance.auth's token query)
+    if membership_of.is_cached(user):  # read with the user (provenance.accounts.auth's token query)
         cached = cast("Membership | None", membership_of.get_cached_value(user))
         return cached.team if cached is not None else None
     membership = Membership.objects.select_related("team").filter(user=user).first()

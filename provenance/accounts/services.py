@@ -11,7 +11,7 @@ from django.utils import timezone
 from knox.models import get_token_model
 
 from provenance.accounts.models import ExternalIdentity, Membership, Team
-from provenance.keys.crypto import encrypt_bytes
+from provenance.lib.crypto import encrypt_bytes
 
 
 def team_create(*, name: str, oracle_tier: str = Team.OracleTier.BASIC) -> Team:

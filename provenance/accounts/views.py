@@ -12,9 +12,9 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
+from provenance.accounts.auth import AuthenticatedHttpRequest
 from provenance.accounts.selectors import api_token_current
 from provenance.accounts.services import api_token_revoke, api_token_rotate
-from provenance.auth import AuthenticatedHttpRequest
 
 
 @never_cache

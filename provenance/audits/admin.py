@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from provenance.checks.models import Audit
+from provenance.audits.models import Audit
 
 
 @admin.register(Audit)

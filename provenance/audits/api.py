@@ -24,9 +24,11 @@ from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
 from provenance.audits import extraction, selectors, services
-from provenance.auth import AuthenticatedRequest
+from provenance.audits.models import Audit
+from provenance.audits.services import audit_delete
 from provenance.checks import tiers
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
@@ -39,9 +41,7 @@ from provenance.checks.api.base import (
 from provenance.checks.api.checks import CheckSummaryOutput
 from provenance.checks.exports import csv_safe
 from provenance.checks.fields import EXPORT_FIELDS
-from provenance.checks.models import Audit
 from provenance.keys.selectors import exact_for
-from provenance.retention.services import audit_delete
 
 
 class AuditCountsOutput(serializers.Serializer):

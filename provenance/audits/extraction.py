@@ -30,15 +30,16 @@ from django.utils import timezone
 
 from provenance.accounts.models import Team
 from provenance.audits import uploads
-from provenance.audits.services import audit_items_store, audit_once
+from provenance.audits.models import Audit
+from provenance.audits.services import audit_announce, audit_items_store, audit_once
 from provenance.checks import queue
-from provenance.checks.models import Audit, Status, Upload
-from provenance.checks.scoring import ScoringError
+from provenance.checks.models import Status, Upload
 from provenance.checks.services.results import keys_for_scoring
 from provenance.checks.services.validation import audit_texts_validate, team_required
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check
+from provenance.scoring.service import ScoringError
 from provenance.usage.services import quota_consume
 from provenance.webhooks import services as webhooks
 
@@ -205,7 +206,7 @@ def audit_refuse(audit_id: Any, problems: Sequence[ProblemError]) -> None:
             finished_at=timezone.now(),
         )
         if failed:
-            webhooks.audit_finished(Audit.objects.get(id=audit_id))
+            audit_announce(audit_id)
 
 
 def audits_lost(pending_after: float, backlog: int | None) -> list[Any]:

@@ -11,8 +11,9 @@ from django.http import Http404
 from django.utils import timezone
 
 from provenance.accounts.selectors import team_for_user
+from provenance.audits.models import Audit
 from provenance.checks.exports import export_row
-from provenance.checks.models import Audit, Check, Status, Verdict
+from provenance.checks.models import Check, Status, Verdict
 from provenance.errors import ProblemError
 
 

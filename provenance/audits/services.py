@@ -15,22 +15,20 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from provenance.accounts.models import Team
+from provenance.audits.models import Audit
+from provenance.audits.selectors import audit_counts, audit_get
 from provenance.checks import bulk, queue
-from provenance.checks.models import Audit, Check, DetectionLog, Status
-from provenance.checks.scoring import (
-    KeyGroup,
-    ScoringError,
-    TextResult,
-    prepare_keys,
-    score_text,
-    score_texts,
-)
+from provenance.checks.models import Check, Status, Upload
+from provenance.checks.selectors import may_delete
+from provenance.checks.services.claims import checks_claim
+from provenance.checks.services.deletion import texts_purge
 from provenance.checks.services.results import check_fail, keys_for_scoring, results_store
 from provenance.checks.services.validation import audit_texts_validate, team_required
 from provenance.errors import Conflict, ProblemError
-from provenance.heartbeats.services import checks_claim
 from provenance.keys.models import WatermarkKey
-from provenance.keys.selectors import keys_for_check
+from provenance.keys.selectors import keys_for_check, prepare_keys
+from provenance.scoring.service import KeyGroup, ScoringError, TextResult, score_text, score_texts
+from provenance.usage.models import DetectionLog
 from provenance.usage.services import detection_log_create, quota_consume, text_sha256
 from provenance.webhooks import services as webhooks
 
@@ -257,4 +255,23 @@ def audit_refresh(audit_id: Any) -> None:
             .update(status=Status.DONE, finished_at=timezone.now())
         )
         if finished:  # this call made the transition: the callback is sent exactly once
-            webhooks.audit_finished(Audit.objects.get(id=audit_id))
+            audit_announce(audit_id)
+
+
+def audit_announce(audit_id: Any) -> None:
+    """Queue a finished audit's callback (``provenance.webhooks``), with its counts."""
+    audit = Audit.objects.get(id=audit_id)
+    webhooks.audit_finished(audit, audit_counts(audit))
+
+
+def audit_delete(*, user: User, audit_id: Any) -> None:
+    """Purge and hide an audit with all its checks (same permissions as a check)."""
+    audit = audit_get(user, audit_id)
+    if not may_delete(user, audit):
+        raise ProblemError("only the submitter or a team admin may delete this audit", 403)
+    now = timezone.now()
+    with transaction.atomic():
+        texts_purge(Check.objects.filter(audit=audit), now)
+        Check.objects.filter(audit=audit).update(deleted_at=now)
+        Audit.objects.filter(id=audit.id).update(deleted_at=now)
+        Upload.objects.filter(audit=audit).delete()  # files not read yet

@@ -18,9 +18,10 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework.request import Request
 
+from provenance.accounts.auth import AuthenticatedHttpRequest
 from provenance.accounts.selectors import team_for_user
 from provenance.audits import extraction, selectors, uploads
-from provenance.auth import AuthenticatedHttpRequest
+from provenance.audits import services as audit_services
 from provenance.checks import tiers
 from provenance.checks.models import Status
 from provenance.checks.selectors import may_delete
@@ -28,7 +29,6 @@ from provenance.checks.views import DOCUMENT_MESSAGES
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.selectors import exact_for, keys_visible_to
 from provenance.lib.histogram import histogram
-from provenance.retention import services as retention
 from provenance.throttling import DetectionThrottle
 
 RESULTS_PER_PAGE = 100
@@ -255,6 +255,6 @@ def audit_delete(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> Http
     if not may_delete(request.user, audit):
         raise PermissionDenied("only the submitter or a team admin may delete this audit")
     if request.method == "POST":
-        retention.audit_delete(user=request.user, audit_id=audit.id)
+        audit_services.audit_delete(user=request.user, audit_id=audit.id)
         return redirect("audit-list")
     return render(request, "audits/audit_delete.html", {"audit": audit})

@@ -1,4 +1,6 @@
-"""Checks (one text), audits (a batch of checks) and per-hypothesis results."""
+"""Checks (one text), their staged uploads and per-hypothesis results. An audit (a batch of
+checks, ``provenance.audits``), the worker holding a check (``provenance.heartbeats``) and
+the detection log (``provenance.usage``) are their own apps' models, named here by label."""
 
 from __future__ import annotations
 
@@ -36,70 +38,6 @@ class Surface(models.TextChoices):
     API = "api", _("API")
 
 
-class Worker(models.Model):
-    """A Celery worker process (one per ``celery worker`` command, all its pool processes
-    included). Its heartbeat tells live workers from dead ones, so the checks a dead worker
-    held are queued again at once instead of after a timeout."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    # Celery's node name (``-n``): a worker started under the name of a live-looking one
-    # replaces it (the same host restarted its worker), so the old one is dead.
-    nodename = models.CharField(max_length=200, db_index=True)
-    pid = models.PositiveIntegerField()
-    started_at = models.DateTimeField()
-    beat_at = models.DateTimeField(db_index=True)
-    dead_at = models.DateTimeField(null=True, blank=True, db_index=True)
-
-    class Meta:
-        ordering = ["-started_at"]
-
-    def __str__(self) -> str:
-        state = "dead" if self.dead_at else "alive"
-        return f"{self.nodename} pid {self.pid} ({state})"
-
-
-class Audit(models.Model):
-    # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audits")
-    submitted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="audits"
-    )
-    idempotency_key = models.CharField(max_length=200, blank=True)
-    # sha256 of the canonical request: a replay with the same Idempotency-Key must match.
-    request_hash = models.CharField(max_length=64)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    num_texts = models.PositiveIntegerField()
-    key_ids = models.JSONField(help_text="Resolved hypotheses: ids of the keys tested.")
-    threshold = models.FloatField()
-    # Called with the audit's summary when it finishes (empty: the team's default, if any).
-    callback_url = models.URLField(max_length=500, blank=True, default="", db_default="")
-    # An upload the workers refused (a file that cannot be read, a limit): the audit is then
-    # failed with no texts. ``failure_code`` is the first refusal's stable code
-    # (``document_corrupt``...), ``refusals`` every one: code, filename, message, column, row.
-    failure_code = models.CharField(max_length=40, blank=True, default="", db_default="")
-    failure_reason = models.TextField(blank=True, default="", db_default="")
-    refusals = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # Deleted by its submitter or a team admin: the row stays for the detection log, hidden
-    # from every page and API answer; its checks are purged.
-    deleted_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["team", "idempotency_key"],
-                condition=~Q(idempotency_key=""),
-                name="unique_audit_idempotency_key_per_team",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"audit {self.pk} ({self.num_texts} texts, {self.status})"
-
-
 class Check(models.Model):
     # A random UUID: ids in URLs and API answers reveal nothing and cannot be guessed.
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -108,7 +46,7 @@ class Check(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="checks"
     )
     audit = models.ForeignKey(
-        Audit, null=True, blank=True, on_delete=models.CASCADE, related_name="checks"
+        "audits.Audit", null=True, blank=True, on_delete=models.CASCADE, related_name="checks"
     )
     client_id = models.CharField(max_length=200, blank=True)
     # The uploaded document the text was extracted from (empty for pasted text and audit
@@ -133,7 +71,7 @@ class Check(models.Model):
     # A document the worker refused to read: its stable code (``document_corrupt``...,
     # ``too_large``), empty for any other failure.
     failure_code = models.CharField(max_length=40, blank=True, default="", db_default="")
-    # Family-wise verdict over num_hypotheses (Holm-corrected).
+    # Family-wise verdict over num_hypotheses, corrected as ``correction`` names.
     num_hypotheses = models.PositiveIntegerField(null=True, blank=True)
     is_watermarked = models.BooleanField(null=True, blank=True)
     # Three-way (detector.evidence.power): watermarked, not_watermarked (a watermarked text of this
@@ -179,7 +117,7 @@ class Check(models.Model):
     # No database constraint: worker rows are bookkeeping, and a worker's claims must not
     # fail because its row was purged (its heartbeat writes it again).
     worker = models.ForeignKey(
-        Worker,
+        "heartbeats.Worker",
         null=True,
         blank=True,
         on_delete=models.DO_NOTHING,
@@ -234,7 +172,7 @@ class Upload(models.Model):
         Check, null=True, blank=True, on_delete=models.CASCADE, related_name="upload"
     )
     audit = models.ForeignKey(
-        Audit, null=True, blank=True, on_delete=models.CASCADE, related_name="uploads"
+        "audits.Audit", null=True, blank=True, on_delete=models.CASCADE, related_name="uploads"
     )
     position = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -296,59 +234,3 @@ class Hypothesis(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key_name} x {self.tokenizer_name}"
-
-
-class DetectionLog(models.Model):
-    """Who checked what against which keys: the detector is an oracle for forging and
-    scrubbing, so every use is recorded (text by hash; key ids and names, never values)."""
-
-    class Kind(models.TextChoices):
-        CHECK = "check", "check"
-        AUDIT = "audit", "audit"
-        DETECT = "detect", "detect (synchronous)"
-        STREAM = "stream", "stream append"
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    username = models.CharField(max_length=150)  # kept when the user row goes
-    team = models.ForeignKey(Team, null=True, on_delete=models.SET_NULL, related_name="+")
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    check_run = models.ForeignKey(
-        Check, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    audit = models.ForeignKey(
-        Audit, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    stream = models.ForeignKey(
-        "streams.Stream", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    num_texts = models.PositiveIntegerField()
-    text_sha256 = models.CharField(max_length=64, blank=True)
-    key_ids = models.JSONField()
-    key_names = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["user", "created_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.username} {self.kind} ({self.num_texts} text(s))"
-
-
-class QuotaUsage(models.Model):
-    """Texts a user submitted to the detector on one UTC day: the daily quota's counter,
-    taken in the transaction that writes the request's detection-log row (the log stays the
-    record of who checked what; this row makes the quota one statement whatever the day's
-    volume, where summing the log grew with every request of the day)."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    day = models.DateField()
-    used = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "day"], name="quota_user_day")]
-
-    def __str__(self) -> str:
-        return f"{self.user_id} {self.day}: {self.used}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from provenance.celery import app
+from provenance.celery import app, publish
 from provenance.checks.models import Check
 
 logger = logging.getLogger(__name__)
@@ -19,20 +19,6 @@ SCORE_CHECK = "provenance.checks.score_check"
 SCORE_AUDIT_CHUNK = "provenance.checks.score_audit_chunk"
 # Reading an audit's uploaded files (a check's document is read by its scoring task).
 EXTRACT_AUDIT = "provenance.audits.extract_audit"
-
-
-def publish(task_name: str, *args: Any) -> bool:
-    """Send one task message; False when the broker is unreachable. The caller's rows stay
-    pending and the sweeper (checks_sweep) publishes them again: the database is the source
-    of truth, the broker only a delivery."""
-    try:
-        app.send_task(task_name, args=list(args))
-    except Exception as exc:  # kombu/redis raise many types for "broker unreachable"
-        logger.warning(
-            "could not enqueue %s (%s); the sweeper will retry", task_name, type(exc).__name__
-        )
-        return False
-    return True
 
 
 def check_publish(check: Check) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
@@ -13,7 +13,7 @@ from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import wake
 from provenance.checks.bulk import prefetched
-from provenance.checks.models import Audit, Check, Hypothesis, Status
+from provenance.checks.models import Check, Hypothesis, Status
 from provenance.lib import precompiled
 
 
@@ -75,8 +75,16 @@ def check_finished(check_id: Any, *, within: float, every: float = 0.01) -> bool
     return True
 
 
-def may_delete(user: User, row: Check | Audit) -> bool:
-    """The submitter or an admin of the row's team (who can see it: selectors checked)."""
+class Submission(Protocol):
+    """A submitted row: a check or an audit."""
+
+    team_id: Any
+    submitted_by_id: Any
+
+
+def may_delete(user: User, row: Submission) -> bool:
+    """The submitter or an admin of the row's team (who can see it: selectors checked): a
+    check, or an audit (``provenance.audits`` asks too)."""
     if row.submitted_by_id == user.pk:
         return True
     return Membership.objects.filter(user=user, team_id=row.team_id, is_admin=True).exists()

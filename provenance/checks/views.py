@@ -17,16 +17,16 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework.request import Request
 
+from provenance.accounts.auth import AuthenticatedHttpRequest
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import oracle_tier, team_for_user
-from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import selectors, services, tiers
 from provenance.checks.filters import CheckFilter
 from provenance.checks.models import Check, Status
+from provenance.checks.services import deletion
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.selectors import GENRE_LABELS, exact_for, keys_visible_to
 from provenance.lib import heatmap
-from provenance.retention import services as retention
 from provenance.throttling import DetectionThrottle
 
 
@@ -166,7 +166,7 @@ def check_delete(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
     if not selectors.may_delete(request.user, check):
         raise PermissionDenied("only the submitter or a team admin may delete this check")
     if request.method == "POST":
-        retention.check_delete(user=request.user, check_id=check.id)
+        deletion.check_delete(user=request.user, check_id=check.id)
         return redirect("check-list")
     return render(request, "checks/check_delete.html", {"check": check})
 

@@ -1,6 +1,7 @@
 """A Celery worker's life as its signals tell it: registered before the pool forks, beating
-once ready (and queueing again at once what a replaced worker held), marked stopped at shutdown.
-Connected when the worker imports the apps' tasks."""
+once ready, marked stopped at shutdown (what a replaced worker held is queued again by the
+sweeper's own handler, ``provenance.sweeper.tasks``). Connected when the worker imports the
+apps' tasks."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ import logging
 from typing import Any
 
 from celery.signals import worker_init, worker_ready, worker_shutdown
-from django.conf import settings
 from django.db import DatabaseError
 
 from provenance.heartbeats import services as workers
-from provenance.sweeper.services import checks_sweep
 
 logger = logging.getLogger(__name__)
 
@@ -29,17 +28,13 @@ def _register_worker(sender: Any, **_: Any) -> None:
 
 @worker_ready.connect
 def _start_heartbeat(**_: Any) -> None:
-    """Beat from now on, and queue again at once what a replaced worker held."""
+    """Beat from now on."""
     global _heartbeat
     worker = workers.current_worker()
     if worker is None:
         return
     _heartbeat = workers.Heartbeat(worker)
     _heartbeat.start()
-    try:
-        checks_sweep(pending_after=settings.PROVENANCE_SWEEP_PENDING_AFTER)
-    except DatabaseError:  # the sweeper's next pass does it
-        logger.exception("recovery sweep at start failed")
 
 
 @worker_shutdown.connect

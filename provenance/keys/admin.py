@@ -16,12 +16,11 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 
-from provenance.auth import signed_in
+from provenance.accounts.auth import signed_in
 from provenance.errors import ProblemError
 from provenance.keys import calibration, services
 from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
 from provenance.keys.selectors import latest_calibrations
-from provenance.public import services as public
 
 # Where save_model leaves the new key and its value for response_add, on the request.
 _CREATED = "_provenance_created"
@@ -357,7 +356,7 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
     def publish_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]) -> None:
         for key in queryset:
             try:
-                public.key_publish(key=key)
+                services.key_publish(key=key)
             except ProblemError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
                 return
@@ -368,7 +367,7 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
     @admin.action(description=_("Unpublish (public verification)"), permissions=["change"])
     def unpublish_keys(self, request: HttpRequest, queryset: QuerySet[WatermarkKey]) -> None:
         for key in queryset:
-            public.key_unpublish(key=key)
+            services.key_unpublish(key=key)
         self.message_user(
             request, _("Unpublished %(n)s key(s).") % {"n": queryset.count()}, messages.SUCCESS
         )

@@ -22,9 +22,9 @@ from detector.core.config import (
     MAX_CONTEXT_WIDTH,
 )
 from detector.text import mistral
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.accounts.selectors import team_for_user
 from provenance.api_input import StrictInput
-from provenance.auth import AuthenticatedRequest
 from provenance.errors import ProblemError
 from provenance.keys import selectors, services
 from provenance.keys.models import Tokenizer, WatermarkKey

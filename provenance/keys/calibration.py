@@ -3,7 +3,7 @@
 A fixed key gives each (context, token) pair a fixed score, so on text of one kind its
 p-values are correlated and its false-positive rate may differ from the threshold's promise.
 This measures it: every chunk of three human genres (``detector.text.corpora``) is
-checked under the key alone with the web's own decision (``provenance.checks.scoring``, the
+checked under the key alone with the web's own decision (``provenance.scoring.service``, the
 function a check with this one key runs), so any change to the default decision is measured
 as deployed. Where the key's tokenizer has a model, the generator writes watermarked text with
 the key at T=1 and T=0.7 (top-p 0.9) and the same decision on its prefixes gives the power
@@ -26,18 +26,17 @@ from django.utils import timezone
 
 from detector.evidence.calibration import PowerPoint, Rate, clopper_pearson, tokens_needed
 from detector.text.corpora import CHUNK_TOKENS, GENRES, corpus
-from provenance.checks.queue import publish
-from provenance.checks.scoring import (
+from provenance.celery import publish
+from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
+from provenance.keys.selectors import open_calibrations, prepare_keys
+from provenance.scoring.service import (
     KeyGroup,
     ScoringError,
     assist_budget,
     assist_for,
-    prepare_keys,
+    model_dir_of,
     score_texts,
 )
-from provenance.keys.models import GenreRate, KeyCalibration, Tokenizer, WatermarkKey
-from provenance.keys.selectors import open_calibrations
-from provenance.keys.services import model_dir_of
 
 logger = logging.getLogger(__name__)
 

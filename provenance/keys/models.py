@@ -17,7 +17,6 @@ from detector.core.config import (
     MAX_CONTEXT_WIDTH,
     KeyConfig,
 )
-from detector.paths import data_dir
 from provenance.accounts.models import Team
 
 
@@ -63,15 +62,12 @@ class Tokenizer(models.Model):
         if self.source_kind == self.Source.DEFAULT:
             return "default"
         if self.source_kind == self.Source.UPLOAD:
-            return str(data_dir() / "tokenizers" / self.source_path)
+            return str(settings.DATA_DIR / "tokenizers" / self.source_path)
         return self.source_path
 
     @property
     def has_model(self) -> bool:
         return bool(self.model_path)
-
-
-EMBEDDED_MODEL = "embedded"  # Tokenizer.model_path of the converted embedded SmolLM2
 
 
 class WatermarkKey(models.Model):

@@ -19,9 +19,10 @@ from detector.core.config import KeyConfig
 from provenance.accounts.models import Membership, Team
 from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.errors import ProblemError
-from provenance.keys.crypto import decrypt_value
 from provenance.keys.models import KeyCalibration, WatermarkKey, registry_config
 from provenance.lib import rowcache
+from provenance.lib.crypto import KeyDecryptionError, decrypt_value
+from provenance.scoring.service import KeyGroup, ScoringError, tokenizer_load
 
 
 class KeySelectionError(ProblemError):
@@ -410,3 +411,33 @@ def _power_figures(label: str, entry: dict[str, Any]) -> dict[str, Any]:
         "scored_tokens_needed": entry.get("scored_tokens_needed"),
         "points": points,
     }
+
+
+def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
+    """The scoring service's input: ``keys`` grouped by tokenizer (first-seen order),
+    decrypted, with what their calibrations measured."""
+    by_tokenizer: dict[int, list[WatermarkKey]] = {}
+    for key in keys:
+        by_tokenizer.setdefault(key.tokenizer_id, []).append(key)
+    facts = calibration_facts(keys)  # at most one query for every key's
+    groups = []
+    for members in by_tokenizer.values():
+        tokenizer = members[0].tokenizer
+        groups.append(
+            KeyGroup(
+                tokenizer=tokenizer,
+                loaded=tokenizer_load(tokenizer),
+                keys=tuple(members),
+                configs=tuple(_scoring_config(key) for key in members),
+                tokens_needed=tuple(facts.get(key.id, (None, None))[0] for key in members),
+                measured_fpr=tuple(facts.get(key.id, (None, None))[1] for key in members),
+            )
+        )
+    return groups
+
+
+def _scoring_config(key: WatermarkKey) -> KeyConfig:
+    try:
+        return key_config(key)
+    except KeyDecryptionError:
+        raise ScoringError(f"key {key.name!r} does not decrypt with the configured KEK") from None

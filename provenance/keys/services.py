@@ -22,13 +22,13 @@ from detector.core.config import (
     DEFAULT_CONTEXT_WIDTH,
     parse_key,
 )
-from detector.paths import data_dir
 from detector.text import mistral
 from detector.text.tokenizers import load_tokenizer
 from provenance.accounts.models import Team
-from provenance.errors import PayloadTooLarge, ProblemError
-from provenance.keys.crypto import encrypt_value, reencrypt
-from provenance.keys.models import EMBEDDED_MODEL, Tokenizer, WatermarkKey, registry_config
+from provenance.errors import Conflict, PayloadTooLarge, ProblemError
+from provenance.keys.models import Tokenizer, WatermarkKey, registry_config
+from provenance.lib.crypto import encrypt_value, reencrypt
+from provenance.scoring.service import EMBEDDED_MODEL, model_dir_of
 
 
 class RegistryError(ProblemError):
@@ -83,16 +83,6 @@ def tokenizer_register(
         vocab_size=vocab_size,
         model_path=model_path,
     )
-
-
-def model_dir_of(model_path: str) -> Path:
-    """The directory a tokenizer's ``model_path`` names (EMBEDDED_MODEL: the converted
-    embedded SmolLM2, converted on first use)."""
-    if model_path == EMBEDDED_MODEL:
-        from generator.models import embedded_model_dir
-
-        return embedded_model_dir()
-    return Path(model_path).expanduser()
 
 
 def tokenizer_model_check(model_path: str, *, content_hash: str, vocab_size: int) -> None:
@@ -164,7 +154,7 @@ def tokenizer_upload(*, name: str, content: bytes) -> Tokenizer:
         raise RegistryError("a tokenizer needs a name of 1 to 100 characters")
     tokenizer_upload_validate(content)
     relative = f"uploads/{hashlib.sha256(content).hexdigest()}"
-    directory = data_dir() / "tokenizers" / relative
+    directory = settings.DATA_DIR / "tokenizers" / relative
     _write_once(directory / "tokenizer.json", content)
     loaded = load_tokenizer(directory)
     return _tokenizer_store(
@@ -406,3 +396,25 @@ def encrypted_reencrypt() -> int:
             model._default_manager.filter(pk=pk).update(**{name: reencrypt(token)})
             count += 1
     return count
+
+
+def key_publish(*, key: WatermarkKey, public_name: str = "") -> WatermarkKey:
+    """Publish ``key`` for public verification under ``public_name`` (default: the key's
+    public name if it has one, else its name)."""
+    name = (public_name or key.public_name or key.name).strip()
+    if not name or len(name) > 200:
+        raise ProblemError("a public name is 1 to 200 characters")
+    published = WatermarkKey.objects.filter(published_at__isnull=False, public_name=name)
+    taken = published.exclude(pk=key.pk).exists()
+    if taken:
+        raise Conflict(f"another published key is named {name!r}")
+    key.public_name = name
+    key.published_at = key.published_at or timezone.now()
+    key.save(update_fields=["public_name", "published_at"])
+    return key
+
+
+def key_unpublish(*, key: WatermarkKey) -> WatermarkKey:
+    key.published_at = None
+    key.save(update_fields=["published_at"])
+    return key

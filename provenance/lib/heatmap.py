@@ -14,6 +14,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext
 
 from detector.decision.decide import gamma_line_log10
+from provenance.lib.pvalues import pvalue
 
 CHART_W, CHART_H, PAD = 600, 160, 28
 # Score classes h0..h4 (edges in hundredths, as the scores are sent): under "no watermark" a
@@ -59,8 +60,6 @@ def span_ranges(spans: list[dict[str, Any]] | None) -> str:
 def span_sentences(spans: list[dict[str, Any]] | None) -> list[str]:
     """One sentence per localized span: "tokens 212-347, characters 1,040-1,702, carry the
     watermark of key "X", p = ..." (positions shown 1-based and inclusive)."""
-    from provenance.checks.templatetags.provenance_tags import pvalue
-
     sentence = gettext(
         "Tokens %(first_token)s–%(last_token)s, characters %(first_char)s–%(last_char)s, "
         "carry the watermark of key “%(key)s”, p = %(p)s (%(scored)s scored tokens)."

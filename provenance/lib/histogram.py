@@ -2,7 +2,8 @@
 
 The x axis is -log10 p, so each unit is a power of ten of the p-value (a log scale of p);
 bars count the texts whose corrected p-value falls in each bin, and a vertical line marks the
-threshold the verdict compares the corrected p-value with. Human texts pile up near p = 1
+threshold the verdict compares the corrected p-value with, where the decision's own rule puts
+it (``detector.decision.rule.threshold_log10``). Human texts pile up near p = 1
 (the left); watermarked ones lie far to the right, beyond the line. At most ``MAX_BINS``
 bins: past that many powers of ten a bin spans several, and p-values below the last bin's
 floor are counted in it.
@@ -13,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Any
+
+from detector.decision import rule
 
 WIDTH, HEIGHT, PAD = 600, 180, 32
 MAX_BINS = 20
@@ -34,7 +37,7 @@ def histogram(log10_ps: Sequence[float], threshold: float) -> dict[str, Any]:
     p-value range and count) for its text alternative. Empty when nothing was scored."""
     if not log10_ps:
         return {}
-    line = -math.log10(threshold)
+    line = -rule.threshold_log10(threshold)
     deepest = max(-lp for lp in log10_ps)
     top = min(max(math.ceil(deepest), math.ceil(line) + 1, MIN_DECADES), CAP_DECADES)
     width = math.ceil(top / MAX_BINS)

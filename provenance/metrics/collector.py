@@ -14,7 +14,6 @@ label sets, never by the table.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import defaultdict
@@ -49,7 +48,9 @@ from prometheus_client.core import (
     Metric,
 )
 
-from provenance.checks.models import Check, Status, Worker
+from provenance import env as environment
+from provenance.checks.models import Check, Status
+from provenance.heartbeats.models import Worker
 from provenance.metrics import services
 from provenance.metrics.models import Snapshot, Tally
 
@@ -242,7 +243,7 @@ def _cached_database_figures() -> dict[str, Any]:
 def process_families() -> Iterable[Metric]:
     """The web processes' own counters: every process's (PROMETHEUS_MULTIPROC_DIR), else
     this process's."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if environment.metrics_multiprocess_dir():
         from prometheus_client import multiprocess
 
         return list(multiprocess.MultiProcessCollector(None).collect())

@@ -10,8 +10,8 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.accounts.selectors import is_auditor
-from provenance.auth import AuthenticatedRequest
 from provenance.checks import tiers
 from provenance.playground import selectors
 from provenance.playground.views import PERMISSION

@@ -22,7 +22,6 @@ from detector.core.config import KeyConfig
 from detector.evidence.stream import EvidenceStream
 from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.checks.models import Check
-from provenance.checks.scoring import ScoringError, tokenizer_load
 from provenance.checks.services import check_create
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
@@ -37,6 +36,7 @@ from provenance.playground.client import (
 )
 from provenance.playground.keyfile import generator_key_name
 from provenance.playground.models import Conversation, Message
+from provenance.scoring.service import ScoringError, tokenizer_load
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,6 @@ edit-and-check. Thin: parse, call one service or selector, render."""
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,8 +20,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from detector.evidence import stream
+from provenance.accounts.auth import AuthenticatedHttpRequest
 from provenance.accounts.selectors import is_auditor
-from provenance.auth import AuthenticatedHttpRequest
 from provenance.checks import tiers
 from provenance.errors import ProblemError
 from provenance.playground import selectors, services
@@ -61,7 +61,8 @@ def conversation_detail(
         "messages": messages,
         "keys": selectors.playground_keys(request.user),
         "limits": services.sampling_limits(),
-        "threshold_log10": f"{math.log10(settings.PROVENANCE_THRESHOLD):.1f}",
+        # the line the e-process flags at, as the detector draws it
+        "threshold_log10": f"{stream.flag_line_log10(settings.PROVENANCE_THRESHOLD):.1f}",
     }
     return render(request, "playground/conversation.html", context)
 

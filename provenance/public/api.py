@@ -26,6 +26,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from detector.decision.combined import CORRECTION as COMBINED_CORRECTION
 from provenance.checks.api.base import read_upload
 from provenance.checks.models import Verdict
 from provenance.errors import PayloadTooLarge, ProblemError
@@ -117,7 +118,10 @@ def discovery_view(request: HttpRequest) -> JsonResponse:
 class SupportedSerializer(serializers.Serializer):
     organization = serializers.CharField()
     model = serializers.CharField(allow_null=True)
-    strength = serializers.IntegerField(help_text="Bonferroni-corrected p < 10^(strength+1)")
+    strength = serializers.IntegerField(
+        help_text=f"{COMBINED_CORRECTION}-corrected over the organizations asked: "
+        "p < 10^(strength+1)"
+    )
 
 
 @extend_schema_serializer(component_name="PublicPeerLine")
@@ -141,7 +145,9 @@ class PeerSerializer(serializers.Serializer):
 class CombinedSerializer(serializers.Serializer):
     verdict = serializers.ChoiceField(choices=Verdict.choices)
     organizations = serializers.IntegerField(help_text="m: the organizations asked")
-    correction = serializers.CharField()
+    correction = serializers.CharField(
+        help_text=f"the correction over the organizations asked: {COMBINED_CORRECTION}"
+    )
     supported = SupportedSerializer(many=True, help_text="the claims that stand")
 
 

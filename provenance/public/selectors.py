@@ -10,6 +10,7 @@ from django.core.cache import BaseCache, caches
 from django.db.models import QuerySet
 from django.urls import reverse
 
+from detector.decision import combined, rule
 from detector.decision.decide import CORRECTION
 from detector.reports import receipt
 from detector.reports.signed import ALGORITHM, PRF_VERSION
@@ -17,7 +18,6 @@ from provenance.keys.models import WatermarkKey
 from provenance.public.models import Partner
 
 DISCOVERY_SCHEMA = "provenance.discovery/v1"
-MIN_TOKENS = 16  # shorter texts (under every published tokenizer) answer inconclusive untested
 ANSWER_FIELDS = ("verdict", "model", "strength", "tokens_scored", "receipt")
 
 
@@ -76,17 +76,14 @@ def discovery(request: Any) -> dict[str, Any]:
             "global_per_minute": settings.PROVENANCE_PUBLIC_GLOBAL_PER_MIN,
             "partner_per_minute": settings.PROVENANCE_PUBLIC_PARTNER_PER_MIN,
             "max_text_bytes": settings.PROVENANCE_MAX_TEXT_BYTES,
-            "min_tokens": MIN_TOKENS,
+            "min_tokens": rule.MIN_TOKENS,  # the decision's own minimum
             "max_variants": settings.PROVENANCE_PUBLIC_MAX_VARIANTS,
             "variant_window_s": settings.PROVENANCE_PUBLIC_VARIANT_WINDOW_S,
         },
         "policy": {
             "threshold": settings.PROVENANCE_THRESHOLD,
             "correction": CORRECTION,  # the decision's own
-            "strength": (
-                "the corrected p-value's band, only when watermarked: p < 10^(strength+1), "
-                "strength one of -31, -13, -7, -3 (p < 1e-30, 1e-12, 1e-6, 1e-2) or -1"
-            ),
+            "strength": strength_policy(),
             "proof_of_work": {
                 "scheme": "altcha-v1",
                 "algorithm": "SHA-256",
@@ -99,9 +96,20 @@ def discovery(request: Any) -> dict[str, Any]:
             "discovery": peers,
             "max_peers": settings.PROVENANCE_PUBLIC_MAX_PEERS,
             "timeout_s": settings.PROVENANCE_PUBLIC_PEER_TIMEOUT_S,
-            "correction": "bonferroni",
+            "correction": combined.CORRECTION,  # the combined claim's, the decision's
         },
     }
+
+
+def strength_policy() -> str:
+    """The strength's bands in words, from the library's (``combined.STRENGTH_BANDS``)."""
+    bands = combined.STRENGTH_BANDS
+    strengths = ", ".join(str(bound - 1) for bound in bands)
+    bounds = ", ".join(f"1e{bound}" for bound in bands)
+    return (
+        "the corrected p-value's band, only when watermarked: p < 10^(strength+1), "
+        f"strength one of {strengths} (p < {bounds}) or -1"
+    )
 
 
 def key_sha256(key: str) -> str:

@@ -1,7 +1,7 @@
 """Public verification's writes: publishing keys, partners, and the check itself.
 
 A public check is tested against every published key at once through the product's one
-decision (``provenance.checks.scoring.score_texts``: ``detector.decision.decide_many``, Holm
+decision (``provenance.scoring.service.score_texts``: ``detector.decision.decide.decide_many``, Holm
 over every published key); the answer holds the verdict, the model it names, a strength in
 a few wide bands, the tokens scored and a signed receipt, nothing more (docs/public.md).
 """
@@ -20,50 +20,27 @@ from django.db import transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
+from detector.decision import combined, rule
 from detector.reports import receipt
 from detector.reports.signed import text_sha256
-from provenance.checks.scoring import KeyGroup, ScoringError, prepare_keys, score_texts
 from provenance.checks.services.validation import (
     document_extract,
     document_precheck,
     text_validate,
 )
 from provenance.errors import Conflict, ProblemError
-from provenance.keys.crypto import decrypt_bytes
 from provenance.keys.models import WatermarkKey
-from provenance.public import budgets, combined, families, peers, proof_of_work
+from provenance.keys.selectors import prepare_keys
+from provenance.lib.crypto import decrypt_bytes
+from provenance.public import budgets, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
-from provenance.public.selectors import MIN_TOKENS, key_sha256, public_cache, published_keys
+from provenance.public.selectors import key_sha256, public_cache, published_keys
 from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
+from provenance.scoring.service import KeyGroup, ScoringError, score_texts
 
 ANSWER_TTL_S = 86400  # the same text asked again within a day gets the same answer
 INCONCLUSIVE, WATERMARKED = "inconclusive", "watermarked"
-# The strength's bands: log10 of the bounds a corrected p-value is placed under (p < 1e-30,
-# 1e-12, 1e-6, 1e-2). An answer's strength s says p < 10^(s+1), as a floored log10 p did,
-# so the combined claim and older peers read it unchanged.
-STRENGTH_BANDS = (-30, -12, -6, -2)
-
-
-def key_publish(*, key: WatermarkKey, public_name: str = "") -> WatermarkKey:
-    """Publish ``key`` for public verification under ``public_name`` (default: the key's
-    public name if it has one, else its name)."""
-    name = (public_name or key.public_name or key.name).strip()
-    if not name or len(name) > 200:
-        raise ProblemError("a public name is 1 to 200 characters")
-    taken = published_keys().filter(public_name=name).exclude(pk=key.pk).exists()
-    if taken:
-        raise Conflict(f"another published key is named {name!r}")
-    key.public_name = name
-    key.published_at = key.published_at or timezone.now()
-    key.save(update_fields=["public_name", "published_at"])
-    return key
-
-
-def key_unpublish(*, key: WatermarkKey) -> WatermarkKey:
-    key.published_at = None
-    key.save(update_fields=["published_at"])
-    return key
 
 
 @sensitive_variables("key")
@@ -135,10 +112,11 @@ def verify(
     """A public check of ``text`` or of a ``document`` (its name and bytes, extracted as the
     private API does): the caller's proof of work and budget first (``admit``; ``admitted``:
     already done), then the answer. With peers configured (and ``ask_peers``), the answer
-    also holds one line per peer and the combined claim (``provenance.public.peers``,
-    ``.combined``); the local fields stay the local answer's. Peers are asked only once this
-    server's own checks passed (proof of work, budget, a valid text of ``MIN_TOKENS``, the
-    scrubbing guard), and a peer's proof of work is solved only for a partner's check."""
+    also holds one line per peer (``provenance.public.peers``) and the combined claim across
+    organizations (``detector.decision.combined.combine``); the local fields stay the local
+    answer's. Peers are asked only once this server's own checks passed (proof of work,
+    budget, a valid text not ``too_short`` by the decision's own minimum, the scrubbing
+    guard), and a peer's proof of work is solved only for a partner's check."""
     if not admitted:
         admit(caller)
     if document is not None:
@@ -155,9 +133,8 @@ def verify(
         fanout = peers.none_asked()
     answer = local.answer()  # the peers work while the local test runs
     lines = fanout.lines()
-    claim = combined.combine(
-        settings.PROVENANCE_PUBLIC_ORGANIZATION, answer, lines, settings.PROVENANCE_THRESHOLD
-    )
+    local_line = {"organization": settings.PROVENANCE_PUBLIC_ORGANIZATION, "status": "answered"}
+    claim = combined.combine([{**answer, **local_line}, *lines], settings.PROVENANCE_THRESHOLD)
     return {**answer, "peers": lines, "combined": claim}
 
 
@@ -191,7 +168,7 @@ def document_read(filename: str, content: bytes) -> str:
 
 class LocalCheck:
     """This server's answer for a valid text, in two steps: made, it has found the cached
-    answer or passed the scrubbing guard (``tested``: the text has ``MIN_TOKENS``);
+    answer or passed the scrubbing guard (``tested``: the text is not ``too_short``);
     ``answer()`` then scores it where nothing was cached. Answers are cached for the same
     text, the same published keys and the same signing key: a revoked signing key (a new
     active one) ends the answers its receipts signed."""
@@ -235,16 +212,6 @@ def answer_for(text: str, requester: str = "") -> dict[str, Any]:
     return LocalCheck(text, requester).answer()
 
 
-def strength_band(log10_p: float) -> int:
-    """The public strength of a watermarked answer's corrected log10 p: s with p < 10^(s+1),
-    where 10^(s+1) is the tightest of ``STRENGTH_BANDS`` that holds (-1, p < 1, above every
-    band). A scrubber's edit moves it only across a band's bound."""
-    for bound in STRENGTH_BANDS:
-        if log10_p < bound:
-            return bound - 1
-    return -1
-
-
 @dataclass(frozen=True)
 class Decided:
     """What a public answer says of a text, before it is signed."""
@@ -256,8 +223,9 @@ class Decided:
 
 
 def too_short(text: str, groups: list[KeyGroup]) -> bool:
-    """Shorter than ``MIN_TOKENS`` under every published tokenizer: answered untested."""
-    return all(len(g.loaded.encode_lazy(text)[0]) < MIN_TOKENS for g in groups)
+    """Too short to test under every published tokenizer, by the decision's own minimum
+    (``detector.decision.rule.too_short``): answered untested."""
+    return rule.too_short(len(g.loaded.encode_lazy(text)[0]) for g in groups)
 
 
 def decisions(
@@ -288,7 +256,7 @@ def decisions(
             Decided(
                 result.verdict,
                 best.key.public_name if marked and best else None,
-                strength_band(result.log10_p) if marked else None,
+                combined.strength_band(result.log10_p) if marked else None,
                 best.detection.num_scored_tokens if best else 0,
             )
         )

@@ -11,7 +11,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
 from detector.reports.signed import MEDIA_TYPE
-from provenance.auth import AuthenticatedRequest
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.checks import selectors as check_selectors
 from provenance.reports import selectors, services
 

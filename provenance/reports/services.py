@@ -20,7 +20,7 @@ from provenance.accounts.models import Team
 from provenance.checks import tiers
 from provenance.checks.models import Check, Hypothesis, Status
 from provenance.errors import Conflict
-from provenance.keys.crypto import decrypt_bytes, encrypt_bytes
+from provenance.lib.crypto import decrypt_bytes, encrypt_bytes
 from provenance.reports.models import SigningKey
 
 

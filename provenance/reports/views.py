@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from detector.reports.signed import verify
-from provenance.auth import AuthenticatedHttpRequest
+from provenance.accounts.auth import AuthenticatedHttpRequest
 from provenance.checks import selectors as check_selectors
 from provenance.errors import ProblemError
 from provenance.reports import selectors, services

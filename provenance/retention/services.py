@@ -4,7 +4,8 @@ A text is kept for its team's retention period (``PROVENANCE_RETENTION_DAYS``, 3
 default; a team may shorten it). Then ``checks_purge`` (``manage.py checks_purge``, the
 sweeper, ``make run``'s runner) removes the text and its per-token data; the verdict, the
 p-values, the text's SHA-256 and the detection log stay. The submitter or a team admin may
-delete a check or an audit at once: the same purge, and the row is hidden (404) from then on.
+delete a check or an audit at once: the same purge (``provenance.checks.services.deletion``),
+and the row is hidden (404) from then on.
 
 The other texts the server keeps follow the same periods: playground messages (prompts and
 replies) older than the period are deleted, and their conversation's title (the first
@@ -19,22 +20,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from provenance.accounts.models import Team
-from provenance.audits.selectors import audit_get
-from provenance.checks import selectors
-from provenance.checks.models import Audit, Check, Status, Upload
-from provenance.errors import ProblemError
+from provenance.checks.models import Check
+from provenance.checks.services.deletion import texts_purge
 from provenance.playground.models import Conversation, Message
 from provenance.streams.models import Stream
 
 logger = logging.getLogger(__name__)
-
-PURGED_BEFORE_SCORING = "the text was deleted before it was scored"
 
 
 def retention_days(team: Team) -> int:
@@ -50,7 +45,7 @@ def checks_purge(*, now: datetime | None = None) -> int:
     counts = {"checks": 0, "messages": 0, "streams": 0}
     for in_team, cutoff in _cutoffs(now):
         checks = Check.objects.filter(created_at__lt=cutoff, **in_team)
-        counts["checks"] += _purge(checks, now)
+        counts["checks"] += texts_purge(checks, now)
         counts["messages"] += _messages_purge(cutoff, in_team)
         streams = Stream.objects.filter(created_at__lt=cutoff, **in_team)
         counts["streams"] += streams.delete()[0] if streams.exists() else 0
@@ -84,52 +79,3 @@ def _messages_purge(cutoff: datetime, in_team: dict[str, Any]) -> int:
         Conversation.objects.filter(id__in=touched).update(title="")
         Conversation.objects.filter(id__in=touched, messages__isnull=True).delete()
     return deleted
-
-
-def check_delete(*, user: User, check_id: Any) -> None:
-    """Purge and hide one check (404 for whoever cannot see it, 403 for a team member who
-    is neither its submitter nor a team admin)."""
-    check = selectors.check_get(user, check_id)
-    if not selectors.may_delete(user, check):
-        raise ProblemError("only the submitter or a team admin may delete this check", 403)
-    now = timezone.now()
-    with transaction.atomic():
-        _purge(Check.objects.filter(id=check.id), now)
-        Check.objects.filter(id=check.id).update(deleted_at=now)
-
-
-def audit_delete(*, user: User, audit_id: Any) -> None:
-    """Purge and hide an audit with all its checks (same permissions as a check)."""
-    audit = audit_get(user, audit_id)
-    if not selectors.may_delete(user, audit):
-        raise ProblemError("only the submitter or a team admin may delete this audit", 403)
-    now = timezone.now()
-    with transaction.atomic():
-        _purge(Check.objects.filter(audit=audit), now)
-        Check.objects.filter(audit=audit).update(deleted_at=now)
-        Audit.objects.filter(id=audit.id).update(deleted_at=now)
-        Upload.objects.filter(audit=audit).delete()  # files not read yet
-
-
-def _purge(checks: QuerySet[Check], now: datetime) -> int:
-    """Text and per-token data go; verdict, p-values, hypotheses and text_sha256 stay. A
-    check not scored yet is failed first, so no task scores an empty text."""
-    todo = checks.filter(purged_at__isnull=True)
-    # A read first: the sweeper calls this every few seconds, and an UPDATE that matches
-    # nothing would still take SQLite's write lock (IMMEDIATE transactions).
-    if not todo.exists():
-        return 0
-    with transaction.atomic():
-        Upload.objects.filter(check_run__in=todo).delete()  # a document not read yet
-        todo.exclude(status__in=[Status.DONE, Status.FAILED]).update(
-            status=Status.FAILED, failure_reason=PURGED_BEFORE_SCORING, finished_at=now
-        )
-        return todo.update(text="", token_data=None, heatmap_compact=None, purged_at=now)
-
-
-def purged_cleanup(check_ids: list[Any]) -> None:
-    """Called after results are stored: a check purged while it was being scored must not
-    get its per-token data back from the task that was already running."""
-    Check.objects.filter(id__in=check_ids, purged_at__isnull=False).update(
-        token_data=None, heatmap_compact=None
-    )

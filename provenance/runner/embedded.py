@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from detector.paths import data_dir as detector_data_dir
+from provenance import env as environment
 from provenance.runner.redis_server import RedisServer, free_port
 from provenance.runner.supervisor import Child, CrashLoop, Supervisor, spawn
 
@@ -58,8 +58,7 @@ def _demo_data(data_dir: Path) -> str:
     from provenance.accounts.models import Team
     from provenance.accounts.services import membership_set, team_create, user_create
     from provenance.keys.models import WatermarkKey
-    from provenance.keys.services import key_create, tokenizer_default
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_create, key_publish, tokenizer_default
 
     password = _demo_password(data_dir)
     team = Team.objects.filter(name=DEMO_TEAM).first() or team_create(
@@ -79,7 +78,7 @@ def _demo_data(data_dir: Path) -> str:
             name=DEMO_KEY,
             team=team,
             tokenizer=tokenizer,
-            value=os.environ.get("PROVENANCE_DEMO_KEY") or None,
+            value=environment.demo_key(),
             created_by=user,
         )
     key = WatermarkKey.objects.get(team=team, name=DEMO_KEY)
@@ -114,23 +113,13 @@ def web_workers() -> int:
     threads: the GIL; two per core keep a core busy while the other waits on SQL or Redis:
     92.7 checks/s against 77.5 with one per core on 2 cores, bench_load.py), at least 2 and
     at most 8 by default."""
-    default = min(max(2 * len(os.sched_getaffinity(0)), 2), 8)
-    return _positive_env("PROVENANCE_WEB_WORKERS", default)
+    return environment.web_workers(min(max(2 * len(os.sched_getaffinity(0)), 2), 8))
 
 
 def web_threads() -> int:
     """Threads per gunicorn process: PROVENANCE_WEB_THREADS, else 8 (a request that waits for
     a worker's verdict holds one while it sleeps)."""
-    return _positive_env("PROVENANCE_WEB_THREADS", 8)
-
-
-def _positive_env(name: str, default: int) -> int:
-    raw = os.environ.get(name, "")
-    if not raw.strip():
-        return default
-    if not raw.strip().isdigit() or int(raw) < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, not {raw!r}")
-    return int(raw)
+    return environment.web_threads()
 
 
 def _web_args(host: str, port: int) -> list[str]:
@@ -193,11 +182,11 @@ def main() -> int:
     # Redis files, logs, key files, converted models) is private from its first byte: the
     # mode comes from the umask at creation, nothing is chmod-ed afterwards.
     os.umask(0o077)
-    data_dir = detector_data_dir()
+    data_dir = environment.data_dir()
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
     os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
-    host = os.environ.get("PROVENANCE_HOST", "127.0.0.1")
-    port = int(os.environ.get("PROVENANCE_PORT", "8000"))
+    host, port = environment.runner_address()
     redis = RedisServer(data_dir / "redis", port=free_port())
     # Public verification's answers and scrubbing guard: a Redis of their own, bounded.
     cache = RedisServer(data_dir / "cache", port=free_port(), maxmemory=PUBLIC_CACHE_MAXMEMORY)
@@ -277,7 +266,7 @@ class _Sweeper:
 
 def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:
     """The playground's generator on the embedded model, unless one is configured."""
-    from provenance.playground.embedded import EmbeddedGenerator, external_url
+    from provenance.runner.generator import EmbeddedGenerator, external_url
 
     if external_url():
         return None

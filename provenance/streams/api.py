@@ -12,8 +12,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
-from provenance.auth import AuthenticatedRequest
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
     CappedListField,
@@ -47,6 +47,9 @@ class StateOutput(serializers.Serializer):
     p_value = serializers.FloatField(required=False, help_text="closed streams: the decision's")
     log10_p = serializers.FloatField(required=False)
     decided_by = serializers.CharField(required=False)
+    correction = serializers.CharField(
+        required=False, help_text="closed streams: the family correction the decision applied"
+    )
     spans = serializers.ListField(child=serializers.DictField(), required=False)
     threshold = serializers.FloatField()
     best_key = serializers.CharField(allow_null=True)

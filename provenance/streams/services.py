@@ -2,7 +2,7 @@
 the anytime-valid state (``detector.evidence.stream``) after every append. Checking after every
 append is valid: the running verdict is the e-process reaching 1 / threshold, not a re-run
 fixed test. A closed stream's final answer is the detector's one decision on all its tokens
-from the scoring service checks call (``provenance.checks.scoring``), as a check of the same
+from the scoring service checks call (``provenance.scoring.service``), as a check of the same
 text gets."""
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from detector.evidence.stream import EvidenceStream, StreamState, split_stable
 from provenance.accounts.models import Team
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import tiers
-from provenance.checks.models import DetectionLog
-from provenance.checks.scoring import ScoringError, prepare_keys, score_ids, tokenizer_load
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.models import WatermarkKey
-from provenance.keys.selectors import key_config, keys_for_check
+from provenance.keys.selectors import key_config, keys_for_check, prepare_keys
+from provenance.scoring.service import ScoringError, score_ids, tokenizer_load
 from provenance.streams.models import Stream
+from provenance.usage.models import DetectionLog
 from provenance.usage.services import detection_log_create, quota_consume
 
 
@@ -153,7 +153,7 @@ def stream_append(
 
 def _final_decision(stream: Stream, keys: list[WatermarkKey]) -> dict[str, Any]:
     """The detector's decision on every token of the stream from the scoring service checks
-    call (``provenance.checks.scoring.score_ids``: the tokenizer's n-gram table, each key's
+    call (``provenance.scoring.service.score_ids``: the tokenizer's n-gram table, each key's
     measured power and false-positive rate), so it equals a check of the stream's text:
     ``Decision.summary`` with the best key's name and its measured false-positive rate."""
     ids = np.frombuffer(bytes(stream.token_ids), "<u4").astype(np.int64)
@@ -212,6 +212,7 @@ def state_body(stream: Stream, state: StreamState, keys: list[str], auditor: boo
             p_value=shown["p_value"],
             log10_p=shown["log10_p"],
             decided_by=final["decided_by"],
+            correction=final.get("correction"),
             best_key=final["best_key"] if final["is_watermarked"] else None,
             spans=shown["spans"],
         )

@@ -16,7 +16,8 @@ from provenance.audits.services import audit_enqueue
 from provenance.checks import queue
 from provenance.checks.models import Check, Status
 from provenance.checks.services.checks import check_enqueue
-from provenance.heartbeats.services import checks_release_dead, workers_reap
+from provenance.checks.services.claims import checks_release_dead
+from provenance.heartbeats.services import workers_reap
 from provenance.metrics.services import SWEEPER_DEAD_WORKERS, SWEEPER_REQUEUED, tally_add
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from provenance.checks.models import DetectionLog
+from provenance.usage.models import DetectionLog
 
 
 @admin.register(DetectionLog)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from provenance.checks.models import QuotaUsage
+from provenance.usage.models import QuotaUsage
 
 
 def quota_used_today(user: User) -> int:

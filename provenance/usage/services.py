@@ -7,21 +7,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from provenance.accounts.models import Team
-from provenance.checks.models import Audit, Check, DetectionLog, QuotaUsage
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.usage import selectors
-
-if TYPE_CHECKING:
-    from provenance.streams.models import Stream
+from provenance.usage.models import DetectionLog, QuotaUsage
 
 
 def text_sha256(text: str) -> str:
@@ -36,9 +33,9 @@ def detection_log_create(
     kind: str,
     keys: Sequence[WatermarkKey],
     num_texts: int,
-    check: Check | None = None,
-    audit: Audit | None = None,
-    stream: Stream | None = None,
+    check: Model | None = None,
+    audit: Model | None = None,
+    stream: Model | None = None,
     text: str | None = None,
 ) -> DetectionLog:
     """Who checked what against which keys (ids and names only; never a key value). The
@@ -65,9 +62,9 @@ def detection_log_new(
     kind: str,
     keys: Sequence[WatermarkKey],
     num_texts: int,
-    check: Check | None = None,
-    audit: Audit | None = None,
-    stream: Stream | None = None,
+    check: Model | None = None,
+    audit: Model | None = None,
+    stream: Model | None = None,
     text: str | None = None,
 ) -> DetectionLog:
     """The row ``detection_log_create`` writes, not yet saved."""
@@ -76,9 +73,10 @@ def detection_log_new(
         username=user.get_username(),
         team=team,
         kind=kind,
-        check_run=check,
-        audit=audit,
-        stream=stream,
+        # By id: the check, audit or stream is the row of an app above this one.
+        check_run_id=None if check is None else check.pk,
+        audit_id=None if audit is None else audit.pk,
+        stream_id=None if stream is None else stream.pk,
         num_texts=num_texts,
         text_sha256=text_sha256(text) if text else "",
         key_ids=[str(key.id) for key in keys],

@@ -36,7 +36,7 @@ class WebhookDelivery(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="deliveries")
     # The audit may be deleted later; the delivery log stays.
     audit = models.ForeignKey(
-        "checks.Audit", null=True, on_delete=models.SET_NULL, related_name="deliveries"
+        "audits.Audit", null=True, on_delete=models.SET_NULL, related_name="deliveries"
     )
     event = models.CharField(max_length=40)
     url = models.URLField(max_length=500)

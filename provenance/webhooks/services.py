@@ -31,9 +31,9 @@ from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from provenance.accounts.models import Team
-from provenance.checks import queue
+from provenance.celery import publish
 from provenance.errors import ProblemError
-from provenance.keys.crypto import decrypt_bytes, encrypt_bytes
+from provenance.lib.crypto import decrypt_bytes, encrypt_bytes
 from provenance.webhooks.models import TeamWebhook, WebhookDelivery
 
 DELIVER = "provenance.webhooks.deliver"  # the task's registered name
@@ -156,30 +156,33 @@ def _address_allowed(address: _Address) -> None:
 # --- deliveries -------------------------------------------------------------------------
 
 
-def audit_finished(audit: Any) -> WebhookDelivery | None:
-    """Queue the callback of a finished audit (its own URL, else the team's default); None
-    when there is nowhere to send it or the team has no secret to sign with."""
+def audit_finished(audit: Any, counts: dict[str, int]) -> WebhookDelivery | None:
+    """Queue the callback of a finished audit (its own URL, else the team's default), its
+    texts counted by the audits app (``counts``); None when there is nowhere to send it or
+    the team has no secret to sign with."""
     webhook = TeamWebhook.objects.filter(team_id=audit.team_id).first()
     url = audit.callback_url or (webhook.default_url if webhook else "")
     if not url or webhook is None:
         return None
     delivery = WebhookDelivery.objects.create(
-        team_id=audit.team_id, audit=audit, event=AUDIT_FINISHED, url=url, payload=_summary(audit)
+        team_id=audit.team_id,
+        audit=audit,
+        event=AUDIT_FINISHED,
+        url=url,
+        payload=_summary(audit, counts),
     )
-    transaction.on_commit(lambda: queue.publish(DELIVER, str(delivery.id)))
+    transaction.on_commit(lambda: publish(DELIVER, str(delivery.id)))
     return delivery
 
 
-def _summary(audit: Any) -> dict[str, Any]:
-    from provenance.audits.selectors import audit_counts
-
+def _summary(audit: Any, counts: dict[str, int]) -> dict[str, Any]:
     return {
         "event": AUDIT_FINISHED,
         "audit": {
             "id": str(audit.id),
             "status": audit.status,
             "num_texts": audit.num_texts,
-            "counts": audit_counts(audit),
+            "counts": counts,
             "threshold": audit.threshold,
             "key_ids": audit.key_ids,
             "created_at": audit.created_at.isoformat(),

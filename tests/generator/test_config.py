@@ -118,3 +118,30 @@ def test_a_key_file_emptied_of_keys_retires_them_all(tmp_path):
     store = KeyStore.from_file(path)
     _rewrite(path, {}, 10**18 + 10**9)
     assert len(store.refreshed()) == 0
+
+
+def test_every_variable_the_generator_reads_is_named_in_config_and_documented():
+    from pathlib import Path
+
+    from generator import config
+
+    names = {value for key, value in vars(config).items() if key.endswith("_ENV")}
+    assert len(names) == 12 and all(name.startswith("PROVENANCE_") for name in names)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "generator.md").read_text()
+    assert {name for name in names if f"`{name}`" not in page} == set()
+
+
+def test_the_environment_readers_treat_empty_as_unset(monkeypatch):
+    from generator import config
+
+    monkeypatch.setenv(config.DEFAULT_KEY_ENV, "")
+    monkeypatch.setenv(config.MODEL_ENV, "")
+    monkeypatch.setenv(config.ENFORCE_ENV, "0")
+    monkeypatch.setenv(config.MIN_TOP_K_ENV, "3")
+    monkeypatch.delenv(config.MAX_MIN_P_ENV, raising=False)
+    assert config.default_key() is None and config.served_model() == "unknown"
+    assert config.enforce_watermark() is False
+    assert config.floor_values() == {config.MIN_TOP_K_ENV: "3"}
+    monkeypatch.setenv(config.DEFAULT_KEY_ENV, "team-a")
+    monkeypatch.setenv(config.ENFORCE_ENV, "1")
+    assert config.default_key() == "team-a" and config.enforce_watermark() is True

@@ -33,7 +33,7 @@ TEST_KEK = Fernet.generate_key().decode()
 settings.PROVENANCE_KEK = TEST_KEK
 # Model-assisted detection off, here and in every process the tests start (workers, the
 # embedded runner): a SmolLM2 forward pass per check would slow every worker test down. Its
-# own tests (checks/test_scoring.py) turn it on for their worker.
+# own tests (scoring/test_service.py) turn it on for their worker.
 os.environ.setdefault("PROVENANCE_MODEL_ASSIST", "0")
 settings.PROVENANCE_MODEL_ASSIST = os.environ["PROVENANCE_MODEL_ASSIST"] != "0"
 # The cast is created for every test: a deliberately slow password hash would dominate.
@@ -264,9 +264,14 @@ def published_tasks(monkeypatch) -> list[tuple[str, tuple]]:
     """The task messages this test sends to the broker (name, arguments): none leaves the
     process."""
     from provenance.checks import queue
+    from provenance.keys import calibration
+    from provenance.webhooks import services as webhooks
 
     sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(queue, "publish", lambda name, *args: sent.append((name, args)) or True)
+    for publisher in (queue, calibration, webhooks):  # each publishes by name
+        monkeypatch.setattr(
+            publisher, "publish", lambda name, *args: sent.append((name, args)) or True
+        )
     return sent
 
 

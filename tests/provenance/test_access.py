@@ -18,8 +18,8 @@ from rest_framework.test import APIClient
 
 from detector.reports.signed import verify
 from provenance.accounts.services import user_create
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_submit
-from provenance.checks.models import Audit
 from provenance.checks.services import check_create, check_score
 from provenance.playground.models import Conversation, Message
 from provenance.streams.services import stream_create
@@ -131,7 +131,7 @@ PAGES = [
     ("/playground/m/{message}/edit", (LOGIN, 404, 404, 200, 404)),
     ("/admin/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
     ("/admin/checks/check/{check}/change/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
-    ("/admin/checks/detectionlog/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
+    ("/admin/usage/detectionlog/", (LOGIN, LOGIN, LOGIN, LOGIN, 200)),
 ]
 
 
@@ -193,9 +193,9 @@ def test_lists_show_nothing_of_another_team(world, actor, client):
 
 
 def test_the_public_routes_show_no_team_data_and_no_key(world, client, wm_text, settings):
-    from provenance.keys.crypto import decrypt_value
     from provenance.keys.models import WatermarkKey
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_publish
+    from provenance.lib.crypto import decrypt_value
     from tests.provenance.public.conftest import solve
 
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 1000

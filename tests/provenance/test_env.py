@@ -39,3 +39,48 @@ def test_a_value_not_of_its_kind_stops_with_the_variables_name(monkeypatch, read
     monkeypatch.setenv("PV_X", raw)
     with pytest.raises(ValueError, match=message):
         read()
+
+
+def test_the_call_time_readers_follow_the_environment_when_called(monkeypatch, tmp_path):
+    from provenance import env
+
+    for name in ("PROVENANCE_HOST", "PROVENANCE_PORT", "PROVENANCE_GENERATOR_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PROVENANCE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("PROVENANCE_GENERATOR_URL", "")
+    assert env.data_dir() == tmp_path and env.runner_address() == ("127.0.0.1", 8000)
+    assert env.generator_url() is None and env.generator_backend() == ""
+    monkeypatch.setenv("PROVENANCE_PORT", "9000")
+    monkeypatch.setenv("PROVENANCE_GENERATOR_BACKEND", "transformers")
+    monkeypatch.setenv("PROVENANCE_WEB_PRELOAD", "1")
+    assert env.runner_address()[1] == 9000 and env.generator_backend() == "transformers"
+    assert env.web_preload() is True
+    monkeypatch.setenv("PROVENANCE_GENERATOR_BACKEND", "other")  # not one: the runner chooses
+    assert env.generator_backend() == ""
+    monkeypatch.setenv("PROVENANCE_PORT", "http")
+    with pytest.raises(ValueError, match="PROVENANCE_PORT must be an integer"):
+        env.runner_address()
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("", "auto"), (" AUTO ", "auto"), ("1", True), ("off", False)]
+)
+def test_auto_or_a_boolean(monkeypatch, raw, expected):
+    from provenance.env import env_auto_or_bool
+
+    monkeypatch.setenv("PV_ASSIST", raw)
+    assert env_auto_or_bool("PV_ASSIST") == expected
+
+
+def test_a_required_value_and_a_choice_name_their_variable(monkeypatch):
+    from provenance.env import env_choice, env_required
+
+    monkeypatch.setenv("PV_X", "")
+    with pytest.raises(ValueError, match="PV_X must be set when Y is"):
+        env_required("PV_X", "when Y is")
+    assert env_choice("PV_X", ("plain", "json")) == "plain"
+    monkeypatch.setenv("PV_X", "JSON")
+    assert env_choice("PV_X", ("plain", "json")) == "json"
+    monkeypatch.setenv("PV_X", "xml")
+    with pytest.raises(ValueError, match="PV_X must be plain or json"):
+        env_choice("PV_X", ("plain", "json"))

@@ -20,10 +20,12 @@ from django.conf import settings as django_settings
 from django.db.models import F
 from django.utils import timezone
 
+from provenance.audits.models import Audit
 from provenance.checks import queue
-from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
+from provenance.checks.models import Check, Hypothesis
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import RedisServer, free_port
+from provenance.usage.models import DetectionLog
 from tests.provenance import capture
 from tests.provenance.conftest import (
     REPO,

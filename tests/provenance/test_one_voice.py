@@ -2,8 +2,9 @@
 through every surface gets the library's decision (``detector.decision.decide`` via
 ``detect_text``): the same verdict, p-value, test that decided and spans from the CLI,
 ``/detect``, the checks API, the result page, an audit and its exports, the signed report and
-``python -m detector verify``, the playground's check and a closed stream's final answer (which
-also equals a check of the same text under several keys)."""
+``python -m detector verify``, the playground's check and a closed stream's final answer; and
+under several keys, one decision (verdict, best key, corrected p-value, correction) through a
+check, a stream and public verification."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ import io
 import json
 
 import pytest
+from rest_framework.test import APIClient
 
 from detector.cli.main import main as detector_main
+from detector.decision.combined import strength_band
+from detector.decision.decide import CORRECTION
 from detector.decision.family import flagged
+from detector.decision.rule import too_short
 from detector.decision.text import detect_text
 from detector.text.tokenizers import load_tokenizer
 from provenance.audits.services import audit_score_chunk
@@ -24,11 +29,13 @@ from provenance.checks.templatetags.provenance_tags import pvalue
 from provenance.keys.services import key_create
 from provenance.playground.models import Conversation, Message
 from provenance.playground.services import reply_check
+from provenance.public.services import key_publish, partner_create
 from provenance.streams.models import Stream
 from tests.detector.decision.one_voice import KEY, corpus
 from tests.provenance.keys.test_selectors import finished_calibration
 
 pytestmark = pytest.mark.django_db
+PUBLIC_VERIFY = "/api/public/v1/verify"
 PAGE_VERDICT = {
     "watermarked": "watermarked",
     "not_watermarked": "not-watermarked",
@@ -69,6 +76,8 @@ def _answer_spans(rows):
 
 
 def test_the_corpus_holds_the_case_where_two_decisions_disagreed(expected):
+    brief = expected["brief"]  # decided by a check, too short for public verification
+    assert brief.verdict == "watermarked" and too_short([len(brief.token_ids)])
     mixed = expected["mixed"]
     assert mixed.verdict == "watermarked" and not flagged(mixed.hypotheses[0].detection)
     assert expected["marked"].verdict == "watermarked"
@@ -192,21 +201,35 @@ def several(cast, tokenizer_row):
     return made
 
 
-def test_a_streams_final_answer_is_a_check_of_the_same_text_under_several_keys(
+def test_a_check_a_stream_and_public_verification_answer_alike_under_several_keys(
     api_for, several, expected
 ):
-    """A closed stream is scored by the checks' scoring service: under three keys (two of them
-    calibrated) its final answer, spans, best key and stored false-positive rate are those
-    of a check of the same text."""
+    """Under three keys (two calibrated, the corpus's key between the others and the one that
+    decides), every corpus text and a watermarked text too short for public verification get
+    one decision through a check, a stream and public verification: a closed stream's final
+    answer, spans, best key, correction and stored false-positive rate are the check's; public
+    verification answers the check's verdict, names the published model of the check's best
+    key with the band of its corrected p-value, and leaves untested exactly the texts the
+    decision's own minimum (``detector.decision.rule.too_short``) calls too short."""
     alice = api_for("alice")
     key_ids = [str(key.id) for key in several]
+    for key in several:
+        key_publish(key=key, public_name=f"Model {key.name}")
+    _, partner = partner_create(name="one voice")
+    public = APIClient()
+    public.credentials(HTTP_AUTHORIZATION=f"Bearer {partner}")
+    tok = load_tokenizer("default")
+    texts = corpus()
     watermarked = 0
-    for name, text in corpus().items():
+    for name, text in texts.items():
         check_id = alice.post(
             "/api/v1/checks", {"text": text, "key_ids": key_ids}, format="json"
         ).json()["id"]
         check_score(check_id)
         check = alice.get(f"/api/v1/checks/{check_id}").json()
+        row = Check.objects.get(id=check_id)
+        assert check["correction"] == row.correction == CORRECTION, name
+        # a stream of the same text
         opened = alice.post("/api/v1/streams", {"key_ids": key_ids}, format="json").json()
         url = f"/api/v1/streams/{opened['id']}/append"
         final = alice.post(url, {"text": text, "final": True}, format="json").json()
@@ -214,10 +237,12 @@ def test_a_streams_final_answer_is_a_check_of_the_same_text_under_several_keys(
         for field in ("verdict", "verdict_reason", "is_watermarked", "p_value", "log10_p"):
             assert final[field] == check[field], (name, field)
         assert final["decided_by"] == check["decided_by"], name
+        assert final["correction"] == check["correction"], name
         assert [(s["start_token"], s["end_token"], s["log10_p"]) for s in final["spans"]] == [
             (s["start_token"], s["end_token"], s["log10_p"]) for s in check["spans"]
         ], name
         stored = Stream.objects.get(id=opened["id"]).decision
+        assert stored["best"] == row.best_index, name
         assert stored["best_key"] == check["best_key"], name
         assert stored["key_measured_fpr"] == check["key_measured_fpr"], name
         assert stored["num_hypotheses"] == len(check["hypotheses"]) == 3, name
@@ -225,4 +250,21 @@ def test_a_streams_final_answer_is_a_check_of_the_same_text_under_several_keys(
             watermarked += 1
             assert final["best_key"] == check["best_key"] == "one-voice", name
             assert check["key_measured_fpr"] is not None  # the calibrated key's rate, stored
-    assert watermarked >= 2  # the mixed and the wholly watermarked texts
+        # public verification of the same text (a partner: no proof of work); a check and a
+        # stream test a text however short, public verification answers one under the
+        # decision's minimum untested
+        answer = public.post(PUBLIC_VERIFY, {"text": text}, format="json").json()
+        if too_short([len(tok.encode(text))]):
+            untested = (answer["verdict"], answer["model"], answer["strength"])
+            assert untested == ("inconclusive", None, None), name
+            assert answer["tokens_scored"] == 0, name
+            continue
+        assert answer["verdict"] == check["verdict"], name
+        best = check["hypotheses"][row.best_index]
+        assert answer["tokens_scored"] == best["num_scored_tokens"], name
+        if check["is_watermarked"]:
+            assert answer["model"] == f"Model {check['best_key']}", name
+            assert answer["strength"] == strength_band(check["log10_p"]), name
+        else:
+            assert (answer["model"], answer["strength"]) == (None, None), name
+    assert watermarked >= 3  # the mixed, the wholly watermarked and the brief texts

@@ -1,7 +1,9 @@
-"""The product's own settings: every one is named PROVENANCE_* and reaches Django's settings."""
+"""The product's own settings (PROVENANCE_*): made in provenance/settings.py itself, each
+under its variable's name, and a value from the environment reaches Django's settings."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -9,16 +11,29 @@ from pathlib import Path
 
 from django.conf import settings
 
-from provenance import product_settings
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_product_setting_is_named_so_and_is_a_django_setting():
-    # What a star import takes: the public upper-case names.
-    names = [n for n in vars(product_settings) if n.isupper() and not n.startswith("_")]
-    assert len(names) > 20 and all(n.startswith("PROVENANCE_") for n in names)
-    assert all(hasattr(settings, n) for n in names)
+def test_every_product_setting_is_made_in_the_settings_module_under_its_variables_name():
+    tree = ast.parse((ROOT / "provenance" / "settings.py").read_text())
+    assert not [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
+    ]
+    same = []
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        value = getattr(node, "value", None)
+        if not (isinstance(target, ast.Name) and isinstance(value, ast.Call)):
+            continue
+        args = value.args
+        if args and isinstance(args[0], ast.Constant) and args[0].value == target.id:
+            same.append(target.id)
+    assert len(same) > 50 and sum(name.startswith("PROVENANCE_") for name in same) > 50
+    assert all(hasattr(settings, name) for name in same)
 
 
 def test_a_value_from_the_environment_reaches_the_settings_django_reads():

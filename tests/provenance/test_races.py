@@ -15,8 +15,10 @@ from django.db import connection
 from django.db.models import Sum
 from knox.models import AuthToken
 
-from provenance.checks.models import Audit, Check, DetectionLog, Hypothesis
+from provenance.audits.models import Audit
+from provenance.checks.models import Check, Hypothesis
 from provenance.keys.services import key_create
+from provenance.usage.models import DetectionLog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,8 +139,8 @@ def test_a_second_message_for_a_claimed_check_leaves_it_to_the_holder(
     cast, alice_key, wm_text, monkeypatch, sent_tasks
 ):
     from provenance.checks.services import check_create
+    from provenance.checks.services.claims import checks_claim
     from provenance.checks.tasks import check_score_task
-    from provenance.heartbeats.services import checks_claim
 
     check = check_create(user=cast["alice"], text=wm_text)
     checks_claim([check.id], "the-holder")  # a live task holds it

@@ -38,8 +38,8 @@ def test_no_generated_request_gets_a_5xx(
     monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": None, "detect": None})
     # The public check's proof of work and budgets (their own tests) would answer every
     # generated request 403 or 429; the live server runs in this process, so they are lifted.
+    from provenance.keys.services import key_publish
     from provenance.public import budgets, proof_of_work
-    from provenance.public.services import key_publish
 
     key_publish(key=alice_key, public_name="Acme Assistant")  # none published would be 503
     monkeypatch.setattr(proof_of_work, "solution_accept", lambda proof: None)

@@ -17,7 +17,8 @@ import pytest
 import redis
 
 from provenance.accounts.services import membership_set, user_create
-from provenance.checks.models import Audit, Check
+from provenance.audits.models import Audit
+from provenance.checks.models import Check
 from tests.provenance.conftest import KEY_VALUE
 from tests.waiting import wait_until
 

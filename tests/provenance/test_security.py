@@ -15,10 +15,12 @@ from cryptography.fernet import Fernet
 from django.core.management import call_command
 from django.test import Client
 
-from provenance.checks.models import Audit, Check, DetectionLog
-from provenance.keys import crypto
+from provenance.audits.models import Audit
+from provenance.checks.models import Check
 from provenance.keys.models import WatermarkKey
 from provenance.keys.services import key_create
+from provenance.lib import crypto
+from provenance.usage.models import DetectionLog
 from tests.provenance.conftest import KEY_VALUE, REPO, TEST_KEK
 from tests.provenance.test_secrets import _crawl
 
@@ -211,11 +213,11 @@ def test_the_audit_log_records_who_checked_what_against_which_key(
     assert logs["check"].key_ids == [str(alice_key.id)]
     assert logs["audit"].num_texts == 2 and logs["detect"].username == "bob"
     client.force_login(_staff())
-    listing = client.get("/admin/checks/detectionlog/").content.decode()
+    listing = client.get("/admin/usage/detectionlog/").content.decode()
     assert "alice" in listing and "bob" in listing and "acme-main" in listing
-    assert client.get("/admin/checks/detectionlog/add/").status_code == 403
+    assert client.get("/admin/usage/detectionlog/add/").status_code == 403
     log_id = logs["check"].id
-    assert client.post(f"/admin/checks/detectionlog/{log_id}/delete/").status_code == 403
+    assert client.post(f"/admin/usage/detectionlog/{log_id}/delete/").status_code == 403
 
 
 def _staff():

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
-from provenance import settings as project
+from provenance import env as project
 
 
 @pytest.mark.parametrize(
@@ -37,21 +41,115 @@ def test_values_parse(monkeypatch):
     assert project.env_bool("X_TEST", True) is False
 
 
-def test_env_example_lists_every_variable_the_product_reads():
-    import re
-    from pathlib import Path
+ROOT = Path(__file__).resolve().parents[2]
+# The one module per package that may read os.environ: the product's, the detector's own
+# defaults, and the generator's (its own deployable). kernels reads none (Triton reads its own).
+READERS = {
+    "provenance": ROOT / "provenance" / "env.py",
+    "detector": ROOT / "detector" / "defaults.py",
+    "generator": ROOT / "generator" / "config.py",
+    "kernels": None,
+}
 
-    root = Path(project.__file__).resolve().parent
-    pattern = re.compile(r"(?:env_\w+|os\.environ\.get|os\.environ\.setdefault)\(\s*\"([A-Z_]+)\"")
-    read = {name for path in root.rglob("*.py") for name in pattern.findall(path.read_text())}
+
+def _is_environ(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "environ"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "os"
+    ) or (isinstance(node, ast.Attribute) and node.attr == "getenv")
+
+
+def _environ_reads(path: Path) -> list[int]:
+    """Lines of ``path`` that read the environment. Writes (``os.environ[N] = v``,
+    ``.setdefault``/``.update`` as a statement, for a child process or a library) and handing
+    the whole environment to a child (``{**os.environ}``, ``dict(os.environ, ...)``) are
+    not reads."""
+    tree = ast.parse(path.read_text(), str(path))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    reads = []
+    for node in ast.walk(tree):
+        if not _is_environ(node):
+            continue
+        parent = parents[node]
+        if isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store):
+            continue
+        if isinstance(parent, ast.Attribute) and parent.attr in ("setdefault", "update"):
+            if isinstance(parents[parents[parent]], ast.Expr):  # the value is not used
+                continue
+        if isinstance(parent, ast.Dict) and None in parent.keys:  # {**os.environ, ...}
+            continue
+        if isinstance(parent, ast.Call) and getattr(parent.func, "id", "") == "dict":
+            continue
+        reads.append(node.lineno)
+    return sorted(reads)
+
+
+def test_each_package_reads_the_environment_in_one_module_at_most():
+    found = {}
+    for package, reader in READERS.items():
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path != reader and (lines := _environ_reads(path)):
+                found[str(path.relative_to(ROOT))] = lines
+    assert found == {}
+    for reader in filter(None, READERS.values()):
+        assert _environ_reads(reader), reader  # the scan sees the reads it allows
+
+
+def test_the_scan_tells_a_read_from_a_write():
+    import tempfile
+
+    code = (
+        "import os\n"
+        "os.environ['A'] = '1'\n"
+        "os.environ.setdefault('B', '2')\n"
+        "child = {**os.environ, 'C': '3'}\n"
+        "a = os.environ.get('A')\n"
+        "b = os.environ['B']\n"
+        "c = os.getenv('C')\n"
+        "d = os.environ.setdefault('D', '4')\n"
+    )
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "m.py"
+        path.write_text(code)
+        assert sorted(_environ_reads(path)) == [5, 6, 7, 8]
+
+
+def _names_read() -> set[str]:
+    """Every variable named in a call of an environment reader of the product (the typed
+    helpers of provenance.env and os.environ's own) or the detector's defaults."""
+    names = set()
+    paths = [*(ROOT / "provenance").rglob("*.py"), ROOT / "detector" / "defaults.py"]
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func, first = node.func, node.args[0]
+            helper = isinstance(func, ast.Name) and func.id.startswith("env_")
+            environ = isinstance(func, ast.Attribute) and (
+                _is_environ(func) or (func.attr == "get" and _is_environ(func.value))
+            )
+            if (helper or environ) and isinstance(first, ast.Constant):
+                names.add(str(first.value))
+    return names
+
+
+def _names_listed() -> set[str]:
     # A variable whose empty value would override a default (the image's static root) is
     # listed commented out, "# NAME=", with what it does above it.
-    listed = set(
-        re.findall(r"^(?:# )?([A-Z_]+)=", (root.parent / ".env.example").read_text(), re.M)
-    )
-    internal = {"DJANGO_SETTINGS_MODULE", "X_TEST"}  # set by manage.py / by the tests
-    assert len(read) > 30 and read - internal - listed == set()
-    assert {"PROVENANCE_GENERATOR_URL", "PROVENANCE_PLAYGROUND_MAX_TOKENS"} <= listed
+    return set(re.findall(r"^(?:# )?([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
+
+
+def test_env_example_lists_every_variable_the_product_reads():
+    read, listed = _names_read(), _names_listed()
+    assert len(read) > 100 and {"PROVENANCE_DEVICE", "PROVENANCE_HOST"} <= read
+    assert read - listed == set()
+    # And nothing more: a listed name that no code reads is a setting that does nothing,
+    # save those of docker-compose.yml itself (its passwords and published port).
+    compose = {"POSTGRES_PASSWORD", "REDIS_PASSWORD", "WEB_PORT"}
+    assert listed - read == compose
+    assert all(f"${{{name}" in (ROOT / "docker-compose.yml").read_text() for name in compose)
 
 
 def _import_settings(**env: str) -> str:
@@ -137,3 +235,10 @@ def test_json_log_lines_and_the_metrics_settings_fail_loudly_or_apply():
     line = json.loads(done.stderr.strip().splitlines()[-1])
     assert line["message"] == "a line for shippers"
     assert line["levelname"] == "WARNING" and line["name"] == "provenance.test"
+
+
+def test_the_reading_runtime_is_one_of_those_the_worker_knows():
+    assert "PROVENANCE_ASSIST_RUNTIME must be torch or onnxruntime" in _import_settings(
+        PROVENANCE_ASSIST_RUNTIME="tensorrt"
+    )
+    assert _import_settings(PROVENANCE_ASSIST_RUNTIME="ONNXRuntime") == ""

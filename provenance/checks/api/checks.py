@@ -22,8 +22,8 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
-from provenance.auth import AuthenticatedRequest
 from provenance.checks import selectors, services
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
@@ -40,7 +40,7 @@ from provenance.checks.api.base import (
 from provenance.checks.fields import HYPOTHESIS_FIELDS
 from provenance.checks.filters import CheckFilter
 from provenance.checks.models import Check, Hypothesis, Status, Surface
-from provenance.retention.services import check_delete
+from provenance.checks.services.deletion import check_delete
 
 
 class HypothesisOutput(OutputOnce):
@@ -74,6 +74,7 @@ class CheckSummaryOutput(OutputOnce):
             "p_value",
             "log10_p",
             "decided_by",
+            "correction",
             "num_hypotheses",
             "num_tokens",
             "num_scored_tokens",

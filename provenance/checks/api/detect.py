@@ -10,8 +10,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from detector.decision.decide import gamma_summary
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
-from provenance.auth import AuthenticatedRequest
 from provenance.checks import services
 from provenance.checks.api.base import DETECT_THROTTLES, TextField, TieredApi, body_size_guard
 from provenance.checks.api.checks import SpanOutput

@@ -11,7 +11,7 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.utils.encoders import JSONEncoder
 
-from provenance.auth import AuthenticatedRequest
+from provenance.accounts.auth import AuthenticatedRequest
 from provenance.checks import selectors, tiers
 from provenance.checks.api.base import TieredApi
 from provenance.checks.api.checks import CheckDetailOutput, HypothesisOutput

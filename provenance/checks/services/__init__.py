@@ -3,11 +3,15 @@
 - ``validation``: what a submitted text must be (refused input stores nothing);
 - ``checks``: a single check's life (create, publish, score, fail) and synchronous /detect;
 - ``extraction``: a check of an uploaded document, staged by the request, read by the worker;
+- ``claims``: which worker holds which check (a task claims its checks first);
 - ``results``: keys for scoring and storing results once, shared by checks and audits;
+- ``deletion``: a check's text purged (by retention, or deleted at once), the verdict kept;
 - ``warmup``: tokenizers loaded when a worker starts.
 
-Audits, detector use (log and quota), retention and the sweeper are apps of their own
-(``provenance.audits``, ``provenance.usage``, ``provenance.retention``, ``provenance.sweeper``).
+Scoring is a service of its own (``provenance.scoring``). Audits, detector use (log and
+quota), workers, retention and the sweeper are apps of their own (``provenance.audits``,
+``provenance.usage``, ``provenance.heartbeats``, ``provenance.retention``,
+``provenance.sweeper``).
 Reads live in ``provenance.checks.selectors``. Services publish tasks by name through
 ``provenance.checks.queue`` and never import ``provenance.checks.tasks``.
 """

@@ -16,14 +16,8 @@ from django.utils import timezone
 
 from provenance.checks import bulk, queue, wake
 from provenance.checks.bulk import prefetched
-from provenance.checks.models import Check, DetectionLog, Status, Surface
-from provenance.checks.scoring import (
-    ScoringError,
-    TextResult,
-    assist_budget,
-    prepare_keys,
-    score_text,
-)
+from provenance.checks.models import Check, Status, Surface
+from provenance.checks.services.claims import checks_claim
 from provenance.checks.services.extraction import check_text_read
 from provenance.checks.services.results import (
     check_fail,
@@ -34,9 +28,10 @@ from provenance.checks.services.results import (
 )
 from provenance.checks.services.validation import team_required, text_validate
 from provenance.errors import ProblemError
-from provenance.heartbeats.services import checks_claim
 from provenance.keys.models import WatermarkKey
-from provenance.keys.selectors import keys_for_check
+from provenance.keys.selectors import keys_for_check, prepare_keys
+from provenance.scoring.service import ScoringError, TextResult, assist_budget, score_text
+from provenance.usage.models import DetectionLog
 from provenance.usage.services import (
     detection_log_create,
     detection_log_new,

@@ -20,7 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from provenance.checks import queue
-from provenance.checks.models import Check, DetectionLog, Status, Surface, Upload
+from provenance.checks.models import Check, Status, Surface, Upload
+from provenance.checks.services.claims import held
 from provenance.checks.services.validation import (
     document_limits,
     document_precheck,
@@ -29,9 +30,9 @@ from provenance.checks.services.validation import (
     text_validate,
 )
 from provenance.errors import ProblemError
-from provenance.heartbeats.services import held
 from provenance.keys.selectors import keys_for_check
 from provenance.lib import documents
+from provenance.usage.models import DetectionLog
 from provenance.usage.services import detection_log_new, quota_consume, text_sha256
 
 

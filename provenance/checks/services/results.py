@@ -1,7 +1,7 @@
 """Loading what scoring needs and storing what it produced, shared by checks and audits.
 
 A scoring task may be delivered twice (late acks, the sweeper) and both deliveries may run
-at once: each claims its checks first (``provenance.heartbeats.services.checks_claim``), and
+at once: each claims its checks first (``provenance.checks.services.claims.checks_claim``), and
 results are stored in one transaction with status "done" only for the checks the task still
 holds, so the loser of such a race stores nothing.
 """
@@ -19,12 +19,12 @@ from django.utils import timezone
 from provenance.checks import bulk
 from provenance.checks.fields import HYPOTHESIS_COLUMNS
 from provenance.checks.models import Check, Hypothesis, Status, Upload
-from provenance.checks.scoring import HypothesisResult, ScoringError, TextResult
-from provenance.heartbeats.services import held
+from provenance.checks.services.claims import held
+from provenance.checks.services.deletion import purged_cleanup
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import LATEST_DONE_CALIBRATION
 from provenance.lib import heatmap, rowcache
-from provenance.retention.services import purged_cleanup
+from provenance.scoring.service import HypothesisResult, ScoringError, TextResult
 
 logger = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 from detector.text.tokenizers import Tokenizer as LoadedTokenizer
-from provenance.checks.scoring import ScoringError, assist_budget, assist_for, tokenizer_load
 from provenance.keys.models import Tokenizer
+from provenance.scoring.service import ScoringError, assist_budget, assist_for, tokenizer_load
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,9 @@ library and the CLI, ``tests/provenance/test_one_voice.py`` for the web).
 
 ``mixed`` is about 1,200 human tokens with ten watermarked words inside: under ``KEY`` the
 global Gamma test alone misses it (its p-value is above the threshold) and the span scan
-finds it, the case where a decision made two ways gave opposite answers.
+finds it, the case where a decision made two ways gave opposite answers. ``brief`` is twelve
+watermarked tokens: a check decides it (watermarked), public verification answers it untested
+(under the decision's ``MIN_TOKENS``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ KEY = int.from_bytes(hashlib.sha256(b"one voice").digest()[:8], "big") | (1 << 6
 
 @lru_cache(maxsize=4)
 def corpus(key: int = KEY) -> dict[str, str]:
-    """Mixed (human with watermarked words inside), wholly watermarked, human, short."""
+    """Mixed (human with watermarked words inside), wholly watermarked, human, short, tiny and
+    brief (twelve watermarked tokens)."""
     from benchmarks.corpus import english_prose
     from detector.text.tokenizers import load_tokenizer
 
@@ -33,6 +36,7 @@ def corpus(key: int = KEY) -> dict[str, str]:
         "human": tok.decode(list(tok.encode(prose[40000:50000])[:600])),
         "short": HUMAN_TEXT,
         "tiny": "Thanks, see you tomorrow.",
+        "brief": watermarked_text(key, 12, seed=3),
     }
 
 

@@ -65,8 +65,8 @@ def test_decide_many_gives_what_decide_gives_one_text_at_a_time(tok, texts):
         alone = decide(docs, threshold=THRESHOLD)
         assert got.summary() == alone.summary()
         assert got.documents == (0, 0, 1) and got.num_hypotheses == 3
-    flagged = [d.verdict for d in many]
-    assert flagged[:2] == ["watermarked", "watermarked"] and "watermarked" not in flagged[2:]
+    flagged = {name for name, d in zip(texts, many, strict=True) if d.verdict == "watermarked"}
+    assert flagged == {"mixed", "marked", "brief"}
 
 
 def test_the_family_is_holm_corrected_and_names_the_test_that_decided(tok, texts):

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from detector.decision import rule
 from detector.decision.family import decision_log10_p, family_verdict, flagged
-from detector.decision.rule import LOG10_2, decided_by, flags, with_weighted
+from detector.decision.rule import LOG10_2, MIN_TOKENS, decided_by, flags, too_short, with_weighted
 from detector.evidence.detection import detect_ids
 from tests.detector.planted import human_ids, watermark_ids
 
@@ -56,3 +57,19 @@ def test_with_a_model_the_detection_joins_the_weighted_test():
     (h,) = family_verdict([d]).hypotheses
     assert h.decided_by == decided_by(d.log10_p, d.weighted.log10_p)
     assert h.decision_log10_p == decision_log10_p(d)
+
+
+def test_a_text_is_too_short_only_when_short_under_every_tokenizer():
+    assert too_short([MIN_TOKENS - 1]) and not too_short([MIN_TOKENS])
+    assert not too_short([3, MIN_TOKENS, 2])  # long enough under one tokenizer: tested
+    assert too_short([])  # read with no tokenizer: nothing to test
+
+
+def test_too_short_reads_its_counts_lazily_and_the_rules_own_minimum(monkeypatch):
+    def counts():
+        yield MIN_TOKENS + 5
+        raise AssertionError("a second tokenizer was asked after the first answered")
+
+    assert not too_short(counts())
+    monkeypatch.setattr(rule, "MIN_TOKENS", 40)
+    assert too_short([MIN_TOKENS + 5])

@@ -7,7 +7,7 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from provenance.accounts.api import TokenRevokeAllApi, TokenRevokeApi
-from provenance.auth import TokenAuthentication
+from provenance.accounts.auth import TokenAuthentication
 
 pytestmark = pytest.mark.django_db
 

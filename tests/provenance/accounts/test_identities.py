@@ -16,7 +16,7 @@ from knox.models import get_token_model
 from provenance.accounts import identities
 from provenance.accounts.models import ExternalIdentity, Membership
 from provenance.accounts.services import api_token_rotate
-from provenance.keys.crypto import decrypt_bytes
+from provenance.lib.crypto import decrypt_bytes
 from provenance.runner.redis_server import free_port
 from tests.provenance.oidc_provider.flow import leave_group, remove_person, sign_in
 

@@ -26,9 +26,9 @@ def audit(cast, alice_key):
 
 
 def test_the_changelist_and_change_page_render_without_secrets(admin_client, audit):
-    listing = admin_client.get("/admin/checks/audit/")
+    listing = admin_client.get("/admin/audits/audit/")
     assert listing.status_code == 200 and str(audit.id) in listing.content.decode()
-    page = admin_client.get(f"/admin/checks/audit/{audit.id}/change/")
+    page = admin_client.get(f"/admin/audits/audit/{audit.id}/change/")
     html = page.content.decode()
     assert page.status_code == 200 and "batch-7" in html
     for shown in (listing.content.decode(), html):
@@ -40,7 +40,7 @@ def test_the_changelist_and_change_page_render_without_secrets(admin_client, aud
 def test_the_audits_admin_is_registered_with_the_bookkeeping_read_only():
     from django.contrib import admin
 
-    from provenance.checks.models import Audit
+    from provenance.audits.models import Audit
 
     registered = admin.site._registry[Audit]
     assert isinstance(registered, AuditAdmin)
@@ -48,5 +48,5 @@ def test_the_audits_admin_is_registered_with_the_bookkeeping_read_only():
 
 
 def test_the_changelist_is_searched_by_idempotency_key(admin_client, audit):
-    assert str(audit.id) in admin_client.get("/admin/checks/audit/?q=batch-7").content.decode()
-    assert str(audit.id) not in admin_client.get("/admin/checks/audit/?q=batch-8").content.decode()
+    assert str(audit.id) in admin_client.get("/admin/audits/audit/?q=batch-7").content.decode()
+    assert str(audit.id) not in admin_client.get("/admin/audits/audit/?q=batch-8").content.decode()

@@ -11,8 +11,9 @@ import uuid
 import pytest
 
 from provenance.audits.api import AuditOutput
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_score_chunk
-from provenance.checks.models import Audit, Check
+from provenance.checks.models import Check
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from provenance.audits.extraction import audit_extract
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_score_chunk
-from provenance.checks.models import Audit
 from tests.provenance import documents as make
 from tests.provenance.chromium import connected, csp_watched_page
 

@@ -16,11 +16,13 @@ from provenance.audits.extraction import (
     audit_upload_submit,
     audits_lost,
 )
+from provenance.audits.models import Audit
 from provenance.audits.selectors import AUDIT_WAITING, audit_queue_notice
 from provenance.audits.services import audit_refresh
 from provenance.checks import queue
-from provenance.checks.models import Audit, Check, DetectionLog, QuotaUsage, Upload
+from provenance.checks.models import Check, Upload
 from provenance.errors import Conflict, ProblemError
+from provenance.usage.models import DetectionLog, QuotaUsage
 from tests.provenance import documents as make
 
 

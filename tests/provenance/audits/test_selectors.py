@@ -8,6 +8,7 @@ import pytest
 from django.http import Http404
 from django.utils import timezone
 
+from provenance.audits.models import Audit
 from provenance.audits.selectors import (
     AUDIT_WAITING,
     audit_counts,
@@ -21,7 +22,7 @@ from provenance.audits.selectors import (
     results_query,
 )
 from provenance.audits.services import audit_score_chunk, audit_submit
-from provenance.checks.models import Audit, Check, Status
+from provenance.checks.models import Check, Status
 from provenance.errors import ProblemError
 
 

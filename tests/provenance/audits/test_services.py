@@ -9,11 +9,13 @@ import threading
 import pytest
 from django.db import connection
 
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_score_chunk, audit_submit
-from provenance.checks.models import Audit, Check, DetectionLog
+from provenance.checks.models import Check
 from provenance.checks.services import check_create
 from provenance.errors import Conflict, PayloadTooLarge, ProblemError
 from provenance.keys.services import key_create
+from provenance.usage.models import DetectionLog
 
 
 def _pending(cast, text: str) -> Check:
@@ -98,8 +100,9 @@ def test_the_batched_audit_path_matches_the_single_text_path(
     cast, alice_key, tokenizer_row, wm_text, human_text
 ):
     from detector.text.tokenizers import embedded_gguf_path
-    from provenance.checks.scoring import prepare_keys, score_text, score_texts
+    from provenance.keys.selectors import prepare_keys
     from provenance.keys.services import tokenizer_register
+    from provenance.scoring.service import score_text, score_texts
 
     gguf = tokenizer_register(
         name="gguf", source_kind="gguf", source_path=str(embedded_gguf_path())

@@ -7,8 +7,9 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
 from provenance.audits import services, tasks
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_submit
-from provenance.checks.models import Audit, Check, Status
+from provenance.checks.models import Check, Status
 
 
 @pytest.fixture

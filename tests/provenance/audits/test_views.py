@@ -16,8 +16,9 @@ from django.utils import timezone, translation
 from provenance.accounts.models import Membership
 from provenance.audits import views
 from provenance.audits.extraction import audit_extract
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_score_chunk, audit_submit
-from provenance.checks.models import Audit, Check, Upload
+from provenance.checks.models import Check, Upload
 from provenance.checks.services import check_fail
 from tests.provenance import documents as make
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from provenance.audits.models import Audit
 from provenance.checks import bulk
-from provenance.checks.models import Audit
 
 # Equal in Python (and hashing alike, 0 to 0) yet different JSON documents.
 VALUES = [0, False, 0.0, 1, True, 1.0, "1", [0], [False], [0.0], {"a": 1}, {"a": True}]
@@ -44,7 +44,8 @@ def _columns(obj) -> dict:
 def test_a_prepared_insert_stores_what_save_stores(cast):
     from django.db import transaction
 
-    from provenance.checks.models import Check, DetectionLog
+    from provenance.checks.models import Check
+    from provenance.usage.models import DetectionLog
     from provenance.usage.services import detection_log_new
 
     user, team = cast["alice"], cast["acme"]

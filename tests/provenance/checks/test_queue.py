@@ -24,7 +24,7 @@ def test_with_the_broker_down_publish_says_so_and_backlog_is_unknown(caplog):
     before = app.conf.broker_url
     point_celery_at("redis://127.0.0.1:9/0")  # nothing listens on port 9
     try:
-        with caplog.at_level(logging.WARNING, logger="provenance.checks.queue"):
+        with caplog.at_level(logging.WARNING, logger="provenance.celery"):
             assert queue.publish(queue.SCORE_CHECK, "x") is False
             assert queue.backlog() is None
     finally:

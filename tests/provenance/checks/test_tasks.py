@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from provenance.checks.models import Audit, Check
+from provenance.audits.models import Audit
+from provenance.checks.models import Check
 from provenance.checks.tasks import check_score_task
 from tests.waiting import wait_until
 

@@ -299,3 +299,19 @@ def test_on_a_rounded_tie_the_page_names_and_highlights_the_decisions_best_key(
     assert best.key_name in named
     highlighted = re.findall(r'<tr class="best">(.*?)</tr>', page, re.S)
     assert len(highlighted) == 1 and best.key_name in highlighted[0]
+
+
+def test_the_page_names_the_correction_the_decision_applied(alice_client, alice_key, wm_text):
+    """The hypotheses line names the stored correction, never one of its own."""
+    check_id = _submit(alice_client, wm_text)
+    check_score(check_id)
+    stored = Check.objects.get(id=check_id).correction
+    facts = re.search(r"<dt>hypotheses</dt><dd>(.*?)</dd>", _page(alice_client, check_id), re.S)
+    assert f"{stored.capitalize()}-corrected" in facts.group(1)
+    Check.objects.filter(id=check_id).update(correction="bonferroni")
+    facts = re.search(r"<dt>hypotheses</dt><dd>(.*?)</dd>", _page(alice_client, check_id), re.S)
+    assert "Bonferroni-corrected" in facts.group(1) and stored.capitalize() not in facts.group(1)
+
+
+def _page(client, check_id) -> str:
+    return client.get(f"/checks/{check_id}/").content.decode()

@@ -1,6 +1,6 @@
 """A worker's life through its Celery signals: registered at init (replacing a live-looking
-worker of the same node name), beating once ready and queueing again at once what the
-replaced worker held, marked stopped at shutdown."""
+worker of the same node name), beating once ready, marked stopped at shutdown (what the
+replaced worker held: tests/provenance/sweeper/test_tasks.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ import pytest
 from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.test import override_settings
 
-from provenance.checks.models import Check, Status, Worker
-from provenance.checks.services import check_create
 from provenance.heartbeats import services as workers
 from provenance.heartbeats import tasks
-from provenance.heartbeats.services import checks_claim
+from provenance.heartbeats.models import Worker
 
 
 @pytest.fixture
@@ -47,21 +45,6 @@ def test_a_worker_is_registered_beats_and_is_stopped(no_current_worker, db):
     tasks._heartbeat.join(5)
     assert not tasks._heartbeat.is_alive()
     assert Worker.objects.get(id=worker.id).dead_at is not None
-
-
-@override_settings(PROVENANCE_WORKER_HEARTBEAT=3600)
-def test_a_replacing_worker_queues_again_what_the_replaced_one_held(
-    no_current_worker, cast, alice_key
-):
-    old, _ = workers.worker_start("celery@box")
-    check = check_create(user=cast["alice"], text="held by a worker that died")
-    checks_claim([check.id], "old-claim")
-    assert Check.objects.get(id=check.id).worker_id == old.id
-    worker_init.send(sender=_node())  # the same node name: the old one is dead
-    assert Worker.objects.get(id=old.id).dead_at is not None
-    worker_ready.send(sender=_node())
-    released = Check.objects.get(id=check.id)
-    assert released.status == Status.PENDING and released.claim != "old-claim"
 
 
 def test_readiness_outside_a_registered_worker_starts_no_heartbeat(no_current_worker, db):

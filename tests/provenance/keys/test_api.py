@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from detector.text.tokenizers import load_tokenizer
-from provenance.checks.scoring import tokenizer_load
 from provenance.keys.models import Tokenizer
 from provenance.keys.services import tokenizer_builtin
+from provenance.scoring.service import tokenizer_load
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,11 @@ from django.utils import timezone
 from detector.reports.signed import verify
 from detector.text.corpora import Corpus
 from provenance.accounts.models import Membership
-from provenance.checks import scoring
 from provenance.checks.services import check_score
 from provenance.keys import calibration
 from provenance.keys.models import KeyCalibration
-from provenance.keys.selectors import key_measured_fpr, tokens_needed
+from provenance.keys.selectors import key_measured_fpr, prepare_keys, tokens_needed
+from provenance.scoring import service as scoring
 from tests.provenance.conftest import KEY_VALUE
 from tests.waiting import wait_until
 
@@ -58,7 +58,7 @@ def test_a_calibration_stores_each_genres_rate_with_its_exact_interval(alice_key
 
 def test_the_count_is_the_web_decision_on_the_same_texts(alice_key, settings):
     run = _calibrate(alice_key, texts=20)
-    groups = scoring.prepare_keys([alice_key])
+    groups = prepare_keys([alice_key])
     human = calibration.corpus(groups[0].loaded, "code", 20)
     results = scoring.score_texts(list(human.texts), groups, threshold=run.threshold)
     assert run.rates.get(genre="code").flagged == sum(r.is_watermarked for r in results)
@@ -240,7 +240,7 @@ def test_a_calibrated_power_curve_reaches_the_three_way_verdict(alice_key):
     }
     run.save(update_fields=["power"])
     assert tokens_needed(alice_key) == 140 and tokens_needed(alice_key, 1.0) == 90
-    (group,) = scoring.prepare_keys([alice_key])
+    (group,) = prepare_keys([alice_key])
     assert group.tokens_needed == (140,)
 
 
@@ -332,7 +332,7 @@ def test_with_model_assistance_the_assisted_decision_is_measured_as_the_workers_
     run = _calibrate(alice_key, texts=5)
     genres = run.assisted["genres"]
     assert set(genres) == {"prose", "code", "templated"}
-    groups = scoring.prepare_keys([alice_key])
+    groups = prepare_keys([alice_key])
     for genre, measured in genres.items():
         assert measured["texts"] == 2 and measured["ci_low"] <= measured["rate"]
         texts = list(calibration.corpus(groups[0].loaded, genre, 2).texts)

@@ -10,9 +10,10 @@ import pytest
 
 from provenance.audits.extraction import audit_extract
 from provenance.audits.services import audit_score_chunk
-from provenance.checks.models import Check, DetectionLog, Upload
+from provenance.checks.models import Check, Upload
 from provenance.checks.services import check_score
 from provenance.lib import documents
+from provenance.usage.models import DetectionLog
 from tests.provenance import documents as make
 
 LIMITS = documents.Limits(max_bytes=1_000_000, max_pages=5)

@@ -3,7 +3,10 @@ line, texts beyond it in the bins past the line, and the rows of its text altern
 
 from __future__ import annotations
 
-from provenance.lib.histogram import MAX_BINS, histogram, p_label
+import math
+
+from detector.decision import rule
+from provenance.lib.histogram import MAX_BINS, PAD, WIDTH, histogram, p_label
 
 
 def test_nothing_scored_draws_nothing():
@@ -42,3 +45,21 @@ def test_tiny_p_values_share_wider_bins_and_stay_in_the_chart():
 
 def test_p_labels_read_as_numbers_then_powers_of_ten():
     assert [p_label(d) for d in (0, 1, 2, 3, 20)] == ["1", "0.1", "0.01", "1e-3", "1e-20"]
+
+
+def test_the_line_is_where_the_decisions_rule_flags(monkeypatch):
+    """The line is the decision's own (``detector.decision.rule.threshold_log10``), not a
+    figure of the chart's: were the rule to flag only below threshold / 100, the line and the
+    bars beyond it would follow."""
+
+    def at(decades: float) -> float:  # six bins of one power of ten each
+        return round(PAD + (WIDTH - 2 * PAD) * decades / 6, 1)
+
+    log10_ps = [-0.5, -2.5, -5.5]
+    chart = histogram(log10_ps, 0.01)
+    assert chart["threshold_x"] == at(2)
+    assert sum(bar["count"] for bar in chart["bars"] if bar["beyond"]) == 2
+    monkeypatch.setattr(rule, "threshold_log10", lambda threshold: math.log10(threshold) - 2)
+    moved = histogram(log10_ps, 0.01)
+    assert moved["threshold_x"] == at(4)
+    assert sum(bar["count"] for bar in moved["bars"] if bar["beyond"]) == 1

@@ -12,7 +12,9 @@ import pytest
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from provenance.checks.models import Audit, Check, Status, Worker
+from provenance.audits.models import Audit
+from provenance.checks.models import Check, Status
+from provenance.heartbeats.models import Worker
 from provenance.metrics import collector, services
 from provenance.metrics.models import Snapshot
 

@@ -9,7 +9,7 @@ import os
 import httpx
 import pytest
 
-from provenance.playground.embedded import EmbeddedGenerator
+from provenance.runner.generator import EmbeddedGenerator
 from provenance.runner.redis_server import free_port
 from tests.waiting import wait_until
 

@@ -15,9 +15,9 @@ from django.urls import reverse
 
 from provenance.keys.services import key_create, key_retire
 from provenance.playground.client import ChatRequest, ClientConfig, GeneratorError, stream_chat
-from provenance.playground.embedded import EmbeddedGenerator
 from provenance.playground.keyfile import generator_key_name
 from provenance.playground.models import Conversation, Message
+from provenance.runner.generator import EmbeddedGenerator
 
 pytestmark = pytest.mark.slow
 

@@ -292,3 +292,14 @@ def test_edit_and_check_refuses_an_empty_text(bob, conversation, alice_key):
     reply = _reply(conversation, alice_key, "The reply text.")
     response = bob.post(reverse("playground-check", args=[reply.pk]), {"text": " "})
     assert response.status_code == 400 and "empty" in response.content.decode()
+
+
+def test_the_meters_hint_names_the_streams_own_line(bob, conversation, alice_key, monkeypatch):
+    """The hint's significance line is the e-process's (``detector.evidence.stream``), the
+    line its running verdict flags at, not a figure of the page's."""
+    from detector.evidence import stream
+
+    url = reverse("playground-conversation", args=[conversation.pk])
+    assert "(below -2.0 is significant" in bob.get(url).content.decode()  # threshold 0.01
+    monkeypatch.setattr(stream, "flag_line_log10", lambda threshold: -3.5)
+    assert "(below -3.5 is significant" in bob.get(url).content.decode()

@@ -11,7 +11,7 @@ import altcha
 import pytest
 from rest_framework.test import APIClient
 
-from provenance.public.services import key_publish
+from provenance.keys.services import key_publish
 from tests.provenance.public.fake_peer import FakePeer
 
 PUBLIC_NAME = "Acme Assistant"

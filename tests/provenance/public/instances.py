@@ -27,7 +27,8 @@ import sys, django
 django.setup()
 from provenance.accounts.services import team_create
 from provenance.keys.services import key_create, tokenizer_default
-from provenance.public.services import key_publish, partner_create
+from provenance.public.services import partner_create
+from provenance.keys.services import key_publish
 value, model, partner = sys.argv[1], sys.argv[2], sys.argv[3]
 team = team_create(name="publisher")
 key, _ = key_create(name="published", team=team, tokenizer=tokenizer_default(), value=value)

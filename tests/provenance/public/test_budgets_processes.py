@@ -14,8 +14,9 @@ import httpx
 import pytest
 import redis
 
+from provenance.keys.services import key_publish
 from provenance.public.models import PartnerUsage
-from provenance.public.services import key_publish, partner_create
+from provenance.public.services import partner_create
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import free_port
 from tests.provenance.conftest import REPO, worker_env

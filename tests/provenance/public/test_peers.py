@@ -20,6 +20,7 @@ import httpx
 import jsonschema
 import pytest
 
+from detector.decision.combined import combine
 from detector.reports.receipt import verify_receipt
 from detector.reports.signed import text_sha256
 from provenance.public import peers, services
@@ -257,7 +258,7 @@ def test_a_receipt_about_another_text_is_invalid(published, fake, wm_text):
     assert line["status"] == "receipt_invalid"
 
 
-def test_a_valid_peer_receipt_gives_a_line_and_a_combined_claim(published, fake, wm_text):
+def test_a_valid_peer_receipt_gives_a_line_and_a_combined_claim(published, fake, wm_text, settings):
     fake.trust()
     answer = _ask(wm_text)
     _validate(answer)
@@ -269,6 +270,11 @@ def test_a_valid_peer_receipt_gives_a_line_and_a_combined_claim(published, fake,
     )
     organizations = [c["organization"] for c in answer["combined"]["supported"]]
     assert "Fake" in organizations
+    # the library's combined claim, computed again from the answer's own fields
+    local = {"organization": settings.PROVENANCE_PUBLIC_ORGANIZATION, "status": "answered"}
+    local |= {k: answer[k] for k in ("verdict", "model", "strength")}
+    again = combine([local, *answer["peers"]], settings.PROVENANCE_THRESHOLD)
+    assert answer["combined"] == again
 
 
 def test_a_document_pointing_elsewhere_is_not_followed(published, fake, wm_text):

@@ -9,11 +9,15 @@ import jsonschema
 import pytest
 
 from detector.core.config import ALGORITHMS
+from detector.decision import combined, rule
+from detector.decision.decide import CORRECTION
+from provenance.keys.services import key_unpublish
 from provenance.public import selectors
-from provenance.public.services import key_unpublish, partner_create
+from provenance.public.services import partner_create
 from tests.provenance.public.conftest import PUBLIC_NAME
 
 SCHEMA = Path(selectors.__file__).parent / "schema" / "provenance.schema.json"
+ANSWER_SCHEMA = SCHEMA.with_name("answer.schema.json")
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +90,33 @@ def test_without_peers_the_answer_fields_are_the_local_ones(published, client):
     document = client.get("/.well-known/provenance.json").json()
     assert document["peers"]["discovery"] == []
     assert document["verification"]["answer"] == list(selectors.ANSWER_FIELDS)
+
+
+def test_the_document_publishes_the_decisions_own_minimum_and_corrections(
+    published, client, schema, settings, monkeypatch
+):
+    """The minimum length and both corrections are the library's (``detector.decision``),
+    read when the document is served: a change there is a change here."""
+    settings.PROVENANCE_PUBLIC_PEERS = ["https://verify.example.org/.well-known/provenance.json"]
+    monkeypatch.setattr(rule, "MIN_TOKENS", 40)
+    document = client.get("/.well-known/provenance.json").json()
+    _validate(document, schema)
+    assert document["limits"]["min_tokens"] == 40
+    assert document["policy"]["correction"] == CORRECTION
+    assert document["peers"]["correction"] == combined.CORRECTION
+    assert (
+        "strength one of -31, -13, -7, -3 (p < 1e-30, 1e-12, 1e-6, 1e-2) or -1"
+        in (document["policy"]["strength"])
+    )
+    monkeypatch.setattr(combined, "STRENGTH_BANDS", (-20, -5))
+    moved = client.get("/.well-known/provenance.json").json()["policy"]["strength"]
+    assert "strength one of -21, -6 (p < 1e-20, 1e-5) or -1" in moved
+
+
+def test_the_shipped_schemas_name_the_decisions_corrections(schema):
+    assert schema["properties"]["policy"]["properties"]["correction"] == {"const": CORRECTION}
+    peers = schema["properties"]["peers"]["properties"]
+    assert peers["correction"] == {"const": combined.CORRECTION}
+    answer = json.loads(ANSWER_SCHEMA.read_text())
+    claim = answer["properties"]["combined"]["properties"]["correction"]
+    assert claim == {"const": combined.CORRECTION}

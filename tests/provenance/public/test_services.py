@@ -4,36 +4,39 @@ from __future__ import annotations
 
 import pytest
 
+from detector.decision import rule
 from provenance.errors import Conflict, ProblemError
-from provenance.keys.services import key_create
+from provenance.keys.services import key_create, key_publish, key_unpublish
 from provenance.public import services
 from provenance.public.families import VariantLimit
 from provenance.public.models import ScrubEvent
 from provenance.public.selectors import published_keys
 from provenance.runner.embedded import DEMO_KEY, DEMO_PUBLIC_NAME, _demo_data
+from tests.provenance.conftest import KEY_VALUE
 from tests.provenance.public.conftest import PUBLIC_NAME
 from tests.provenance.public.test_families import variants
+from tests.provenance.watermark import watermarked_text
 
 
 def test_publishing_keeps_the_name_and_unpublishing_keeps_it_for_later(alice_key):
-    services.key_publish(key=alice_key, public_name="  Acme 2026  ")
+    key_publish(key=alice_key, public_name="  Acme 2026  ")
     assert list(published_keys()) == [alice_key] and alice_key.public_name == "Acme 2026"
-    services.key_unpublish(key=alice_key)
+    key_unpublish(key=alice_key)
     assert not published_keys().exists()
-    assert services.key_publish(key=alice_key).public_name == "Acme 2026"
+    assert key_publish(key=alice_key).public_name == "Acme 2026"
 
 
 def test_two_published_keys_cannot_share_a_public_name(published, cast, tokenizer_row):
     other, _ = key_create(name="other", team=cast["other"], tokenizer=tokenizer_row, value=7)
     with pytest.raises(Conflict):
-        services.key_publish(key=other, public_name=PUBLIC_NAME)
+        key_publish(key=other, public_name=PUBLIC_NAME)
 
 
 def test_make_runs_demo_data_publishes_the_demo_key_once(db, tmp_path):
     _demo_data(tmp_path)
     (key,) = published_keys()
     assert (key.name, key.public_name) == (DEMO_KEY, DEMO_PUBLIC_NAME)
-    services.key_unpublish(key=key)
+    key_unpublish(key=key)
     _demo_data(tmp_path)  # an admin's unpublish stays
     assert not published_keys().exists()
 
@@ -55,7 +58,7 @@ def test_the_answer_is_cached_for_the_same_text(published, wm_text):
 def test_a_new_published_key_means_a_new_answer(published, wm_text, cast, tokenizer_row):
     first = services.answer_for(wm_text)
     other, _ = key_create(name="other", team=cast["other"], tokenizer=tokenizer_row, value=7)
-    services.key_publish(key=other, public_name="Other Model")
+    key_publish(key=other, public_name="Other Model")
     second = services.answer_for(wm_text)
     assert second["receipt"] != first["receipt"] and second["verdict"] == "watermarked"
 
@@ -77,3 +80,33 @@ def test_a_short_text_is_not_counted_as_a_variant(published, settings):
     settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 1
     for i in range(5):
         assert services.answer_for(f"tiny text {i}")["verdict"] == "inconclusive"
+
+
+def test_the_minimum_length_is_the_decisions_own(published, monkeypatch):
+    """A text is answered untested exactly when the decision's own minimum
+    (``detector.decision.rule.too_short``) calls it too short, whatever that minimum is."""
+    untested = {"verdict": "inconclusive", "model": None, "strength": None, "tokens_scored": 0}
+    brief = watermarked_text(KEY_VALUE, 12, seed=3)  # 12 tokens, watermarked
+    assert {k: services.answer_for(brief)[k] for k in untested} == untested
+    monkeypatch.setattr(rule, "MIN_TOKENS", 8)
+    lower = watermarked_text(KEY_VALUE, 12, seed=5)  # another text: no cached answer
+    answer = services.answer_for(lower)
+    assert (answer["verdict"], answer["model"], answer["tokens_scored"]) == (
+        "watermarked",
+        PUBLIC_NAME,
+        12,
+    )
+    monkeypatch.setattr(rule, "MIN_TOKENS", 40)
+    longer = watermarked_text(KEY_VALUE, 30, seed=6)
+    assert {k: services.answer_for(longer)[k] for k in untested} == untested
+
+
+def test_the_strength_is_the_decisions_own_band(published, wm_text, monkeypatch):
+    """The answer's strength is the band the library puts the corrected p-value in
+    (``detector.decision.combined.strength_band``), whatever its bands are."""
+    from detector.decision import combined
+
+    assert services.answer_for(wm_text)["strength"] == -31  # p < 1e-30: 160 marked tokens
+    monkeypatch.setattr(combined, "STRENGTH_BANDS", (-8,))
+    other = watermarked_text(KEY_VALUE, 160, seed=9)  # another text: no cached answer
+    assert services.answer_for(other)["strength"] == -9

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from detector.decision import combined
+
 
 def test_the_page_needs_no_login_and_names_the_published_models(published, client):
     response = client.get("/verify/")
@@ -18,6 +20,15 @@ def test_the_page_needs_no_login_and_names_the_published_models(published, clien
 def test_the_page_carries_no_inline_script(published, client):
     page = client.get("/verify/").content.decode()
     assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page)
+
+
+def test_the_page_names_the_combined_claims_correction_from_the_library(
+    published, client, monkeypatch
+):
+    page = client.get("/verify/").content.decode()
+    assert f"organizations asked, {combined.CORRECTION.capitalize()}-corrected" in page
+    monkeypatch.setattr(combined, "CORRECTION", "sidak")
+    assert "organizations asked, Sidak-corrected" in client.get("/verify/").content.decode()
 
 
 @pytest.mark.parametrize(
@@ -54,7 +65,7 @@ def test_chromium_solves_the_proof_of_work_and_shows_the_answer(
     import os
     from pathlib import Path
 
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_publish
     from tests.provenance.chromium import connected
 
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 20_000
@@ -86,7 +97,7 @@ def test_chromium_solves_the_proof_of_work_and_shows_the_answer(
 def test_chromium_shows_one_line_per_peer_and_the_combined_claim(
     live_server, chromium, alice_key, wm_text, settings, fake
 ):
-    from provenance.public.services import key_publish
+    from provenance.keys.services import key_publish
     from tests.provenance.chromium import connected
 
     settings.PROVENANCE_PUBLIC_POW_MAX_NUMBER = 20_000

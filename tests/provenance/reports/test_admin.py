@@ -7,7 +7,7 @@ import json
 import pytest
 from django.contrib.auth.models import User
 
-from provenance.keys.crypto import decrypt_bytes
+from provenance.lib.crypto import decrypt_bytes
 from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_create
 

@@ -14,11 +14,13 @@ from django.utils import timezone
 
 from provenance.accounts.models import Membership
 from provenance.audits.services import audit_score_chunk
-from provenance.checks.models import Check, DetectionLog, Hypothesis
+from provenance.checks.models import Check, Hypothesis
 from provenance.checks.services import check_create, check_score
+from provenance.checks.services.deletion import PURGED_BEFORE_SCORING
 from provenance.playground.models import Conversation, Message
-from provenance.retention.services import PURGED_BEFORE_SCORING
+from provenance.retention.services import retention_days
 from provenance.streams.models import Stream
+from provenance.usage.models import DetectionLog
 
 
 def _scored(user, text: str, days_old: float = 0) -> Check:
@@ -80,6 +82,7 @@ def test_a_team_may_shorten_its_retention_period_but_not_lengthen_it(cast, alice
     assert other_old.text == "an essay of other"
     other.retention_days = 90  # longer than the deployment allows: 30 days still apply
     other.save()
+    assert (retention_days(acme), retention_days(other)) == (7, 30)
     Check.objects.filter(id=other_old.id).update(created_at=timezone.now() - timedelta(days=31))
     call_command("checks_purge")
     _assert_purged(other_old, "an essay of other", digest=False)
@@ -98,9 +101,10 @@ def test_a_check_not_scored_before_its_purge_fails_instead_of_scoring_an_empty_t
 
 
 def test_a_check_purged_while_it_is_scored_gets_no_per_token_data_back(cast, alice_key, wm_text):
-    from provenance.checks.scoring import prepare_keys, score_text
+    from provenance.checks.services.claims import checks_claim
     from provenance.checks.services.results import keys_for_scoring, results_store
-    from provenance.heartbeats.services import checks_claim
+    from provenance.keys.selectors import prepare_keys
+    from provenance.scoring.service import score_text
 
     purged, kept = (check_create(user=cast["alice"], text=wm_text) for _ in range(2))
     for check, purge in ((purged, True), (kept, False)):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from detector.text.tokenizers import load_tokenizer
-from provenance.checks.models import DetectionLog
 from provenance.streams.models import Stream
+from provenance.usage.models import DetectionLog
 from provenance.usage.services import text_sha256
 from tests.provenance.conftest import KEY_VALUE
 from tests.provenance.watermark import watermarked_ids

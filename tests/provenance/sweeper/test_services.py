@@ -10,9 +10,10 @@ import pytest
 import redis
 from django.utils import timezone
 
-from provenance.checks.models import Check, Worker
-from provenance.checks.services import check_create
+from provenance.checks.models import Check
+from provenance.checks.services import check_create, claims
 from provenance.heartbeats import services as workers
+from provenance.heartbeats.models import Worker
 from provenance.metrics.models import Tally
 from provenance.metrics.services import SWEEPER_DEAD_WORKERS, SWEEPER_REQUEUED
 from provenance.runner.redis_server import RedisServer
@@ -33,7 +34,7 @@ def test_a_silent_workers_checks_are_queued_again_at_the_next_sweep(
 ):
     check = _pending(cast, human_text)
     silent, _ = workers.worker_start("silent@host")
-    workers.checks_claim([check.id], "task-of-the-dead")
+    claims.checks_claim([check.id], "task-of-the-dead")
     Worker.objects.filter(id=silent.id).update(beat_at=timezone.now() - timedelta(seconds=60))
     redis.Redis.from_url(quiet_redis.url).delete("celery")
 

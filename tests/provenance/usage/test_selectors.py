@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from provenance.checks.models import QuotaUsage
 from provenance.checks.services import check_create
+from provenance.usage.models import QuotaUsage
 from provenance.usage.selectors import quota_used_today
 
 

@@ -7,9 +7,10 @@ import threading
 import pytest
 from django.db import connection
 
-from provenance.checks.models import Check, DetectionLog
+from provenance.checks.models import Check
 from provenance.checks.services import check_create
 from provenance.errors import ProblemError
+from provenance.usage.models import DetectionLog
 
 
 def _pending(cast, text: str) -> Check:

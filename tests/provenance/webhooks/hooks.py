@@ -8,8 +8,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from provenance.audits.models import Audit
 from provenance.audits.services import audit_score_chunk
-from provenance.checks.models import Audit, Check
+from provenance.checks.models import Check
 from provenance.webhooks.models import WebhookDelivery
 
 

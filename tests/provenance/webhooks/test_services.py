@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from provenance.checks.models import Audit, Check
+from provenance.audits.models import Audit
+from provenance.checks.models import Check
 from provenance.webhooks import services
 from provenance.webhooks.models import TeamWebhook, WebhookDelivery
 from provenance.webhooks.tasks import webhook_deliver_task

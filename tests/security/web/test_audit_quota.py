@@ -10,8 +10,10 @@ import io
 import pytest
 
 from provenance.audits.extraction import audit_extract
+from provenance.audits.models import Audit
 from provenance.checks import queue
-from provenance.checks.models import Audit, QuotaUsage, Upload
+from provenance.checks.models import Upload
+from provenance.usage.models import QuotaUsage
 from tests.provenance import documents as make
 from tests.provenance.conftest import published_tasks  # noqa: F401  (fixture)
 

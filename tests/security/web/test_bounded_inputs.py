@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from provenance.checks.models import QuotaUsage
 from provenance.keys.selectors import KeySelectionError, keys_for_check
 from provenance.streams.models import Stream
+from provenance.usage.models import QuotaUsage
 
 pytestmark = pytest.mark.django_db
 

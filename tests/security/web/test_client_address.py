@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from provenance.public.services import key_publish
+from provenance.keys.services import key_publish
 from tests.provenance.public.conftest import VERIFY, solve
 
 

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from provenance.checks.models import Audit, Check, Upload
+from provenance.audits.models import Audit
+from provenance.checks.models import Check, Upload
 from provenance.checks.services.validation import document_limits
 from provenance.lib import documents
 from tests.provenance import documents as make

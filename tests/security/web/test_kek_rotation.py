@@ -11,8 +11,8 @@ from django.db import models
 
 from provenance.accounts.models import ExternalIdentity
 from provenance.accounts.services import identity_signed_in
-from provenance.keys import crypto
 from provenance.keys.services import encrypted_fields
+from provenance.lib import crypto
 from provenance.reports.services import signing_key_rotate
 from provenance.webhooks.services import webhook_secret_rotate
 from tests.provenance.conftest import TEST_KEK

@@ -14,7 +14,7 @@ import pytest
 from provenance.accounts.identities import identities_due
 from provenance.accounts.models import ExternalIdentity
 from provenance.accounts.services import identity_signed_in
-from provenance.keys.crypto import decrypt_bytes
+from provenance.lib.crypto import decrypt_bytes
 
 pytestmark = pytest.mark.django_db
 

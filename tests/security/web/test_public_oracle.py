@@ -17,6 +17,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.test import RequestFactory
 from rest_framework.test import APIClient
 
+from detector.decision import combined
 from detector.reports.receipt import verify_receipt
 from detector.reports.signed import text_sha256
 from detector.text.corpora import STDLIB, docstrings
@@ -73,7 +74,7 @@ def test_the_strength_is_one_of_a_few_wide_bands_in_the_answer_and_the_receipt(
 
 
 def test_the_band_of_a_corrected_p_value():
-    band = services.strength_band
+    band = combined.strength_band
     assert [band(x) for x in (-1.5, -2.5, -5.9, -6.1, -11.0, -12.5, -29.0, -191.0)] == [
         -1,
         -3,

@@ -1,4 +1,4 @@
-"""The API token's user and team are kept per process (provenance.auth through
+"""The API token's user and team are kept per process (provenance.accounts.auth through
 provenance.lib.rowcache), yet every change to them is seen by the very next request: a token
 revoked or expired, a user deactivated or moved to another team, a team's tier changed, each
 written without signals (a queryset update, as another process or a shell would)."""
@@ -94,7 +94,7 @@ def test_a_user_moved_to_another_team_sees_that_team_next(cast, alice_key, wm_te
 
 
 def test_each_request_gets_its_own_token_and_user(cast):
-    from provenance.auth import TokenAuthentication
+    from provenance.accounts.auth import TokenAuthentication
 
     _, token = AuthToken.objects.create(user=cast["alice"])
     auth = TokenAuthentication()

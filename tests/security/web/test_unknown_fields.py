@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 
-from provenance.checks.models import Audit, Check
+from provenance.audits.models import Audit
+from provenance.checks.models import Check
 from provenance.keys.models import WatermarkKey
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from provenance.keys import crypto, services
+from provenance.keys import services
+from provenance.lib import crypto
 
 
 class Command(BaseCommand):

@@ -9,8 +9,9 @@ import pytest
 from django.db import OperationalError
 
 from provenance.checks import queue
-from provenance.checks.models import Check, DetectionLog
+from provenance.checks.models import Check
 from provenance.checks.services import check_score
+from provenance.usage.models import DetectionLog
 from tests.provenance.conftest import KEY_VALUE
 
 # What differs between two checks of the same text, whoever scored them.

@@ -6,16 +6,17 @@ from __future__ import annotations
 import pytest
 
 from provenance.checks import queue
-from provenance.checks.models import Check, DetectionLog, QuotaUsage, Upload
+from provenance.checks.models import Check, Upload
 from provenance.checks.services import (
     check_document_create,
     check_fail,
     check_score,
     refusal_problem,
 )
+from provenance.checks.services.claims import checks_claim
 from provenance.checks.services.extraction import check_text_read
 from provenance.errors import PayloadTooLarge, ProblemError
-from provenance.heartbeats.services import checks_claim
+from provenance.usage.models import DetectionLog, QuotaUsage
 from tests.provenance import documents as make
 
 

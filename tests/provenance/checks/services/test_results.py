@@ -10,8 +10,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from provenance.checks.models import Check, Status
-from provenance.checks.scoring import ScoringError, prepare_keys, score_text
 from provenance.checks.services import check_create
+from provenance.checks.services.claims import checks_claim
 from provenance.checks.services.results import (
     RESULT_FIELDS,
     check_fail,
@@ -20,8 +20,9 @@ from provenance.checks.services.results import (
     result_values,
     results_store,
 )
-from provenance.heartbeats.services import checks_claim
+from provenance.keys.selectors import prepare_keys
 from provenance.keys.services import key_create
+from provenance.scoring.service import ScoringError, score_text
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import pytest
 from cryptography.fernet import Fernet, InvalidToken
 from django.core.management import CommandError, call_command
 
-from provenance.keys import crypto
 from provenance.keys.management.commands import kek_rotate
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import key_config
+from provenance.lib import crypto
 from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
 from tests.provenance.conftest import KEY_VALUE

@@ -12,8 +12,9 @@ from django.core.management import call_command
 from django.db import OperationalError
 from django.utils import timezone
 
-from provenance.checks.models import Check, Status, Worker
+from provenance.checks.models import Check, Status
 from provenance.checks.services import check_create
+from provenance.heartbeats.models import Worker
 from provenance.sweeper.management.commands import checks_sweep
 
 

@@ -13,7 +13,7 @@ from knox.crypto import hash_token
 from knox.models import AuthToken
 from rest_framework.exceptions import AuthenticationFailed
 
-from provenance.auth import TokenAuthentication, signed_in
+from provenance.accounts.auth import TokenAuthentication, signed_in
 
 
 def test_signed_in_returns_an_account_and_refuses_an_anonymous_one(cast):

@@ -10,8 +10,9 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
-from provenance.keys import crypto
-from provenance.keys.crypto import (
+from provenance.keys.models import WatermarkKey
+from provenance.lib import crypto
+from provenance.lib.crypto import (
     KeyDecryptionError,
     decrypt_bytes,
     decrypt_value,
@@ -19,7 +20,6 @@ from provenance.keys.crypto import (
     encrypt_value,
     reencrypt,
 )
-from provenance.keys.models import WatermarkKey
 from tests.provenance.conftest import KEY_VALUE
 
 

@@ -12,11 +12,11 @@ from tokenizers.models import WordLevel
 
 from generator.models import embedded_model_dir
 from provenance.checks.models import Check
-from provenance.checks.scoring import ScoringError, prepare_keys, score_ids, score_text
-from provenance.keys.models import EMBEDDED_MODEL
+from provenance.keys.selectors import prepare_keys
 from provenance.keys.services import RegistryError, tokenizer_default, tokenizer_model_set
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import RedisServer
+from provenance.scoring.service import EMBEDDED_MODEL, ScoringError, score_ids, score_text
 from tests.provenance.conftest import point_celery_at, spawn_worker
 from tests.waiting import wait_until
 
@@ -108,6 +108,31 @@ def test_the_worker_path_runs_the_weighted_test_and_the_request_path_does_not(
     assert assisted.log10_p == pytest.approx(min(0.0, lowest + 0.30103), abs=1e-4)
     assert assisted.decided_by == (
         "weighted" if h.detection.weighted.log10_p < loc.log10_p else "gamma"
+    )
+
+
+@pytest.mark.model
+def test_the_onnxruntime_reading_decides_as_the_torch_reading(alice_key, wm_text, settings):
+    from detector.reading.model import ModelAssist
+    from detector.reading.ort import OrtAssist
+    from provenance.scoring.service import assist_for
+
+    settings.PROVENANCE_MODEL_ASSIST = True
+    tokenizer_model_set(alice_key.tokenizer, EMBEDDED_MODEL)
+    alice_key.refresh_from_db()
+    groups = prepare_keys([alice_key])
+    torch_result = score_text(wm_text, groups, threshold=0.01, assist=True)
+    assert type(assist_for(alice_key.tokenizer)) is ModelAssist
+    settings.PROVENANCE_ASSIST_RUNTIME = "onnxruntime"
+    assert isinstance(assist_for(alice_key.tokenizer), OrtAssist)
+    ort_result = score_text(wm_text, groups, threshold=0.01, assist=True)
+    (t,), (o,) = torch_result.hypotheses, ort_result.hypotheses
+    assert o.detection.weighted is not None and t.detection.weighted is not None
+    assert o.detection.weighted.log10_p == pytest.approx(t.detection.weighted.log10_p, abs=0.02)
+    assert ort_result.log10_p == pytest.approx(torch_result.log10_p, abs=0.02)
+    assert (ort_result.verdict, ort_result.decided_by) == (
+        torch_result.verdict,
+        torch_result.decided_by,
     )
 
 

@@ -1,5 +1,10 @@
 """Scoring a text against registered keys: the one place the web product calls the detector.
 
+Keys in (``KeyGroup``: decrypted configurations and the rows they came from, built by
+``provenance.keys.selectors.prepare_keys``), decision out (``TextResult``); the callers store
+it. This module imports no app: checks, audits, streams, public verification, key
+calibration and the playground call it.
+
 Keys are grouped by tokenizer: each group tokenizes the text once (a
 ``detector.evidence.detection.Document`` holding the group's configurations), and the
 detector's one decision (``detector.decision.decide``: global test, span scan, the weighted
@@ -15,7 +20,8 @@ import functools
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 from django.conf import settings
@@ -29,9 +35,6 @@ from detector.evidence.localize import Localization
 from detector.text.ngrams import applied_hash
 from detector.text.tokenizers import Tokenizer as LoadedTokenizer
 from detector.text.tokenizers import load_tokenizer, offsets_of
-from provenance.keys.crypto import KeyDecryptionError
-from provenance.keys.models import Tokenizer, WatermarkKey
-from provenance.keys.selectors import calibration_facts, key_config
 
 CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
@@ -42,6 +45,22 @@ ASSIST_TOKENS_GPU = 1_000_000
 logger = logging.getLogger(__name__)
 
 
+EMBEDDED_MODEL = "embedded"  # Tokenizer.model_path of the converted embedded SmolLM2
+
+
+class Tokenizer(Protocol):
+    """What scoring reads of a registered tokenizer (``provenance.keys.models.Tokenizer``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def content_hash(self) -> str: ...
+    @property
+    def model_path(self) -> str: ...
+
+
 class ScoringError(Exception):
     """Scoring cannot proceed (for a reason other than a transient fault); safe to show."""
 
@@ -50,9 +69,11 @@ class ScoringError(Exception):
 class KeyGroup:
     """Keys sharing one tokenizer, decrypted and ready (built once per task)."""
 
-    tokenizer: Tokenizer
+    # The registry's rows (provenance.keys.models): a Tokenizer and its WatermarkKeys. Scoring
+    # reads their names; the callers store results against them.
+    tokenizer: Any
     loaded: LoadedTokenizer
-    keys: tuple[WatermarkKey, ...]
+    keys: tuple[Any, ...]
     configs: tuple[KeyConfig, ...]
     # Each key's measured scored tokens for 80% power (None: the detector's default), which
     # the three-way verdict weighs the scored token count against.
@@ -70,8 +91,8 @@ class KeyGroup:
 class HypothesisResult:
     """The detector's hypothesis ``hypothesis`` bound to the registry rows it tested."""
 
-    key: WatermarkKey
-    tokenizer: Tokenizer
+    key: Any  # provenance.keys.models.WatermarkKey
+    tokenizer: Any  # provenance.keys.models.Tokenizer
     hypothesis: TestedHypothesis
     # Content hash of the n-gram table that filtered its scored tokens; "" when none applied.
     ngram_table: str = ""
@@ -134,28 +155,6 @@ def tokenizer_load(tokenizer: Tokenizer) -> LoadedTokenizer:
     return loaded
 
 
-def prepare_keys(keys: list[WatermarkKey]) -> list[KeyGroup]:
-    """Group keys by tokenizer (first-seen order) and decrypt them."""
-    by_tokenizer: dict[int, list[WatermarkKey]] = {}
-    for key in keys:
-        by_tokenizer.setdefault(key.tokenizer_id, []).append(key)
-    facts = calibration_facts(keys)  # at most one query for every key's
-    groups = []
-    for members in by_tokenizer.values():
-        tokenizer = members[0].tokenizer
-        groups.append(
-            KeyGroup(
-                tokenizer=tokenizer,
-                loaded=tokenizer_load(tokenizer),
-                keys=tuple(members),
-                configs=tuple(_config(key) for key in members),
-                tokens_needed=tuple(facts.get(key.id, (None, None))[0] for key in members),
-                measured_fpr=tuple(facts.get(key.id, (None, None))[1] for key in members),
-            )
-        )
-    return groups
-
-
 def _document(ids: Any, group: KeyGroup, reading: Any = None) -> Document:
     """Group ``group``'s document of one text (``reading``: its model's ``ModelReading``, E[s]
     and observed scores per token); the tokenizer's n-gram table, when it has one, leaves
@@ -168,13 +167,6 @@ def _document(ids: Any, group: KeyGroup, reading: Any = None) -> Document:
         ngrams=group.loaded.ngram_table,
         observed_scores=None if reading is None else reading.observed,
     )
-
-
-def _config(key: WatermarkKey) -> KeyConfig:
-    try:
-        return key_config(key)
-    except KeyDecryptionError:
-        raise ScoringError(f"key {key.name!r} does not decrypt with the configured KEK") from None
 
 
 def assist_budget() -> int:
@@ -195,18 +187,33 @@ def assist_budget() -> int:
 
 
 def assist_for(tokenizer: Tokenizer) -> Any:
-    """The tokenizer's model (``detector.reading.model.ModelAssist``, loaded once per process), or
-    None: no model registered, or it cannot be loaded (then the Gamma test decides alone)."""
+    """The tokenizer's model (``detector.reading.model.ModelAssist``, or its ONNX Runtime twin
+    ``detector.reading.ort.OrtAssist`` under ``PROVENANCE_ASSIST_RUNTIME=onnxruntime`` on a
+    worker without CUDA; loaded once per process), or None: no model registered, or it cannot
+    be loaded (then the Gamma test decides alone)."""
     if not tokenizer.model_path:
         return None
+    from detector.core.scoring import cuda_available
     from detector.reading.model import ModelDirError, load_assist
-    from provenance.keys.services import model_dir_of
+    from detector.reading.ort import OrtUnavailable, load_ort_assist
 
+    ort = settings.PROVENANCE_ASSIST_RUNTIME == "onnxruntime" and not cuda_available()
     try:
-        return load_assist(str(model_dir_of(tokenizer.model_path)))
-    except (ModelDirError, OSError, ValueError) as exc:
+        path = str(model_dir_of(tokenizer.model_path))
+        return load_ort_assist(path) if ort else load_assist(path)
+    except (ModelDirError, OrtUnavailable, OSError, ValueError) as exc:
         logger.warning("model of tokenizer %r not loaded: %s", tokenizer.name, exc)
         return None
+
+
+def model_dir_of(model_path: str) -> Path:
+    """The directory a tokenizer's ``model_path`` names (EMBEDDED_MODEL: the converted
+    embedded SmolLM2, converted on first use)."""
+    if model_path == EMBEDDED_MODEL:
+        from generator.models import embedded_model_dir
+
+        return embedded_model_dir()
+    return Path(model_path).expanduser()
 
 
 def expected_scores(

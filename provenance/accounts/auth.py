@@ -144,7 +144,7 @@ class TokenScheme(OpenApiAuthenticationExtension):
     """The API schema's description of the token header (``Authorization: Token <token>``),
     under the name DRF's token authentication had."""
 
-    target_class = "provenance.auth.TokenAuthentication"
+    target_class = "provenance.accounts.auth.TokenAuthentication"
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
@@ -157,7 +157,7 @@ class SessionScheme(OpenApiAuthenticationExtension):
     """The API schema's description of the session cookie, under the name drf-spectacular
     gives DRF's own session authentication."""
 
-    target_class = "provenance.auth.SessionAuthentication"
+    target_class = "provenance.accounts.auth.SessionAuthentication"
     name = "cookieAuth"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:

@@ -29,18 +29,18 @@ import time
 from pathlib import Path
 
 from generator.auth import issue_token
+from provenance import env as environment
 from provenance.playground.keyfile import keyfile_write, keyset_fingerprint
 from provenance.runner.processes import stop_process
 from provenance.runner.supervisor import spawn
 
 CHECK_EVERY_S = 5.0
-BACKEND_ENV = "PROVENANCE_GENERATOR_BACKEND"
 
 
 def embedded_backend() -> str:
     """``vllm`` when importable (the faster one here), else ``transformers``."""
-    chosen = os.environ.get(BACKEND_ENV, "")
-    if chosen in ("vllm", "transformers"):
+    chosen = environment.generator_backend()
+    if chosen:
         return chosen
     if importlib.util.find_spec("vllm") is not None:
         return "vllm"
@@ -117,4 +117,4 @@ def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
 
 def external_url() -> str | None:
     """The generator the operator runs, if any (then the runner starts none)."""
-    return os.environ.get("PROVENANCE_GENERATOR_URL") or None
+    return environment.generator_url()

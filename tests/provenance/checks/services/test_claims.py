@@ -1,0 +1,79 @@
+"""Who holds a check: claims, a claim taken over, racing claims, the release of a dead
+worker's checks. Runs on SQLite and, with PROVENANCE_TEST_DB=postgresql, on PostgreSQL (row
+locks for real)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from provenance.checks.models import Check, Hypothesis
+from provenance.checks.services import check_create, check_score, claims, results_store
+from provenance.heartbeats import services as workers
+from provenance.keys.selectors import prepare_keys
+from provenance.scoring.service import score_text
+
+
+def _pending(cast, text: str) -> Check:
+    return check_create(user=cast["alice"], text=text)
+
+
+def test_a_held_check_cannot_be_claimed_by_another_task(cast, alice_key, human_text):
+    check = _pending(cast, human_text)
+    assert [c.id for c in claims.checks_claim([check.id], "task-a")] == [check.id]
+    assert claims.checks_claim([check.id], "task-b") == []
+    # The same message delivered again (its worker process died) takes it back.
+    assert [c.id for c in claims.checks_claim([check.id], "task-a")] == [check.id]
+
+
+def test_a_task_whose_claim_was_taken_over_stores_nothing(cast, alice_key, human_text):
+    check = _pending(cast, human_text)
+    claims.checks_claim([check.id], "stalled")
+    result = score_text(human_text, prepare_keys([alice_key]), threshold=0.01)
+    # The sweeper took the stalled task's worker for dead: released, claimed by another.
+    Check.objects.filter(id=check.id).update(status="pending", claim="")
+    check_score(check.id, claim="new-holder")
+    finished = Check.objects.get(id=check.id).finished_at
+    assert results_store([(check, result)], "stalled") == 0  # the stalled task wakes up
+    assert Hypothesis.objects.filter(check_run=check).count() == 1
+    assert Check.objects.get(id=check.id).finished_at == finished
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_claims_split_the_checks_without_overlap(quiet_redis, cast, alice_key, human_text):
+    ids = [_pending(cast, f"{human_text} {i}").id for i in range(60)]
+    held: dict[str, list] = {}
+    start = threading.Barrier(3)
+
+    def claim(name: str) -> None:
+        start.wait()
+        try:
+            held[name] = [c.id for c in claims.checks_claim(ids, name)]
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=claim, args=(f"task-{i}",)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    claimed = [cid for got in held.values() for cid in got]
+    assert sorted(claimed) == sorted(ids)  # every check held by exactly one task
+
+
+def test_the_checks_of_a_dead_worker_are_released_and_no_others(
+    monkeypatch, cast, alice_key, human_text
+):
+    monkeypatch.setattr(workers, "_current", None)  # this process's worker, as each start sets it
+    dead, _ = workers.worker_start("dead@host")
+    lost = _pending(cast, f"{human_text} lost")
+    claims.checks_claim([lost.id], "task-of-the-dead")
+    alive, _ = workers.worker_start("alive@host")
+    kept = _pending(cast, f"{human_text} kept")
+    claims.checks_claim([kept.id], "task-of-the-living")
+    workers.worker_stop(dead)
+    assert claims.checks_release_dead() == [lost.id]
+    assert Check.objects.get(id=lost.id).status == "pending"
+    assert Check.objects.get(id=kept.id).claim == "task-of-the-living"
