@@ -102,7 +102,7 @@ class SpanOutput(serializers.Serializer):
 
 
 # One list serializer renders every check's spans: its fields are built once and only read.
-_SPANS = SpanOutput(many=True)
+_SPANS: serializers.ListSerializer[Any] = serializers.ListSerializer(child=SpanOutput())
 
 
 class CheckDetailOutput(CheckSummaryOutput):
