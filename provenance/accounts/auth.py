@@ -8,6 +8,7 @@ is visible in a signature (the admin's hooks), ``signed_in`` checks it at run ti
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -25,6 +26,8 @@ from knox.crypto import hash_token
 from knox.models import get_token_model
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
+
+from provenance.lib import rowcache
 
 
 class AuthenticatedHttpRequest(HttpRequest):
@@ -44,26 +47,62 @@ def signed_in(user: AbstractBaseUser | AnonymousUser) -> User:
 
 class TokenAuthentication(knox_auth.TokenAuthentication):
     """django-rest-knox's token authentication (``Authorization: Token <token>``), reading
-    the token, its user and the user's team in one query: the token's SHA-512 digest is the
-    row's primary key, and ``select_related`` follows the one-to-one membership
-    (``team_for_user`` then needs none); each query costs an API request about as much CPU as
-    scoring a short text. Every request still reads the token, so a revoked or expired token,
-    or a user made inactive or moved to another team, is refused or re-scoped on the next
-    request. An expired token is deleted when it is presented."""
+    the token, its user and the user's team in one statement: the token's SHA-512 digest is
+    the row's primary key, and ``select_related`` follows the one-to-one membership
+    (``team_for_user`` then needs none). The statement goes through the per-process row
+    cache (``provenance.lib.rowcache``): its SQL is compiled once a second, and the objects
+    are built by the ORM only when the row read differs from the one they were built from
+    (building them cost an API request more CPU than scoring a short text). Every request
+    still reads the row, so a revoked or expired token, or a user made inactive or moved to
+    another team, or a team whose tier changed, is refused or re-scoped on the next request.
+    Each request gets its own copies of the token and user, never the process's shared
+    ones. An expired token is deleted when it is presented."""
 
     def authenticate_credentials(self, token: bytes) -> tuple[User, Any]:
         model: Any = get_token_model()
         try:
             digest = hash_token(token.decode())
-            found = model.objects.select_related("user__membership__team").get(digest=digest)
-        except (UnicodeDecodeError, model.DoesNotExist):
+        except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed(_("Invalid token.")) from None
+        rows = rowcache.validated(
+            ("api_token", digest),
+            lambda: model.objects.select_related("user__membership__team").filter(digest=digest),
+        )
+        if not rows:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
+        found = _private_copy(rows[0])
         if found.expiry is not None and found.expiry <= timezone.now():
             found.delete()
             raise exceptions.AuthenticationFailed(_("Invalid token."))
         if not found.user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         return (found.user, found)
+
+
+def _private_copy(shared: Any) -> Any:
+    """The token row with its user, membership and team copied: the request may change
+    them (a token's ``delete`` clears its key) without touching the process's cached ones."""
+    token, user = _clone(shared), _clone(shared.user)
+    token.user = user
+    membership = User.membership.related  # type: ignore[attr-defined]
+    if membership.is_cached(shared.user):
+        member = membership.get_cached_value(shared.user)
+        if member is not None:
+            member = _clone(member)
+            member.user = user
+            member.team = _clone(member.team)
+        membership.set_cached_value(user, member)
+    return token
+
+
+def _clone(obj: Any) -> Any:
+    """A shallow copy of a model instance with its own state and relation cache (what
+    ``copy.copy`` gives through pickling's protocol, without its detour)."""
+    clone = obj.__class__.__new__(obj.__class__)
+    clone.__dict__.update(obj.__dict__)
+    clone._state = copy.copy(obj._state)
+    clone._state.fields_cache = dict(obj._state.fields_cache)
+    return clone
 
 
 class SessionAuthentication(authentication.SessionAuthentication):

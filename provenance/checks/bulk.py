@@ -70,6 +70,27 @@ class _Prep:
         return self.memo[memo_key]
 
 
+# Fields whose ``get_db_prep_save`` gives a value of exactly this type back unchanged, on
+# every backend (``to_python``, ``float`` or ``bool`` of itself): such values go to the driver
+# as they are; the others (dates, JSON, UUIDs, choices' enum members, and integers, which the
+# PostgreSQL backend wraps in typed dumpers) through their field.
+_AS_IS: dict[type[models.Field], type] = {
+    models.CharField: str,
+    models.TextField: str,
+    models.FloatField: float,
+    models.BooleanField: bool,
+}
+
+
+def _prep_save(field: models.Field, value: Any) -> Any:
+    """``field.get_db_prep_save(value, connection)``, without its calls for a value that
+    would come back unchanged."""
+    kind = _AS_IS.get(type(field))
+    if kind is not None and (value is None or type(value) is kind):
+        return value
+    return field.get_db_prep_save(value, connection)
+
+
 def attnames(model: type[models.Model], names: Sequence[str]) -> list[str]:
     """The attribute names of columns ``names`` (``key_id`` for a foreign key ``key``)."""
     return [_concrete_field(model, name).attname for name in names]
@@ -125,9 +146,7 @@ class Inserts:
         if sql and not any(hasattr(v, "resolve_expression") for v in values):
             # The statement Django's compiler made for this model and these columns before:
             # only the values are prepared, as its compiler does (get_db_prep_save).
-            params = [
-                f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)
-            ]
+            params = [_prep_save(f, v) for f, v in zip(fields, values, strict=True)]
             self.statements.append((sql, [params]))
         else:
             query = InsertQuery(type(obj))

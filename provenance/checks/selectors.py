@@ -12,7 +12,9 @@ from django.http import Http404
 from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import wake
-from provenance.checks.models import Check, Status
+from provenance.checks.bulk import prefetched
+from provenance.checks.models import Check, Hypothesis, Status
+from provenance.lib import precompiled
 
 
 def checks_for_user(user: User) -> QuerySet[Check]:
@@ -26,21 +28,32 @@ def checks_for_user(user: User) -> QuerySet[Check]:
 
 
 def check_get(user: User, check_id: Any) -> Check:
+    """The team's check ``check_id`` with its best key, submitter and hypotheses (404
+    otherwise), in two statements compiled once per thread (``provenance.lib.precompiled``):
+    every submission waited for and every poll reads it."""
     team = team_for_user(user)
-    found = (
-        list(
+    if team is None:
+        raise Http404("no such check")
+    check_pk = precompiled.prepared(Check, "id", check_id)
+    found = precompiled.objects(
+        ("check_get",),
+        lambda: (
             Check.objects.filter(id=check_id, team=team, deleted_at__isnull=True)
             # 1.5 MB of JSON on a 45k-token text: loaded only where asked for (?tokens=1).
             .defer("token_data")
-            .select_related("best_key", "submitted_by")
-            .prefetch_related("hypotheses")[:1]  # the id is unique: no ORDER BY to compile
-        )
-        if team is not None
-        else []
+            .select_related("best_key", "submitted_by")[:1]
+        ),  # the id is unique: no ORDER BY
+        (check_pk, team.pk),
     )
-    check = found[0] if found else None
-    if check is None:
+    if not found:
         raise Http404("no such check")
+    check = found[0]
+    hypotheses = precompiled.objects(
+        ("check_hypotheses",), lambda: Hypothesis.objects.filter(check_run=check.pk), (check_pk,)
+    )
+    for hypothesis in hypotheses:  # as prefetch_related gives them: their check set
+        Hypothesis.check_run.field.set_cached_value(hypothesis, check)
+    prefetched(check, "hypotheses", hypotheses)
     return check
 
 

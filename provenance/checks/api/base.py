@@ -15,6 +15,7 @@ from django.core.cache import cache
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.serializer_helpers import BindingDict
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
@@ -191,6 +192,39 @@ class FieldsOnce(serializers.ModelSerializer):
             built = super().get_fields()  # never bound: only the fresh ones are
             type(self)._fields_once = built
         return {name: _fresh(field) for name, field in built.items()}
+
+
+# An answer's serializer whose fields are built and bound once per class, on a prototype
+# instance, and read by every instance made only to render (no ``data``, no ``context``):
+# making and binding fresh fields for each answer cost about as much CPU as scoring its text.
+# The shared fields are only read (``to_representation`` keeps no state in a field; a method
+# field calls the prototype's method with the instance given), so threads may use them at
+# once. An instance given ``data`` or a ``context`` builds its own. (A comment, not a
+# docstring: the API schema describes the answers with the docstring they inherit.)
+class OutputOnce(FieldsOnce):
+    _prototype: OutputOnce | None = None  # read from each class's own
+    _is_prototype = False
+
+    @property  # type: ignore[override]  # DRF's is a cached_property; this one caches too
+    def fields(self) -> Any:
+        found = self.__dict__.get("_bound_fields")
+        if found is None:
+            found = self.__dict__["_bound_fields"] = self._bound_fields()
+        return found
+
+    def _bound_fields(self) -> Any:
+        if self._is_prototype or self._context or hasattr(self, "initial_data"):
+            bound = BindingDict(self)
+            for name, field in self.get_fields().items():
+                bound[name] = field
+            return bound
+        prototype = type(self).__dict__.get("_prototype")
+        if prototype is None:
+            prototype = type(self)()
+            prototype._is_prototype = True
+            prototype.fields  # noqa: B018  # built before any other thread sees it
+            type(self)._prototype = prototype
+        return prototype.fields
 
 
 def _fresh(field: serializers.Field) -> serializers.Field:

@@ -28,8 +28,8 @@ from provenance.checks import selectors, services
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
     FINISHED,
-    FieldsOnce,
     KeyIdsField,
+    OutputOnce,
     TextField,
     TieredApi,
     body_size_guard,
@@ -43,13 +43,13 @@ from provenance.checks.models import Check, Hypothesis, Status, Surface
 from provenance.checks.services.deletion import check_delete
 
 
-class HypothesisOutput(FieldsOnce):
+class HypothesisOutput(OutputOnce):
     class Meta:
         model = Hypothesis
         fields = list(HYPOTHESIS_FIELDS)
 
 
-class CheckSummaryOutput(FieldsOnce):
+class CheckSummaryOutput(OutputOnce):
     best_key = serializers.CharField(source="best_key.name", default=None, read_only=True)
     notice = serializers.SerializerMethodField(
         help_text="Set while the check waits for the scoring queue (broker down)."
@@ -101,6 +101,10 @@ class SpanOutput(serializers.Serializer):
     key_id = serializers.UUIDField()
 
 
+# One list serializer renders every check's spans: its fields are built once and only read.
+_SPANS: serializers.ListSerializer[Any] = serializers.ListSerializer(child=SpanOutput())
+
+
 class CheckDetailOutput(CheckSummaryOutput):
     hypotheses = HypothesisOutput(many=True, read_only=True)
     key_measured_fpr = serializers.JSONField(
@@ -115,7 +119,7 @@ class CheckDetailOutput(CheckSummaryOutput):
 
     @extend_schema_field(SpanOutput(many=True))
     def get_spans(self, check: Check) -> list[dict[str, Any]]:
-        return list(SpanOutput(check.spans or [], many=True).data)  # null until scored
+        return list(_SPANS.to_representation(check.spans or []))  # null until scored
 
     purged_at = serializers.DateTimeField(
         read_only=True,

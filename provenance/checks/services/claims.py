@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from provenance.checks.models import Check, Status
 from provenance.heartbeats.services import current_worker
+from provenance.lib import precompiled
 
 
 def checks_claim(
@@ -41,7 +42,14 @@ def checks_claim(
     Check.objects.filter(Q(id__in=check_ids, **scope) & free).update(
         status=Status.RUNNING, worker=current_worker(), claim=claim, started_at=now
     )
-    return list(held(check_ids, claim).order_by("id").only(*fields))
+    # Read with a statement compiled once per thread and shape (provenance.lib.precompiled):
+    # every task runs this read.
+    ids = [precompiled.prepared(Check, "id", check_id) for check_id in check_ids]
+    return precompiled.objects(
+        ("checks_claim", len(ids), tuple(fields)),
+        lambda: held(check_ids, claim).order_by("id").only(*fields),
+        (*ids, Status.RUNNING, claim),
+    )
 
 
 def held(check_ids: Sequence[Any], claim: str) -> Any:

@@ -89,3 +89,28 @@ def test_a_second_insert_of_a_model_reuses_its_statement_and_stores_the_same(cas
     assert (one.pop("text"), two.pop("text")) == ("first", "second")
     assert one == two
     assert Check.objects.get(pk=second.pk).created_at is not None  # auto_now_add, again
+
+
+def test_a_value_skips_its_fields_preparation_only_where_it_would_come_back_unchanged():
+    import uuid
+
+    from django.db import connection, models
+
+    from provenance.checks.models import Check, Status
+
+    samples = ["text", "", 3, 2.5, 0.0, True, False, None, Status.DONE, uuid.uuid4()]
+    samples += [timezone.now(), {"a": [1]}, [1, 2]]
+    for field in Check._meta.local_concrete_fields:
+        for value in samples:
+            try:
+                expected = field.get_db_prep_save(value, connection)
+            except Exception:  # a value the field refuses: nothing to compare
+                continue
+            got = bulk._prep_save(field, value)
+            # PostgreSQL's JSON adapter wraps the value (compared by what it wraps).
+            same = getattr(got, "obj", got) == getattr(expected, "obj", expected)
+            assert same and type(got) is type(expected), (field.name, value)
+    # A value of another type than the field's own goes through the field.
+    assert bulk._prep_save(models.FloatField(), 3) == 3.0
+    assert type(bulk._prep_save(models.FloatField(), 3)) is float
+    assert bulk._prep_save(models.CharField(), 7) == "7"

@@ -100,6 +100,28 @@ def test_a_check_not_scored_before_its_purge_fails_instead_of_scoring_an_empty_t
     assert not Hypothesis.objects.filter(check_run=check).exists()
 
 
+def test_a_check_purged_while_it_is_scored_gets_no_per_token_data_back(cast, alice_key, wm_text):
+    from provenance.checks.services.claims import checks_claim
+    from provenance.checks.services.results import keys_for_scoring, results_store
+    from provenance.keys.selectors import prepare_keys
+    from provenance.scoring.service import score_text
+
+    purged, kept = (check_create(user=cast["alice"], text=wm_text) for _ in range(2))
+    for check, purge in ((purged, True), (kept, False)):
+        (mine,) = checks_claim([check.id], f"claim-{check.id}", ("id", "text", "key_ids"))
+        groups = prepare_keys(keys_for_scoring(mine.key_ids))
+        result = score_text(mine.text, groups, threshold=0.01)
+        if purge:  # the retention sweep meanwhile
+            Check.objects.filter(id=check.id).update(text="", purged_at=timezone.now())
+        assert results_store([(mine, result)], f"claim-{check.id}") == 1
+        check.refresh_from_db()
+        assert check.status == "done" and check.verdict == result.verdict
+        if purge:
+            assert check.token_data is None and check.heatmap_compact is None
+        else:
+            assert check.token_data and check.heatmap_compact is not None
+
+
 def test_alice_deletes_her_check_and_it_is_gone_from_api_pages_and_heatmap(
     api_for, client, cast, alice_key, wm_text
 ):

@@ -19,6 +19,7 @@ from provenance.accounts.models import Team
 from provenance.checks.api.base import (
     FieldsOnce,
     KeyIdsField,
+    OutputOnce,
     TextField,
     TieredApi,
     body_size_guard,
@@ -127,6 +128,35 @@ def test_fields_once_builds_from_the_model_once_and_gives_fresh_fields(db):
     assert list(first) == ["id", "status"]
     assert first["status"] is not second["status"]
     assert Summary._fields_once is not None and set(Summary._fields_once) == {"id", "status"}
+
+
+def test_output_once_binds_its_fields_once_and_renders_each_instance_from_them(db):
+    class Item(OutputOnce):
+        label = serializers.SerializerMethodField()
+
+        def get_label(self, check: Check) -> str:
+            return f"{check.status}:{check.filename}"
+
+        class Meta:
+            model = Check
+            fields = ["id", "status", "filename", "label"]
+
+    first, second = Check(filename="a.txt"), Check(filename="b.txt", status="done")
+    assert Item(first).fields is Item(second).fields  # built and bound once
+    assert Item._prototype is not None and Item(first).fields["label"].parent is Item._prototype
+    assert Item(first).data == {
+        "id": str(first.id),
+        "status": first.status,
+        "filename": "a.txt",
+        "label": f"{first.status}:a.txt",
+    }
+    assert Item(second).data["label"] == "done:b.txt"
+    listed = Item([first, second], many=True).data
+    assert [row["filename"] for row in listed] == ["a.txt", "b.txt"]
+    # Given a context or data, an instance builds its own fields.
+    own = Item(first, context={"x": 1})
+    assert own.fields is not Item(first).fields and own.fields["label"].parent is own
+    assert Item(data={"filename": "c.txt"}).fields is not Item(first).fields
 
 
 def _request(path="/x", **meta):

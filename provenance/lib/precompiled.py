@@ -1,0 +1,124 @@
+"""Hot reads whose SQL Django's ORM compiles once per thread instead of on every call.
+
+Reading one check with its key, submitter and hypotheses cost several times in the ORM's
+compilation of the two queries what the database takes to answer them. ``objects`` keeps,
+per thread and per ``key``, the SQL and the compiler that the ORM made for ``build()`` the
+first time, then runs that SQL with the call's ``params`` on the connection's cursor and makes
+the model instances from the rows as the ORM's own iterable does (``select_related`` objects
+included, deferred fields left deferred). Nothing but the statement's text is kept: every
+call reads the database, and each call's objects are its own.
+
+``params`` are the statement's parameters in order, as the database receives them
+(``prepared`` gives a field's); the first compilation checks them against the ORM's own, and
+a query whose parameters differ, or that the ORM would read otherwise (``prefetch_related``,
+``values``, ...), is read through the ORM on every call instead. The query's shape must not
+depend on the parameters' values (a filter on ``None`` compiles to ``IS NULL``): callers keep
+them of one kind.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.db import connections, models
+from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
+from django.db.models.sql.compiler import SQLCompiler
+
+M = TypeVar("M", bound=models.Model)
+
+LIMIT = 1_000  # templates per thread: a handful of read shapes use this
+
+
+@dataclass(frozen=True)
+class _Template:
+    db: str
+    sql: str
+    compiler: SQLCompiler
+    init_list: list[str]
+    start: int
+    end: int
+    populators: list[Any]
+
+
+class _Templates(threading.local):
+    def __init__(self) -> None:
+        self.by_key: dict[Hashable, _Template | None] = {}
+
+
+_local = _Templates()
+
+
+def prepared(model: type[models.Model], name: str, value: Any, db: str = "default") -> Any:
+    """``value`` as the database receives it for ``model``'s field ``name`` in a filter."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    if field.is_relation and isinstance(value, models.Model):
+        value = value.pk
+    return field.get_db_prep_value(value, connections[db], prepared=False)
+
+
+def objects(
+    key: Hashable, build: Callable[[], models.QuerySet[M]], params: Sequence[Any]
+) -> list[M]:
+    """The objects of ``build()`` (whose SQL, apart from ``params``, depends on ``key`` alone),
+    read with the statement compiled the first time in this thread."""
+    templates = _local.by_key
+    if key not in templates:
+        queryset = build()
+        template = _template(queryset, params)
+        if len(templates) >= LIMIT:
+            templates.clear()
+        templates[key] = template
+        if template is None:
+            return list(queryset)
+    template = templates[key]
+    if template is None:
+        return list(build())
+    with connections[template.db].cursor() as cursor:
+        cursor.execute(template.sql, tuple(params))
+        rows = cursor.fetchall()
+    return [_instance(template, row) for row in template.compiler.results_iter([rows])]
+
+
+def _template(queryset: models.QuerySet[Any], params: Sequence[Any]) -> _Template | None:
+    plain = (
+        queryset._iterable_class is ModelIterable
+        and not queryset._prefetch_related_lookups  # type: ignore[attr-defined]
+        and not queryset._known_related_objects  # type: ignore[attr-defined]
+        and not queryset.query.annotation_select
+    )
+    if not plain:
+        return None
+    compiler = queryset.query.get_compiler(using=queryset.db)
+    sql, compiled = compiler.as_sql()
+    if not sql or tuple(compiled) != tuple(params) or compiler.has_extra_select:
+        return None
+    klass_info = compiler.klass_info
+    assert klass_info is not None
+    fields = klass_info["select_fields"]
+    start, end = fields[0], fields[-1] + 1
+    return _Template(
+        db=queryset.db,
+        sql=sql,
+        compiler=compiler,
+        init_list=[column[0].target.attname for column in compiler.select[start:end]],
+        start=start,
+        end=end,
+        populators=get_related_populators(klass_info, compiler.select, queryset.db),
+    )
+
+
+def _instance(template: _Template, row: Sequence[Any]) -> Any:
+    model = template.compiler.klass_info["model"]  # type: ignore[index]
+    obj = model.from_db(template.db, template.init_list, row[template.start : template.end])
+    for populator in template.populators:
+        populator.populate(row, obj)
+    return obj
+
+
+def clear() -> None:
+    """Forget this thread's statements (tests)."""
+    _local.by_key.clear()
