@@ -50,7 +50,7 @@ def checks_claim(
         lambda: (Check.objects.filter(Q(id__in=check_ids) & Q(**scope) & free), values),
         (
             Status.RUNNING,
-            *([] if worker is None else [worker.pk]),
+            *([] if worker is None else [precompiled.prepared(Check, "worker", worker)]),
             claim,
             at,
             *ids,
