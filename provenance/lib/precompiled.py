@@ -99,6 +99,7 @@ def update(
     if key not in templates:
         queryset, values = build()
         query = queryset.query.chain(UpdateQuery)
+        assert isinstance(query, UpdateQuery)
         query.add_update_values(values)
         sql, compiled = query.get_compiler(queryset.db).as_sql()
         if len(templates) >= LIMIT:
