@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from django.db import connections, models
 from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
+from django.db.models.sql import UpdateQuery
 from django.db.models.sql.compiler import SQLCompiler
 
 M = TypeVar("M", bound=models.Model)
@@ -46,6 +47,7 @@ class _Template:
 class _Templates(threading.local):
     def __init__(self) -> None:
         self.by_key: dict[Hashable, _Template | None] = {}
+        self.updates: dict[Hashable, tuple[str, str] | None] = {}
 
 
 _local = _Templates()
@@ -81,6 +83,36 @@ def objects(
         cursor.execute(template.sql, tuple(params))
         rows = cursor.fetchall()
     return [_instance(template, row) for row in template.compiler.results_iter([rows])]
+
+
+def update(
+    key: Hashable,
+    build: Callable[[], tuple[models.QuerySet[Any], dict[str, Any]]],
+    params: Sequence[Any],
+) -> int:
+    """Run ``queryset.update(**values)`` for ``(queryset, values) = build()`` with the UPDATE
+    compiled the first time in this thread (``key`` fixes its shape: a value of ``None``
+    compiles to ``NULL``, callers put that in the key); ``params`` are the statement's, the
+    SET values first, then the WHERE's. Returns the count of rows changed. A statement whose
+    parameters differ from the ORM's own at its first compilation runs through the ORM."""
+    templates = _local.updates
+    if key not in templates:
+        queryset, values = build()
+        query = queryset.query.chain(UpdateQuery)
+        assert isinstance(query, UpdateQuery)
+        query.add_update_values(values)
+        sql, compiled = query.get_compiler(queryset.db).as_sql()
+        if len(templates) >= LIMIT:
+            templates.clear()
+        templates[key] = (queryset.db, sql) if sql and tuple(compiled) == tuple(params) else None
+    template = templates[key]
+    if template is None:
+        queryset, values = build()
+        return queryset.update(**values)
+    db, sql = template
+    with connections[db].cursor() as cursor:
+        cursor.execute(sql, tuple(params))
+        return cursor.rowcount
 
 
 def _template(queryset: models.QuerySet[Any], params: Sequence[Any]) -> _Template | None:
@@ -122,3 +154,4 @@ def _instance(template: _Template, row: Sequence[Any]) -> Any:
 def clear() -> None:
     """Forget this thread's statements (tests)."""
     _local.by_key.clear()
+    _local.updates.clear()

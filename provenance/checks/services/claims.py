@@ -39,12 +39,32 @@ def checks_claim(
         | Q(status=Status.RUNNING, claim=claim)
         | Q(status=Status.RUNNING, started_at__lt=stale)
     )
-    Check.objects.filter(Q(id__in=check_ids, **scope) & free).update(
-        status=Status.RUNNING, worker=current_worker(), claim=claim, started_at=now
+    worker = current_worker()
+    values = {"status": Status.RUNNING, "worker": worker, "claim": claim, "started_at": now}
+    # The UPDATE, too, is compiled once per thread and shape: every task runs it.
+    ids = [precompiled.prepared(Check, "id", check_id) for check_id in check_ids]
+    scoped = [precompiled.prepared(Check, name, value) for name, value in sorted(scope.items())]
+    at, before = (precompiled.prepared(Check, "started_at", t) for t in (now, stale))
+    precompiled.update(
+        ("checks_claim_update", len(ids), tuple(sorted(scope)), worker is None),
+        lambda: (Check.objects.filter(Q(id__in=check_ids) & Q(**scope) & free), values),
+        (
+            Status.RUNNING,
+            *([] if worker is None else [precompiled.prepared(Check, "worker", worker)]),
+            claim,
+            at,
+            *ids,
+            *scoped,
+            # Q sorts its keyword conditions by name: claim before status, started_at too.
+            Status.PENDING,
+            claim,
+            Status.RUNNING,
+            before,
+            Status.RUNNING,
+        ),
     )
     # Read with a statement compiled once per thread and shape (provenance.lib.precompiled):
     # every task runs this read.
-    ids = [precompiled.prepared(Check, "id", check_id) for check_id in check_ids]
     return precompiled.objects(
         ("checks_claim", len(ids), tuple(fields)),
         lambda: held(check_ids, claim).order_by("id").only(*fields),

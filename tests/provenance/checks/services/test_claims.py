@@ -77,3 +77,34 @@ def test_the_checks_of_a_dead_worker_are_released_and_no_others(
     assert claims.checks_release_dead() == [lost.id]
     assert Check.objects.get(id=lost.id).status == "pending"
     assert Check.objects.get(id=kept.id).claim == "task-of-the-living"
+
+
+def test_the_claims_update_runs_compiled_and_takes_only_what_is_free(cast, alice_key, human_text):
+    """The UPDATE compiled once per thread is the one used (its parameters matched the ORM's),
+    and a later claim through it still takes only a free check."""
+    from provenance.lib import precompiled
+
+    precompiled.clear()
+    first, second = _pending(cast, human_text), _pending(cast, human_text)
+    assert [c.id for c in claims.checks_claim([first.id], "task-a")] == [first.id]
+    compiled = [key for key, sql in precompiled._local.updates.items() if sql is not None]
+    assert [key[0] for key in compiled] == ["checks_claim_update"]
+    assert [c.id for c in claims.checks_claim([second.id], "task-a")] == [second.id]
+    assert claims.checks_claim([first.id], "task-b") == []
+    assert Check.objects.get(id=first.id).claim == "task-a"
+
+
+def test_a_workers_claim_runs_compiled_and_names_the_worker(
+    cast, alice_key, human_text, monkeypatch
+):
+    """Claimed inside a worker (its row in the SET): compiled too, and the row names it."""
+    from provenance.lib import precompiled
+
+    precompiled.clear()
+    monkeypatch.setattr(workers, "_current", None)  # restored after the test
+    worker, _ = workers.worker_start("compiled-claim@host")
+    check = _pending(cast, human_text)
+    assert [c.id for c in claims.checks_claim([check.id], "task-w")] == [check.id]
+    compiled = [key for key, sql in precompiled._local.updates.items() if sql is not None]
+    assert [key[3] for key in compiled] == [False]  # the worker is not None
+    assert Check.objects.get(id=check.id).worker_id == worker.id
