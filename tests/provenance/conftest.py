@@ -7,6 +7,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import dj_database_url
@@ -286,3 +287,17 @@ def quiet_redis(tmp_path_factory):
     yield server
     server.stop()
     point_celery_at(previous)
+
+
+@pytest.fixture
+def no_current_worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No worker registered in this process before the test, nor a beating thread after it
+    (the tests of a worker's Celery signals)."""
+    from provenance.heartbeats import services, tasks
+
+    monkeypatch.setattr(services, "_current", None)
+    monkeypatch.setattr(tasks, "_heartbeat", None)
+    yield
+    if tasks._heartbeat is not None:
+        tasks._heartbeat.stop()
+        tasks._heartbeat.join(5)

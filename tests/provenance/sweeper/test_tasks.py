@@ -4,7 +4,6 @@ the apps' tasks)."""
 
 from __future__ import annotations
 
-import pytest
 from celery.signals import worker_init, worker_ready
 from django.db import DatabaseError
 from django.test import override_settings
@@ -13,29 +12,9 @@ from provenance.checks.models import Check, Status
 from provenance.checks.services import check_create
 from provenance.checks.services.claims import checks_claim
 from provenance.heartbeats import services as workers
-from provenance.heartbeats import tasks as heartbeat_tasks
 from provenance.heartbeats.models import Worker
 from provenance.sweeper import tasks
-
-
-@pytest.fixture
-def no_current_worker(monkeypatch):
-    monkeypatch.setattr(workers, "_current", None)
-    monkeypatch.setattr(heartbeat_tasks, "_heartbeat", None)
-    yield
-    if heartbeat_tasks._heartbeat is not None:
-        heartbeat_tasks._heartbeat.stop()
-        heartbeat_tasks._heartbeat.join(5)
-
-
-class _Node:
-    """What Celery sends as the signals' sender: the worker, named by its host name."""
-
-    hostname = "celery@box"
-
-
-def _node():
-    return _Node()
+from tests.provenance.heartbeats.workers import CeleryNode
 
 
 @override_settings(PROVENANCE_WORKER_HEARTBEAT=3600)
@@ -46,9 +25,9 @@ def test_a_replacing_worker_queues_again_what_the_replaced_one_held(
     check = check_create(user=cast["alice"], text="held by a worker that died")
     checks_claim([check.id], "old-claim")
     assert Check.objects.get(id=check.id).worker_id == old.id
-    worker_init.send(sender=_node())  # the same node name: the old one is dead
+    worker_init.send(sender=CeleryNode())  # the same node name: the old one is dead
     assert Worker.objects.get(id=old.id).dead_at is not None
-    worker_ready.send(sender=_node())
+    worker_ready.send(sender=CeleryNode())
     released = Check.objects.get(id=check.id)
     assert released.status == Status.PENDING and released.claim != "old-claim"
 
