@@ -60,19 +60,25 @@ def check_get(user: User, check_id: Any) -> Check:
 def check_finished(check_id: Any, *, within: float, every: float = 0.01) -> bool:
     """Whether the check is done or failed, waiting up to ``within`` seconds for its worker
     (the API's ``?wait=``). With Redis the request sleeps until the worker's push
-    (``provenance.checks.wake``) and reads the check once then, or after each of its slices;
-    without, one indexed read after ``every`` seconds, then ever less often (x1.5 each time,
-    at most every 0.25 s: a slow worker costs the web few reads)."""
+    (``provenance.checks.wake``, sent after the result is committed, and kept a minute, so a
+    push that came first is found at once) and returns without a read: the caller reads the
+    check then. After each slice without a push (a worker that died, a check failed
+    elsewhere), one indexed read. Without Redis, one read after ``every`` seconds, then ever
+    less often (x1.5 each time, at most every 0.25 s: a slow worker costs the web few reads)."""
     deadline = time.monotonic() + within
     finished = Check.objects.filter(id=check_id, status__in=[Status.DONE, Status.FAILED])
-    while not finished.exists():
+    while True:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        if wake.wait(check_id, left) is None:
+        woken = wake.wait(check_id, left)
+        if woken:
+            return True
+        if woken is None:
             time.sleep(min(every, left))
             every = min(every * 1.5, 0.25)
-    return True
+        if finished.exists():
+            return True
 
 
 class Submission(Protocol):

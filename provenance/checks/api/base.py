@@ -264,10 +264,12 @@ def wait_seconds(request: Request) -> float:
 
 @contextmanager
 def waiting_slot(user: Any, wait: float) -> Iterator[float]:
-    """The seconds this request may wait for its verdict: ``wait``, unless the user already has
-    ``PROVENANCE_MAX_WAITING_PER_USER`` requests waiting (counted in the shared cache, across
-    processes), then 0: the check is still made and answered 202 at once, to be polled, so
-    one account cannot hold every web thread with ``?wait=``."""
+    """The seconds this request may wait for a worker's verdict: ``wait``, unless the user
+    already has ``PROVENANCE_MAX_WAITING_PER_USER`` requests waiting (counted in the shared
+    cache, across processes), then 0: the check, already made and queued, is answered 202 at
+    once, to be polled, so one account cannot hold every web thread with ``?wait=``. Taken
+    only by a check that waits for the worker: one scored in the request holds its thread for
+    the scoring of at most ``PROVENANCE_INLINE_MAX_BYTES``, like any other request."""
     if wait <= 0:
         yield 0.0
         return

@@ -203,29 +203,31 @@ class CheckListCreateApi(TieredApi, GenericAPIView):
     )
     def post(self, request: AuthenticatedRequest) -> Response:
         body_size_guard(request)
-        with waiting_slot(request.user, wait_seconds(request)) as wait:
-            data = self._input(request)
-            if "file" in data:  # staged: a worker reads it, then scores its text
-                check = services.check_document_create(
-                    user=request.user,
-                    filename=data["file"].name or "",
-                    content=read_upload(data["file"]),
-                    key_ids=data.get("key_ids"),
-                    surface=Surface.API,
-                )
-            else:
-                check = services.check_create(
-                    user=request.user,
-                    text=data.get("text"),
-                    key_ids=data.get("key_ids"),
-                    inline=wait > 0,
-                    surface=Surface.API,
-                )
-            if check.status not in FINISHED:  # queued: read what the worker wrote meanwhile
-                if wait > 0:
-                    selectors.check_finished(check.id, within=wait)
-                check = selectors.check_get(request.user, check.id)
-        # else scored in this request: answered from what was written, not read back.
+        wait = wait_seconds(request)
+        data = self._input(request)
+        if "file" in data:  # staged: a worker reads it, then scores its text
+            check = services.check_document_create(
+                user=request.user,
+                filename=data["file"].name or "",
+                content=read_upload(data["file"]),
+                key_ids=data.get("key_ids"),
+                surface=Surface.API,
+            )
+        else:
+            check = services.check_create(
+                user=request.user,
+                text=data.get("text"),
+                key_ids=data.get("key_ids"),
+                inline=wait > 0,
+                surface=Surface.API,
+            )
+        if check.status not in FINISHED:  # queued: wait for the worker in one of the user's slots
+            with waiting_slot(request.user, wait) as granted:
+                if granted > 0:
+                    selectors.check_finished(check.id, within=granted)
+            check = selectors.check_get(request.user, check.id)  # what the worker wrote
+        # else scored in this request (no waiting slot taken: scoring is bounded by the
+        # inline size): answered from what was written, not read back.
         if check.status == Status.FAILED and check.failure_code:  # a document the worker refused
             raise services.refusal_problem(check.failure_code, check.failure_reason)
         location = reverse("api-check-detail", args=[check.id])

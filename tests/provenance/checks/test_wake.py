@@ -47,15 +47,30 @@ def test_a_wait_is_at_most_one_slice_and_none_without_redis(redis_cache, setting
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_waiting_request_wakes_on_the_workers_push_and_reads_the_check_twice(
+def test_the_waiting_request_wakes_on_the_workers_push_without_reading_the_check(
     redis_cache, cast, alice_key, wm_text
 ):
+    """The push is sent after the result's commit: the caller reads the check once, then."""
     check = check_create(user=cast["alice"], text=wm_text)
     threading.Timer(0.3, check_score, args=[check.id]).start()  # the worker, a moment later
     with CaptureQueriesContext(connection) as queries:
         assert check_finished(check.id, within=10) is True
     reads = [q for q in queries.captured_queries if "checks_check" in q["sql"]]
-    assert len(reads) == 2  # before the wait and after the wake: no polling in between
+    assert reads == []  # no read before the wait, none polling, none after the wake
+    assert Check.objects.get(id=check.id).status == Status.DONE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_push_sent_before_the_request_waits_ends_the_wait_at_once(
+    redis_cache, cast, alice_key, wm_text
+):
+    check = check_create(user=cast["alice"], text=wm_text)
+    check_score(check.id)  # finished and pushed before anyone waits
+    start = time.monotonic()
+    with CaptureQueriesContext(connection) as queries:
+        assert check_finished(check.id, within=10) is True
+    assert time.monotonic() - start < wake.SLICE_S  # not a slice's timeout, then a read
+    assert [q for q in queries.captured_queries if "checks_check" in q["sql"]] == []
 
 
 @pytest.mark.django_db(transaction=True)

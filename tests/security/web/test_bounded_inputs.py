@@ -126,23 +126,40 @@ def test_pending_text_counts_against_the_quota(api_for, alice_key, settings):
 
 
 def test_a_user_cannot_hold_more_than_the_waiting_limit_of_web_threads(
-    api_for, cast, alice_key, wm_text, settings
+    api_for, cast, alice_key, wm_text, settings, monkeypatch
 ):
-    """``?wait=`` on a short text is scored in the request (201). With the user's waiting
-    slots taken, the same request is answered at once as queued (202), to be polled; another
-    user still waits; the slots come back when the waits end."""
+    """``?wait=`` on a check the worker scores takes one of the user's waiting slots. With
+    them taken, such a request is answered at once as queued (202), to be polled, without
+    waiting; another user still waits; the slots come back when the waits end. A short text
+    scored in the request takes no slot: its thread is held for the scoring alone."""
     from contextlib import ExitStack
 
+    from provenance.checks import selectors
     from provenance.checks.api.base import waiting_slot
 
+    waits: list[tuple[str, float]] = []
+
+    def finished_at_once(check_id: object, *, within: float) -> bool:  # the worker, instantly
+        from provenance.checks.services import check_score
+
+        waits.append((str(check_id), within))
+        check_score(check_id)
+        return True
+
+    monkeypatch.setattr(selectors, "check_finished", finished_at_once)
     settings.PROVENANCE_MAX_WAITING_PER_USER = 2
     alice, bob = api_for("alice"), api_for("bob")
     route = "/api/v1/checks?wait=20"
-    assert alice.post(route, {"text": wm_text}, format="json").status_code == 201
     with ExitStack() as held:
         granted = [held.enter_context(waiting_slot(cast["alice"], 20.0)) for _ in range(2)]
         assert granted == [20.0, 20.0]
+        inline = alice.post(route, {"text": wm_text}, format="json")
+        assert inline.status_code == 201 and inline.json()["status"] == "done"
+        settings.PROVENANCE_INLINE_MAX_BYTES = 0  # from here every check goes to the worker
         busy = alice.post(route, {"text": wm_text}, format="json")
         assert busy.status_code == 202 and busy.json()["status"] != "done"
+        assert waits == []  # answered without waiting
         assert bob.post(route, {"text": wm_text}, format="json").status_code == 201
+        assert len(waits) == 1
     assert alice.post(route, {"text": wm_text}, format="json").status_code == 201
+    assert len(waits) == 2 and waits[1][1] == 20.0
