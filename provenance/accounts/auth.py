@@ -50,7 +50,7 @@ class TokenAuthentication(knox_auth.TokenAuthentication):
     the token, its user and the user's team in one statement: the token's SHA-512 digest is
     the row's primary key, and ``select_related`` follows the one-to-one membership
     (``team_for_user`` then needs none). The statement goes through the per-process row
-    cache (``provenance.lib.rowcache``): its SQL is compiled once a second, and the objects
+    cache (``provenance.lib.rowcache``): its SQL is compiled once per token, and the objects
     are built by the ORM only when the row read differs from the one they were built from
     (building them cost an API request more CPU than scoring a short text). Every request
     still reads the row, so a revoked or expired token, or a user made inactive or moved to

@@ -48,13 +48,18 @@ def exact_for(user: Any, key_ids: Iterable[Any] | None) -> bool:
 
 
 def owned_key_ids(user: Any) -> set[str] | None:
-    """Ids of the keys the caller's team owns; None below the auditor tier (nothing exact)."""
+    """Ids of the keys the caller's team owns; None below the auditor tier (nothing exact).
+    Read on every answer of an auditor's API call: through the row cache
+    (``provenance.lib.rowcache``), a read without the ORM's compilation."""
     team = team_for_user(user)
     if team is None or not is_auditor(user):
         return None
     return {
         str(key_id)
-        for key_id in WatermarkKey.objects.filter(team=team).values_list("id", flat=True)
+        for key_id in rowcache.validated(
+            ("keys_owned", team.pk),
+            lambda: WatermarkKey.objects.filter(team=team).order_by("id").values_list("id", flat=True),
+        )
     }
 
 

@@ -6,8 +6,8 @@ SQL and the objects it built; each call runs that SQL on the connection's cursor
 compares the raw rows with the ones the objects were built from: equal, the kept objects are
 returned; different (a key created, rotated, retired, recalibrated, its tokenizer or team
 changed, in any process), the query runs again through the ORM. Nothing is ever stale, so
-nothing needs invalidating. The compiled SQL itself is made again after ``RECOMPILE_S``
-seconds, so a query whose parameters depend on the time is at most that late.
+nothing needs invalidating. The SQL is compiled once per key and process: a query whose SQL
+depends on anything but its key (the time, a setting) does not belong here.
 
 Returned objects are shared by every thread of the process: callers read them, never change
 them.
@@ -16,7 +16,6 @@ them.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,6 @@ from typing import Any
 from django.db import connections
 from django.db.models import Model, QuerySet
 
-RECOMPILE_S = 1.0
 LIMIT = 10_000  # entries per process: keys are few; the store never grows without end
 
 
@@ -33,7 +31,6 @@ class _Entry:
     db: str
     sql: str
     params: tuple[Any, ...]
-    compiled_at: float
     rows: list[tuple[Any, ...]] | None = None
     objects: tuple[Model, ...] = ()
 
@@ -43,26 +40,18 @@ _lock = threading.Lock()
 
 
 def validated(key: Hashable, build: Callable[[], QuerySet[Any]]) -> list[Any]:
-    """The objects of ``build()`` (a queryset whose SQL depends on ``key`` alone, apart from
-    the time), read through the ORM only when the database's rows changed since the last
-    call with ``key`` in this process."""
-    now = time.monotonic()
+    """The objects of ``build()`` (a queryset whose SQL depends on ``key`` alone), read
+    through the ORM only when the database's rows changed since the last call with ``key``
+    in this process."""
     entry = _entries.get(key)
-    if entry is None or now - entry.compiled_at > RECOMPILE_S:
+    if entry is None:
         query = build()
         sql, params = query.query.get_compiler(using=query.db).as_sql()
-        fresh = _Entry(query.db, sql, tuple(params), now)
-        if entry is not None and (entry.db, entry.sql, entry.params) == (
-            fresh.db,
-            fresh.sql,
-            fresh.params,
-        ):
-            fresh = _Entry(fresh.db, sql, fresh.params, now, entry.rows, entry.objects)
-        entry = fresh
+        entry = _Entry(query.db, sql, tuple(params))
     rows = _rows(entry)
     if entry.rows is None or rows != entry.rows:
         # Rows first, objects after: a change in between makes the next call read again.
-        entry = _Entry(entry.db, entry.sql, entry.params, entry.compiled_at, rows, tuple(build()))
+        entry = _Entry(entry.db, entry.sql, entry.params, rows, tuple(build()))
     with _lock:
         if len(_entries) >= LIMIT and key not in _entries:
             _entries.clear()

@@ -78,10 +78,18 @@ def test_unchanged_rows_are_read_without_the_orm_and_give_the_same_objects(cast,
     assert again is not first  # a list of its own: a caller may reorder it
 
 
-def test_the_sql_is_compiled_again_after_its_time(cast, alice_key, monkeypatch):
-    team = cast["acme"]
-    keys_for_check(team)
-    now = rowcache.time.monotonic()
-    monkeypatch.setattr(rowcache.time, "monotonic", lambda: now + rowcache.RECOMPILE_S + 1)
+def test_the_sql_is_compiled_once_and_the_orm_runs_again_only_for_changed_rows(cast, alice_key):
+    built: list[int] = []
+
+    def build():
+        built.append(1)
+        return WatermarkKey.objects.filter(team=cast["acme"]).order_by("id")
+
+    assert [key.id for key in rowcache.validated(("t",), build)] == [alice_key.id]
+    assert len(built) == 2  # compiled, then the objects built
+    for _ in range(3):
+        assert [key.name for key in rowcache.validated(("t",), build)] == [alice_key.name]
+    assert len(built) == 2  # neither compiled nor built again
     WatermarkKey.objects.filter(id=alice_key.id).update(name="later")
-    assert keys_for_check(team)[0].name == "later"
+    assert [key.name for key in rowcache.validated(("t",), build)] == ["later"]
+    assert len(built) == 3  # the changed rows built anew, the SQL kept
