@@ -58,8 +58,8 @@ def owned_key_ids(user: Any) -> set[str] | None:
         str(key_id)
         for key_id in rowcache.validated(
             ("keys_owned", team.pk),
-            lambda: WatermarkKey.objects.filter(team=team).order_by("id").values_list(
-                "id", flat=True
+            lambda: (
+                WatermarkKey.objects.filter(team=team).order_by("id").values_list("id", flat=True)
             ),
         )
     }
