@@ -15,6 +15,7 @@ from detector.decision.decide import CORRECTION
 from detector.reports import receipt
 from detector.reports.signed import ALGORITHM, PRF_VERSION
 from provenance.keys.models import WatermarkKey
+from provenance.lib import rowcache
 from provenance.public.models import Partner
 
 DISCOVERY_SCHEMA = "provenance.discovery/v1"
@@ -36,6 +37,14 @@ def published_keys() -> QuerySet[WatermarkKey]:
         .select_related("tokenizer")
         .order_by("published_at", "id")
     )
+
+
+def published_key_list() -> list[WatermarkKey]:
+    """``published_keys`` as a list, read through the row cache (``provenance.lib.rowcache``:
+    every public check reads them; the rows are compared on each call, so publishing,
+    withdrawing or retiring a key is seen by the next). Shared by the process's threads:
+    read them, never change them."""
+    return rowcache.validated(("keys_published",), published_keys)
 
 
 def model_summary(key: WatermarkKey) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from provenance.keys.selectors import prepare_keys
 from provenance.lib.crypto import decrypt_bytes
 from provenance.public import budgets, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
-from provenance.public.selectors import key_sha256, public_cache, published_keys
+from provenance.public.selectors import key_sha256, public_cache, published_key_list
 from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
 from provenance.scoring.service import KeyGroup, ScoringError, score_texts
@@ -175,7 +175,7 @@ class LocalCheck:
 
     def __init__(self, text: str, requester: str = "") -> None:
         self.text = text
-        self.keys = list(published_keys())
+        self.keys = published_key_list()
         if not self.keys:
             raise ProblemError("no model is published for public verification", status_code=503)
         self.digest = text_sha256(text)

@@ -20,6 +20,7 @@ from provenance.accounts.models import Team
 from provenance.checks import tiers
 from provenance.checks.models import Check, Hypothesis, Status
 from provenance.errors import Conflict
+from provenance.lib import rowcache
 from provenance.lib.crypto import decrypt_bytes, encrypt_bytes
 from provenance.reports.models import SigningKey
 
@@ -37,7 +38,15 @@ def signing_key_create() -> SigningKey:
 
 
 def signing_key_active() -> SigningKey:
-    """The newest unretired signing key, created on first use."""
+    """The newest unretired signing key, created on first use. Every public answer and report
+    is signed: the row is read through the row cache (``provenance.lib.rowcache``, no ORM
+    compilation; read on every call, so a rotation or revocation in any process is seen by
+    the next). The returned key is shared by the process's threads: read it, never change it."""
+    found = rowcache.validated(
+        ("signing_key_active",), lambda: SigningKey.objects.filter(retired_at__isnull=True)[:1]
+    )
+    if found:
+        return found[0]
     with transaction.atomic():
         active = SigningKey.objects.filter(retired_at__isnull=True).first()
         return active if active is not None else signing_key_create()

@@ -120,3 +120,18 @@ def test_the_shipped_schemas_name_the_decisions_corrections(schema):
     answer = json.loads(ANSWER_SCHEMA.read_text())
     claim = answer["properties"]["combined"]["properties"]["correction"]
     assert claim == {"const": combined.CORRECTION}
+
+
+def test_the_published_key_list_follows_publishing_and_withdrawing(published, alice_key):
+    """Read through the per-process row cache, compared on every call: a key withdrawn or
+    published anywhere (a bare update) is seen by the next public check."""
+    from django.utils import timezone
+
+    from provenance.keys.models import WatermarkKey
+    from provenance.public.selectors import published_key_list
+
+    assert [key.id for key in published_key_list()] == [alice_key.id]
+    WatermarkKey.objects.filter(id=alice_key.id).update(published_at=None)
+    assert published_key_list() == []
+    WatermarkKey.objects.filter(id=alice_key.id).update(published_at=timezone.now())
+    assert [key.id for key in published_key_list()] == [alice_key.id]

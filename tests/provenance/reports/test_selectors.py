@@ -36,3 +36,22 @@ def test_a_report_is_signed_at_the_callers_tier_for_its_own_keys(api_for, cast, 
     cast["acme"].oracle_tier = "basic"
     cast["acme"].save()
     assert report_tier(cast["alice"], check) == "basic"
+
+
+def test_the_active_signing_key_follows_every_change_to_its_rows():
+    """Read through the per-process row cache: a rotation or revocation made anywhere (here a
+    bare update, no service) is seen by the next signature, never a stale key."""
+    from django.utils import timezone
+
+    from provenance.reports.models import SigningKey
+    from provenance.reports.services import signing_key_active
+
+    first = signing_key_active()
+    assert signing_key_active().kid == first.kid
+    SigningKey.objects.filter(id=first.id).update(retired_at=timezone.now())
+    second = signing_key_active()
+    assert second.kid != first.kid
+    newer = signing_key_rotate()
+    assert signing_key_active().kid == newer.kid
+    signing_key_revoke(newer.kid)  # revoking the active key starts a new one
+    assert signing_key_active().kid not in {first.kid, second.kid, newer.kid}
