@@ -48,15 +48,25 @@ def test_a_wait_is_at_most_one_slice_and_none_without_redis(redis_cache, setting
 
 @pytest.mark.django_db(transaction=True)
 def test_the_waiting_request_wakes_on_the_workers_push_without_reading_the_check(
-    redis_cache, cast, alice_key, wm_text
+    redis_cache, cast, alice_key, wm_text, monkeypatch
 ):
-    """The push is sent after the result's commit: the caller reads the check once, then."""
+    """The push is sent after the result's commit: the caller reads the check once, then.
+    The request reads only after a slice that ended without a push (a slow worker)."""
+    slices: list[bool | None] = []
+
+    def counted(check_id, seconds):
+        slices.append(real_wait(check_id, seconds))
+        return slices[-1]
+
+    real_wait = wake.wait
+    monkeypatch.setattr(wake, "wait", counted)
     check = check_create(user=cast["alice"], text=wm_text)
     threading.Timer(0.3, check_score, args=[check.id]).start()  # the worker, a moment later
     with CaptureQueriesContext(connection) as queries:
         assert check_finished(check.id, within=10) is True
     reads = [q for q in queries.captured_queries if "checks_check" in q["sql"]]
-    assert reads == []  # no read before the wait, none polling, none after the wake
+    assert slices[-1] is True  # ended by the push
+    assert len(reads) == slices.count(False)  # none before the wait, none after the wake
     assert Check.objects.get(id=check.id).status == Status.DONE
 
 
