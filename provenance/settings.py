@@ -448,6 +448,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fix-up closes every database connection before and after each task unless
+# this is set (a new connection per task: SQLite's pragmas, PostgreSQL's connection and
+# backend start). Kept instead, and aged like a request's: DATABASE_CONN_MAX_AGE, a broken
+# one closed (provenance.celery closes them around each task as Django does per request).
+CELERY_DB_REUSE_MAX = 2**31
 # Options every task shares are the CELERY_* settings above; a task sets only what is its
 # own (name, retries, and these limits, in seconds). The soft limit raises inside the task,
 # which marks its rows failed; the hard limit kills the worker child.
