@@ -64,11 +64,12 @@ def checks_claim(
         ),
     )
     # Read with a statement compiled once per thread and shape (provenance.lib.precompiled):
-    # every task runs this read.
+    # every task runs this read. Its parameters in the order of held's keyword conditions,
+    # which filter() sorts by name: claim, id, status.
     return precompiled.objects(
         ("checks_claim", len(ids), tuple(fields)),
         lambda: held(check_ids, claim).order_by("id").only(*fields),
-        (*ids, Status.RUNNING, claim),
+        (claim, *ids, Status.RUNNING),
     )
 
 

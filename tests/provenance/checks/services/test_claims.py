@@ -89,6 +89,9 @@ def test_the_claims_update_runs_compiled_and_takes_only_what_is_free(cast, alice
     assert [c.id for c in claims.checks_claim([first.id], "task-a")] == [first.id]
     compiled = [key for key, sql in precompiled._local.updates.items() if sql is not None]
     assert [key[0] for key in compiled] == ["checks_claim_update"]
+    # The read of what is held is compiled too (its parameters matched the ORM's).
+    reads = [key for key, template in precompiled._local.by_key.items() if template is not None]
+    assert [key[0] for key in reads] == ["checks_claim"]
     assert [c.id for c in claims.checks_claim([second.id], "task-a")] == [second.id]
     assert claims.checks_claim([first.id], "task-b") == []
     assert Check.objects.get(id=first.id).claim == "task-a"
