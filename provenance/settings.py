@@ -13,6 +13,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -440,6 +441,9 @@ PROVENANCE_PLAYGROUND = {
 # --- Celery -----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+# kombu's Redis transport, less a client object made per command (provenance.lib.broker).
+if urlsplit(CELERY_BROKER_URL).scheme in ("redis", "rediss"):
+    CELERY_BROKER_TRANSPORT = "provenance.lib.broker:Transport"
 CELERY_RESULT_BACKEND = None  # results live in the database rows the tasks own
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
