@@ -7,6 +7,8 @@ import os
 from typing import Any
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance.settings")
 
@@ -24,6 +26,18 @@ app.autodiscover_tasks(
 )
 
 logger = logging.getLogger(__name__)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _connections_aged(sender: Any = None, **_: Any) -> None:
+    """Around every task a worker runs, what Django does around every request: close this
+    thread's database connections that are past DATABASE_CONN_MAX_AGE or broken by an error,
+    keep the others (Celery's own fix-up would close them all, every task: the settings'
+    CELERY_DB_REUSE_MAX turns that off). A task run in the caller's thread (``apply``) is
+    left alone, as the fix-up leaves it: its caller may be inside a transaction."""
+    if not getattr(getattr(sender, "request", None), "is_eager", False):
+        close_old_connections()
 
 
 def publish(task_name: str, *args: Any) -> bool:

@@ -13,6 +13,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -440,6 +441,9 @@ PROVENANCE_PLAYGROUND = {
 # --- Celery -----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+# kombu's Redis transport, less a client object made per command (provenance.lib.broker).
+if urlsplit(CELERY_BROKER_URL).scheme in ("redis", "rediss"):
+    CELERY_BROKER_TRANSPORT = "provenance.lib.broker:Transport"
 CELERY_RESULT_BACKEND = None  # results live in the database rows the tasks own
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -448,6 +452,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fix-up closes every database connection before and after each task unless
+# this is set (a new connection per task: SQLite's pragmas, PostgreSQL's connection and
+# backend start). Kept instead, and aged like a request's: DATABASE_CONN_MAX_AGE, a broken
+# one closed (provenance.celery closes them around each task as Django does per request).
+CELERY_DB_REUSE_MAX = 2**31
 # Options every task shares are the CELERY_* settings above; a task sets only what is its
 # own (name, retries, and these limits, in seconds). The soft limit raises inside the task,
 # which marks its rows failed; the hard limit kills the worker child.

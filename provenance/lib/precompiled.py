@@ -13,7 +13,8 @@ call reads the database, and each call's objects are its own.
 a query whose parameters differ, or that the ORM would read otherwise (``prefetch_related``,
 ``values``, ...), is read through the ORM on every call instead. The query's shape must not
 depend on the parameters' values (a filter on ``None`` compiles to ``IS NULL``): callers keep
-them of one kind.
+them of one kind. ``update`` does the same for an UPDATE, and ``update_returning`` for an UPDATE
+that returns the rows it changed (one round trip where there were two).
 """
 
 from __future__ import annotations
@@ -48,15 +49,21 @@ class _Templates(threading.local):
     def __init__(self) -> None:
         self.by_key: dict[Hashable, _Template | None] = {}
         self.updates: dict[Hashable, tuple[str, str] | None] = {}
+        self.returning: dict[Hashable, _Returning | None] = {}
 
 
 _local = _Templates()
 
 
-def prepared(model: type[models.Model], name: str, value: Any, db: str = "default") -> Any:
-    """``value`` as the database receives it for ``model``'s field ``name`` in a filter."""
+def _field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
     field = model._meta.get_field(name)
     assert isinstance(field, models.Field)
+    return field
+
+
+def prepared(model: type[models.Model], name: str, value: Any, db: str = "default") -> Any:
+    """``value`` as the database receives it for ``model``'s field ``name`` in a filter."""
+    field = _field(model, name)
     if field.is_relation and isinstance(value, models.Model):
         value = value.pk
     return field.get_db_prep_value(value, connections[db], prepared=False)
@@ -115,6 +122,78 @@ def update(
         return cursor.rowcount
 
 
+def update_returning(
+    key: Hashable,
+    build: Callable[[], tuple[models.QuerySet[M], dict[str, Any]]],
+    params: Sequence[Any],
+    fields: Sequence[str],
+) -> list[M] | None:
+    """``update`` that also reads back, in the same statement (``RETURNING``), the ``fields``
+    of the rows it changed: instances of the queryset's model with only those loaded, in no
+    particular order. One statement and one round trip instead of an UPDATE and a read. None
+    where it cannot (a database without ``RETURNING`` in an UPDATE, or the statement did not
+    compile to ``params``): nothing was run, the caller updates and reads instead."""
+    templates = _local.returning
+    if key not in templates:
+        queryset, values = build()
+        connection = connections[queryset.db]
+        template: _Returning | None = None
+        # PostgreSQL, and SQLite from 3.35 (Django's flag for INSERT ... RETURNING: the same
+        # versions return from an UPDATE).
+        if connection.features.can_return_columns_from_insert:
+            query = queryset.query.chain(UpdateQuery)
+            assert isinstance(query, UpdateQuery)
+            query.add_update_values(values)
+            sql, compiled = query.get_compiler(queryset.db).as_sql()
+            if sql and tuple(compiled) == tuple(params):
+                table = queryset.model._meta.db_table
+                columns = [_field(queryset.model, name).get_col(table) for name in fields]
+                quoted = ", ".join(connection.ops.quote_name(c.target.column) for c in columns)
+                template = _Returning(
+                    db=queryset.db,
+                    sql=f"{sql} RETURNING {quoted}",
+                    model=queryset.model,
+                    names=[column.target.attname for column in columns],
+                    # The backend's converters, then the field's, as the ORM's compiler does.
+                    converters=[
+                        (c, connection.ops.get_db_converters(c) + c.get_db_converters(connection))
+                        for c in columns
+                    ],
+                )
+        if len(templates) >= LIMIT:
+            templates.clear()
+        templates[key] = template
+    template = templates[key]
+    if template is None:
+        return None
+    connection = connections[template.db]
+    with connection.cursor() as cursor:
+        cursor.execute(template.sql, tuple(params))
+        rows = cursor.fetchall()
+    return [
+        template.model.from_db(template.db, template.names, _converted(template, row, connection))
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class _Returning:
+    db: str
+    sql: str
+    model: Any
+    names: list[str]
+    converters: list[tuple[Any, list[Any]]]
+
+
+def _converted(template: _Returning, row: Sequence[Any], connection: Any) -> list[Any]:
+    values = []
+    for value, (column, converters) in zip(row, template.converters, strict=True):
+        for converter in converters:
+            value = converter(value, column, connection)
+        values.append(value)
+    return values
+
+
 def _template(queryset: models.QuerySet[Any], params: Sequence[Any]) -> _Template | None:
     plain = (
         queryset._iterable_class is ModelIterable
@@ -155,3 +234,4 @@ def clear() -> None:
     """Forget this thread's statements (tests)."""
     _local.by_key.clear()
     _local.updates.clear()
+    _local.returning.clear()

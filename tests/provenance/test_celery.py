@@ -3,9 +3,11 @@ process, no result backend, and the product's tasks registered by name."""
 
 from __future__ import annotations
 
+import pytest
 from celery import Celery
 
 from provenance.celery import app
+from tests.provenance.conftest import point_celery_at
 
 
 def test_the_app_takes_its_settings_from_django():
@@ -32,3 +34,84 @@ def test_the_product_tasks_are_registered_under_the_names_services_publish():
     names = {queue.SCORE_CHECK, queue.SCORE_AUDIT_CHUNK, CALIBRATE, DELIVER}
     assert names <= set(app.tasks), names - set(app.tasks)
     assert app.tasks[queue.SCORE_CHECK].acks_late is True
+
+
+def _task_runs(task) -> None:
+    """What a worker does around one task of ``task`` for the database: Celery's Django
+    fix-up's handlers, then the app's own (the signals a worker sends)."""
+    from celery.fixups.django import DjangoWorkerFixup
+    from celery.signals import task_postrun, task_prerun
+
+    fixup = DjangoWorkerFixup(app)
+    fixup.on_task_prerun(sender=task)
+    task_prerun.send(sender=task, task_id="t", task=task, args=(), kwargs={})
+    fixup.on_task_postrun(sender=task)
+    task_postrun.send(sender=task, task_id="t", task=task, args=(), kwargs={})
+
+
+@pytest.fixture
+def worker_task():
+    """The scoring task as a worker runs it (not eagerly, in its caller's thread)."""
+    from provenance.checks import tasks
+
+    task = tasks.check_score_task
+    task.push_request(is_eager=False)
+    yield task
+    task.pop_request()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("max_age", [60, 0])
+def test_a_worker_keeps_its_database_connection_between_tasks_as_long_as_a_request_would(
+    worker_task, monkeypatch, max_age
+):
+    from django.db import connection
+
+    connection.close()
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", max_age)
+    connection.ensure_connection()
+    opened = connection.connection
+    _task_runs(worker_task)
+    _task_runs(worker_task)
+    # Kept for the next task within DATABASE_CONN_MAX_AGE; closed past it (0: every task).
+    assert (connection.connection is opened) == (max_age > 0)
+    connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_closes_a_connection_that_an_error_broke(worker_task, monkeypatch):
+    from django.db import connection
+
+    connection.close()
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 60)
+    connection.ensure_connection()
+    connection.errors_occurred = True
+    monkeypatch.setattr(connection, "is_usable", lambda: False)
+    _task_runs(worker_task)
+    assert connection.connection is None
+
+
+def test_the_broker_channel_makes_one_redis_client_per_pool_and_messages_still_flow(
+    redis_server,
+):
+    from kombu import Queue
+
+    from provenance.lib.broker import Channel
+
+    point_celery_at(redis_server.url)
+    queue = Queue("client-reuse-test")
+    with app.connection_for_write() as connection:
+        channel = connection.default_channel
+        assert isinstance(channel, Channel)
+        first = channel._create_client()
+        assert channel._create_client() is first
+        with connection.Producer() as producer:
+            for n in range(3):
+                producer.publish({"n": n}, routing_key=queue.name, declare=[queue])
+        got = [queue(channel).get(no_ack=False) for _ in range(3)]
+        for message in got:
+            message.ack()
+        assert [message.payload["n"] for message in got] == [0, 1, 2]
+        assert channel._create_client() is first
+        channel._pool = None  # a new pool (kombu replaces it after a lost connection)
+        assert channel._create_client() is not first

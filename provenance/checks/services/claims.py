@@ -45,30 +45,39 @@ def checks_claim(
     ids = [precompiled.prepared(Check, "id", check_id) for check_id in check_ids]
     scoped = [precompiled.prepared(Check, name, value) for name, value in sorted(scope.items())]
     at, before = (precompiled.prepared(Check, "started_at", t) for t in (now, stale))
-    precompiled.update(
-        ("checks_claim_update", len(ids), tuple(sorted(scope)), worker is None),
-        lambda: (Check.objects.filter(Q(id__in=check_ids) & Q(**scope) & free), values),
-        (
-            Status.RUNNING,
-            *([] if worker is None else [precompiled.prepared(Check, "worker", worker)]),
-            claim,
-            at,
-            *ids,
-            *scoped,
-            # Q sorts its keyword conditions by name: claim before status, started_at too.
-            Status.PENDING,
-            claim,
-            Status.RUNNING,
-            before,
-            Status.RUNNING,
-        ),
+    shape = ("checks_claim_update", len(ids), tuple(sorted(scope)), worker is None)
+    params = (
+        Status.RUNNING,
+        *([] if worker is None else [precompiled.prepared(Check, "worker", worker)]),
+        claim,
+        at,
+        *ids,
+        *scoped,
+        # Q sorts its keyword conditions by name: claim before status, started_at too.
+        Status.PENDING,
+        claim,
+        Status.RUNNING,
+        before,
+        Status.RUNNING,
     )
+
+    def build() -> tuple[Any, dict[str, Any]]:
+        return Check.objects.filter(Q(id__in=check_ids) & Q(**scope) & free), values
+
+    # Where the database returns what an UPDATE changed, the checks now held come back with
+    # the UPDATE itself: the rows it changed are those held under ``claim`` (a row this claim
+    # already held is among them: its conditions take it again).
+    taken = precompiled.update_returning((*shape, tuple(fields)), build, params, fields)
+    if taken is not None:
+        return sorted(taken, key=lambda check: check.pk)
+    precompiled.update(shape, build, params)
     # Read with a statement compiled once per thread and shape (provenance.lib.precompiled):
-    # every task runs this read.
+    # every task runs this read. Its parameters in the order of held's keyword conditions,
+    # which filter() sorts by name: claim, id, status.
     return precompiled.objects(
         ("checks_claim", len(ids), tuple(fields)),
         lambda: held(check_ids, claim).order_by("id").only(*fields),
-        (*ids, Status.RUNNING, claim),
+        (claim, *ids, Status.RUNNING),
     )
 
 

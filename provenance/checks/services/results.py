@@ -23,7 +23,7 @@ from provenance.checks.services.claims import held
 from provenance.checks.services.deletion import purged_cleanup
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import LATEST_DONE_CALIBRATION
-from provenance.lib import heatmap, rowcache
+from provenance.lib import heatmap, precompiled, rowcache
 from provenance.scoring.service import HypothesisResult, ScoringError, TextResult
 
 logger = logging.getLogger(__name__)
@@ -61,8 +61,18 @@ def results_store(pairs: list[tuple[Check, TextResult]], claim: str) -> int:
     with transaction.atomic():
         ids = [check.id for check, _ in pairs]
         # Each held check's purge time, read under the lock: only one purged meanwhile needs
-        # its per-token data removed again after the write (one UPDATE less per task).
-        purged_at = dict(held(ids, claim).select_for_update().values_list("id", "purged_at"))
+        # its per-token data removed again after the write (one UPDATE less per task). The
+        # statement is compiled once per thread and shape (every task runs it).
+        rows = precompiled.objects(
+            ("results_store_lock", len(ids)),
+            lambda: held(ids, claim).select_for_update().only("id", "purged_at"),
+            (
+                claim,
+                *(precompiled.prepared(Check, "id", check_id) for check_id in ids),
+                Status.RUNNING,
+            ),
+        )
+        purged_at = {row.id: row.purged_at for row in rows}
         fresh = [(check, result) for check, result in pairs if check.id in purged_at]
         results_write(fresh)
         purged = [check_id for check_id, when in purged_at.items() if when is not None]

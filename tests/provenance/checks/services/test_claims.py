@@ -79,16 +79,51 @@ def test_the_checks_of_a_dead_worker_are_released_and_no_others(
     assert Check.objects.get(id=kept.id).claim == "task-of-the-living"
 
 
-def test_the_claims_update_runs_compiled_and_takes_only_what_is_free(cast, alice_key, human_text):
-    """The UPDATE compiled once per thread is the one used (its parameters matched the ORM's),
-    and a later claim through it still takes only a free check."""
+def _compiled(store: dict) -> list:
+    return [key for key, template in store.items() if template is not None]
+
+
+def test_the_claim_is_one_compiled_update_that_returns_what_it_took(cast, alice_key, human_text):
+    """Where the database returns an UPDATE's rows (PostgreSQL, SQLite 3.35+), the claim is
+    one statement compiled once per thread (its parameters matched the ORM's): the checks
+    come back with the fields asked for, converted as the ORM would; a later claim through it
+    still takes only a free check, and a check this claim holds already comes back again."""
     from provenance.lib import precompiled
 
     precompiled.clear()
     first, second = _pending(cast, human_text), _pending(cast, human_text)
+    fields = ("id", "text", "key_ids", "threshold")
+    [taken] = claims.checks_claim([str(first.id)], "task-a", fields)
+    assert _compiled(precompiled._local.returning) == [("checks_claim_update", 1, (), True, fields)]
+    assert (taken.id, taken.text, taken.key_ids, taken.threshold) == (
+        first.id,
+        first.text,
+        first.key_ids,
+        first.threshold,
+    )
+    assert taken.get_deferred_fields() >= {"status", "claim", "token_data"}
+    assert _compiled(precompiled._local.by_key) == []  # no read after it
+    assert [c.id for c in claims.checks_claim([second.id], "task-a")] == [second.id]
+    assert claims.checks_claim([first.id], "task-b") == []
     assert [c.id for c in claims.checks_claim([first.id], "task-a")] == [first.id]
-    compiled = [key for key, sql in precompiled._local.updates.items() if sql is not None]
-    assert [key[0] for key in compiled] == ["checks_claim_update"]
+    assert Check.objects.get(id=first.id).claim == "task-a"
+    both = claims.checks_claim([second.id, first.id], "task-a")
+    assert [c.id for c in both] == sorted([first.id, second.id])
+
+
+def test_without_returning_the_claim_is_a_compiled_update_then_a_compiled_read(
+    cast, alice_key, human_text, monkeypatch
+):
+    """A database that cannot return an UPDATE's rows: the UPDATE and the read of what is
+    held, each compiled once per thread, take only what is free."""
+    from provenance.lib import precompiled
+
+    precompiled.clear()
+    monkeypatch.setattr(connection.features, "can_return_columns_from_insert", False)
+    first, second = _pending(cast, human_text), _pending(cast, human_text)
+    assert [c.id for c in claims.checks_claim([first.id], "task-a")] == [first.id]
+    assert [key[0] for key in _compiled(precompiled._local.updates)] == ["checks_claim_update"]
+    assert [key[0] for key in _compiled(precompiled._local.by_key)] == ["checks_claim"]
     assert [c.id for c in claims.checks_claim([second.id], "task-a")] == [second.id]
     assert claims.checks_claim([first.id], "task-b") == []
     assert Check.objects.get(id=first.id).claim == "task-a"
@@ -105,6 +140,6 @@ def test_a_workers_claim_runs_compiled_and_names_the_worker(
     worker, _ = workers.worker_start("compiled-claim@host")
     check = _pending(cast, human_text)
     assert [c.id for c in claims.checks_claim([check.id], "task-w")] == [check.id]
-    compiled = [key for key, sql in precompiled._local.updates.items() if sql is not None]
+    compiled = _compiled(precompiled._local.returning)
     assert [key[3] for key in compiled] == [False]  # the worker is not None
     assert Check.objects.get(id=check.id).worker_id == worker.id

@@ -69,6 +69,26 @@ def test_results_are_stored_only_under_the_claim_that_holds_the_check(cast, two_
     assert stored.hypotheses.count() == 2
 
 
+def test_the_lock_on_held_checks_runs_compiled_and_still_finds_only_the_held(
+    cast, two_keys, wm_text
+):
+    """The read that locks the held checks is compiled once per thread (its parameters matched
+    the ORM's); through it, a check held under another claim is still left alone."""
+    from provenance.lib import precompiled
+
+    precompiled.clear()
+    mine, theirs = (check_create(user=cast["alice"], text=wm_text) for _ in range(2))
+    checks_claim([mine.id], "task-1")
+    checks_claim([theirs.id], "task-2")
+    result = _scored(wm_text, two_keys)
+    assert results_store([(mine, result)], claim="task-1") == 1
+    compiled = [key for key, template in precompiled._local.by_key.items() if template]
+    assert ("results_store_lock", 1) in compiled
+    assert results_store([(theirs, result)], claim="task-1") == 0  # compiled, not its holder
+    assert Check.objects.get(id=theirs.id).status == Status.RUNNING
+    assert results_store([(theirs, result)], claim="task-2") == 1
+
+
 def test_a_failure_marks_an_unfinished_check_and_never_a_done_one(cast, alice_key):
     pending = check_create(user=cast["alice"], text="one text")
     done = check_create(user=cast["alice"], text="another text")
