@@ -105,10 +105,7 @@ def update(
     templates = _local.updates
     if key not in templates:
         queryset, values = build()
-        query = queryset.query.chain(UpdateQuery)
-        assert isinstance(query, UpdateQuery)
-        query.add_update_values(values)
-        sql, compiled = query.get_compiler(queryset.db).as_sql()
+        sql, compiled = _update_sql(queryset, values)
         if len(templates) >= LIMIT:
             templates.clear()
         templates[key] = (queryset.db, sql) if sql and tuple(compiled) == tuple(params) else None
@@ -141,10 +138,7 @@ def update_returning(
         # PostgreSQL, and SQLite from 3.35 (Django's flag for INSERT ... RETURNING: the same
         # versions return from an UPDATE).
         if connection.features.can_return_columns_from_insert:
-            query = queryset.query.chain(UpdateQuery)
-            assert isinstance(query, UpdateQuery)
-            query.add_update_values(values)
-            sql, compiled = query.get_compiler(queryset.db).as_sql()
+            sql, compiled = _update_sql(queryset, values)
             if sql and tuple(compiled) == tuple(params):
                 table = queryset.model._meta.db_table
                 columns = [_field(queryset.model, name).get_col(table) for name in fields]
@@ -174,6 +168,14 @@ def update_returning(
         template.model.from_db(template.db, template.names, _converted(template, row, connection))
         for row in rows
     ]
+
+
+def _update_sql(queryset: models.QuerySet[Any], values: dict[str, Any]) -> tuple[str, Any]:
+    """The SQL and parameters Django's compiler makes for ``queryset.update(**values)``."""
+    query = queryset.query.chain(UpdateQuery)
+    assert isinstance(query, UpdateQuery)
+    query.add_update_values(values)
+    return query.get_compiler(queryset.db).as_sql()
 
 
 @dataclass(frozen=True)

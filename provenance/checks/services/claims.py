@@ -72,18 +72,25 @@ def checks_claim(
         return sorted(taken, key=lambda check: check.pk)
     precompiled.update(shape, build, params)
     # Read with a statement compiled once per thread and shape (provenance.lib.precompiled):
-    # every task runs this read. Its parameters in the order of held's keyword conditions,
-    # which filter() sorts by name: claim, id, status.
+    # every task runs this read.
     return precompiled.objects(
         ("checks_claim", len(ids), tuple(fields)),
         lambda: held(check_ids, claim).order_by("id").only(*fields),
-        (claim, *ids, Status.RUNNING),
+        held_params(check_ids, claim),
     )
 
 
 def held(check_ids: Sequence[Any], claim: str) -> Any:
     """The checks of ``check_ids`` still held under ``claim`` (a queryset)."""
     return Check.objects.filter(id__in=check_ids, status=Status.RUNNING, claim=claim)
+
+
+def held_params(check_ids: Sequence[Any], claim: str) -> tuple[Any, ...]:
+    """The parameters of ``held``'s conditions as its compiled statement takes them
+    (``provenance.lib.precompiled``): ``filter`` sorts keyword conditions by name, so claim,
+    id, status."""
+    ids = [precompiled.prepared(Check, "id", check_id) for check_id in check_ids]
+    return (claim, *ids, Status.RUNNING)
 
 
 def checks_release_dead() -> list[Any]:

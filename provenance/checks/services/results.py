@@ -19,7 +19,7 @@ from django.utils import timezone
 from provenance.checks import bulk
 from provenance.checks.fields import HYPOTHESIS_COLUMNS
 from provenance.checks.models import Check, Hypothesis, Status, Upload
-from provenance.checks.services.claims import held
+from provenance.checks.services.claims import held, held_params
 from provenance.checks.services.deletion import purged_cleanup
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import LATEST_DONE_CALIBRATION
@@ -66,11 +66,7 @@ def results_store(pairs: list[tuple[Check, TextResult]], claim: str) -> int:
         rows = precompiled.objects(
             ("results_store_lock", len(ids)),
             lambda: held(ids, claim).select_for_update().only("id", "purged_at"),
-            (
-                claim,
-                *(precompiled.prepared(Check, "id", check_id) for check_id in ids),
-                Status.RUNNING,
-            ),
+            held_params(ids, claim),
         )
         purged_at = {row.id: row.purged_at for row in rows}
         fresh = [(check, result) for check, result in pairs if check.id in purged_at]
