@@ -33,14 +33,26 @@ def test_a_wake_is_kept_for_the_request_that_waits_and_taken_once(redis_cache):
     assert wake.wait("a", 5) is True
     start = time.monotonic()
     assert wake.wait("a", 0.1) is False  # taken: the next wait times out
-    assert 0.05 <= time.monotonic() - start < 1
+    assert time.monotonic() - start >= 0.05  # it did wait (a loaded machine may wait longer)
     assert wake.wait("b", 5) is True
 
 
-def test_a_wait_is_at_most_one_slice_and_none_without_redis(redis_cache, settings):
+def test_a_wait_is_at_most_one_slice_and_none_without_redis(redis_cache, settings, monkeypatch):
+    client = wake._client()
+    timeouts: list[float] = []
+    real_blpop = client.blpop
+
+    def blpop(keys, timeout):
+        timeouts.append(timeout)
+        return real_blpop(keys, timeout=timeout)
+
+    monkeypatch.setattr(client, "blpop", blpop)
+    monkeypatch.setattr(wake, "_client", lambda: client)
     start = time.monotonic()
     assert wake.wait("never", 30) is False
-    assert time.monotonic() - start < wake.SLICE_S + 0.3
+    assert timeouts == [wake.SLICE_S]  # one slice asked of Redis, not the 30 s
+    assert time.monotonic() - start < 10  # and Redis kept to it
+    monkeypatch.undo()
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     assert wake.wait("never", 1) is None
     wake.finished(["never"])  # nothing to push to: nothing happens
@@ -73,14 +85,17 @@ def test_the_waiting_request_wakes_on_the_workers_push_without_reading_the_check
 
 @pytest.mark.django_db(transaction=True)
 def test_a_push_sent_before_the_request_waits_ends_the_wait_at_once(
-    redis_cache, cast, alice_key, wm_text
+    redis_cache, cast, alice_key, wm_text, monkeypatch
 ):
     check = check_create(user=cast["alice"], text=wm_text)
     check_score(check.id)  # finished and pushed before anyone waits
-    start = time.monotonic()
+    slices: list[bool | None] = []
+    real_wait = wake.wait
+    monkeypatch.setattr(wake, "wait", lambda *a: slices.append(real_wait(*a)) or slices[-1])
     with CaptureQueriesContext(connection) as queries:
         assert check_finished(check.id, within=10) is True
-    assert time.monotonic() - start < wake.SLICE_S  # not a slice's timeout, then a read
+    # The first slice took the push kept for it: not a slice's timeout, then a read.
+    assert slices == [True]
     assert [q for q in queries.captured_queries if "checks_check" in q["sql"]] == []
 
 
@@ -93,4 +108,4 @@ def test_a_check_finished_without_a_push_is_found_after_a_slice(redis_cache, cas
     threading.Timer(0.1, lambda: Check.objects.filter(id=other.id).update(status="done")).start()
     start = time.monotonic()
     assert check_finished(other.id, within=10) is True
-    assert time.monotonic() - start < 5  # not the whole wait: a slice, then the read
+    assert time.monotonic() - start < 8  # not the whole wait: a slice, then the read
