@@ -28,6 +28,13 @@ def redis_cache(settings, redis_server):
     caches["default"].clear()
 
 
+@pytest.fixture(autouse=True)
+def no_worker(published_tasks):
+    """The scoring messages stay in this process: a worker the session started elsewhere
+    must not score these checks (and wake or not) before the test's own ``check_score``."""
+    return published_tasks
+
+
 def test_a_wake_is_kept_for_the_request_that_waits_and_taken_once(redis_cache):
     wake.finished(["a", "b"])
     assert wake.wait("a", 5) is True
