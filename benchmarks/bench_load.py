@@ -22,7 +22,12 @@ most requests would be 429 by design).
 - ``audit``: ``POST /api/v1/audits`` of ``--audit-texts`` texts, the audit's status read every
   0.2 s until done: texts/s and CPU per text;
 - ``public``: anonymous public verification of the demo's published key: a challenge, its
-  proof of work solved by the client (its CPU is the client's, printed apart), the verify.
+  proof of work solved by the client (its CPU is the client's, printed apart), the verify;
+- ``floor`` (not part of ``all``): requests lighter than a check under the same load, in
+  alternating rounds beside the inline check: ``GET /healthz`` (answered by the first
+  middleware: gunicorn and Django's handler) and ``GET /api/v1/checks/<id>`` (authentication,
+  the rate limit, one read, the serializer): server CPU per request, what any check costs
+  before it is scored and stored.
 
 ``--users 8`` (the default): each client is a user of its own (the demo team's); ``--users 1``:
 every client is the demo user (the waiting cap then sends all but 2 waiting checks to the
@@ -474,7 +479,7 @@ def main() -> int:
     )
     parser.add_argument("--users", type=int, default=8, help="users the clients sign in as")
     parser.add_argument(
-        "--path", choices=[*PATHS, "all"], default="all", help="what each client does"
+        "--path", choices=[*PATHS, "all", "floor"], default="all", help="what each client does"
     )
     parser.add_argument("--audit-texts", type=int, default=20)
     parser.add_argument(
@@ -581,6 +586,9 @@ def _run(
             tokens = [_login_token(base, password)]
             tokens += _more_users(env, options.users - 1)
             for path in paths:
+                if path == "floor":
+                    failed |= _floor(options, base, tokens, texts, roots)
+                    continue
                 failed |= _one_path(options, database, base, tokens, texts, roots, path, scoring)
         finally:
             proc.send_signal(signal.SIGINT)
@@ -618,6 +626,74 @@ def _one_path(
     users = min(len(tokens), options.clients)
     _report(measured, elapsed, options.clients, database, cpu, users, scoring[path])
     return bool(measured.errors)
+
+
+def _floor(
+    options: argparse.Namespace,
+    base: str,
+    tokens: list[str],
+    texts: list[tuple[str, bool]],
+    roots: list[int],
+) -> bool:
+    """Server CPU per request of ``GET /healthz``, ``GET /api/v1/checks/<id>`` and the inline
+    check, two alternating rounds, each with the clients and users of the other paths."""
+    clients = options.clients
+    ids = []
+    for n in range(clients):
+        answer = httpx.post(
+            f"{base}/api/v1/checks?wait=10",
+            json={"text": texts[n % len(texts)][0]},
+            headers={"Authorization": f"Token {tokens[n % len(tokens)]}"},
+            timeout=60,
+        )
+        ids.append(answer.json()["id"])
+    cases: dict[str, Any] = {
+        "GET /healthz": lambda api, n, k: api.get("/healthz"),
+        "GET /api/v1/checks/<id>": lambda api, n, k: api.get(f"/api/v1/checks/{ids[n]}"),
+        "POST /api/v1/checks?wait=10": lambda api, n, k: api.post(
+            "/api/v1/checks?wait=10", json={"text": texts[(n + k * clients) % len(texts)][0]}
+        ),
+    }
+    errors: list[str] = []
+
+    def phase(call: Any, seconds: float) -> int:
+        counts = [0] * clients
+        stop_at = time.monotonic() + seconds
+
+        def loop(n: int) -> None:
+            headers = {"Authorization": f"Token {tokens[n % len(tokens)]}"}
+            with httpx.Client(base_url=base, headers=headers, timeout=60) as api:
+                while time.monotonic() < stop_at:
+                    answer = call(api, n, counts[n])
+                    if answer.status_code not in (200, 201):
+                        errors.append(f"{answer.status_code}: {answer.text[:200]}")
+                        return
+                    counts[n] += 1
+
+        threads = [threading.Thread(target=loop, args=(n,)) for n in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return sum(counts)
+
+    for round_ in (1, 2):
+        for name, call in cases.items():
+            phase(call, 2.0)  # warm
+            before, start = cpu_by_component(roots), time.monotonic()
+            done = phase(call, options.seconds)
+            elapsed, after = time.monotonic() - start, cpu_by_component(roots)
+            per = {k: (after[k] - before.get(k, 0.0)) * 1000 / max(done, 1) for k in after}
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in per.items() if v >= 0.005)
+            print(
+                f"floor round {round_}: {name}: {done / elapsed:.1f} requests/s, server CPU "
+                f"{sum(per.values()):.2f} ms a request ({parts}); "
+                f"load average {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    if errors:
+        print(f"  errors: {len(errors)}; first: {errors[0]}")
+    return bool(errors)
 
 
 def _client_cpu() -> float:
