@@ -143,16 +143,15 @@ def update_returning(
                 table = queryset.model._meta.db_table
                 columns = [_field(queryset.model, name).get_col(table) for name in fields]
                 quoted = ", ".join(connection.ops.quote_name(c.target.column) for c in columns)
+                # The ORM's compiler converts the returned values as it converts a read's.
+                compiler = queryset.query.get_compiler(queryset.db)
                 template = _Returning(
                     db=queryset.db,
                     sql=f"{sql} RETURNING {quoted}",
                     model=queryset.model,
                     names=[column.target.attname for column in columns],
-                    # The backend's converters, then the field's, as the ORM's compiler does.
-                    converters=[
-                        (c, connection.ops.get_db_converters(c) + c.get_db_converters(connection))
-                        for c in columns
-                    ],
+                    compiler=compiler,
+                    converters=compiler.get_converters(columns),
                 )
         if len(templates) >= LIMIT:
             templates.clear()
@@ -164,10 +163,8 @@ def update_returning(
     with connection.cursor() as cursor:
         cursor.execute(template.sql, tuple(params))
         rows = cursor.fetchall()
-    return [
-        template.model.from_db(template.db, template.names, _converted(template, row, connection))
-        for row in rows
-    ]
+    converted = template.compiler.apply_converters(rows, template.converters)
+    return [template.model.from_db(template.db, template.names, row) for row in converted]
 
 
 def _update_sql(queryset: models.QuerySet[Any], values: dict[str, Any]) -> tuple[str, Any]:
@@ -184,16 +181,8 @@ class _Returning:
     sql: str
     model: Any
     names: list[str]
-    converters: list[tuple[Any, list[Any]]]
-
-
-def _converted(template: _Returning, row: Sequence[Any], connection: Any) -> list[Any]:
-    values = []
-    for value, (column, converters) in zip(row, template.converters, strict=True):
-        for converter in converters:
-            value = converter(value, column, connection)
-        values.append(value)
-    return values
+    compiler: Any
+    converters: dict[int, tuple[list[Any], Any]]
 
 
 def _template(queryset: models.QuerySet[Any], params: Sequence[Any]) -> _Template | None:
