@@ -23,11 +23,11 @@ most requests would be 429 by design).
   0.2 s until done: texts/s and CPU per text;
 - ``public``: anonymous public verification of the demo's published key: a challenge, its
   proof of work solved by the client (its CPU is the client's, printed apart), the verify;
-- ``floor`` (not part of ``all``): requests lighter than a check under the same load, in
-  alternating rounds beside the inline check: ``GET /healthz`` (answered by the first
-  middleware: gunicorn and Django's handler) and ``GET /api/v1/checks/<id>`` (authentication,
-  the rate limit, one read, the serializer): server CPU per request, what any check costs
-  before it is scored and stored.
+- ``floor`` (not part of ``all``): requests lighter than a check under the same load, two
+  alternating rounds of ``health`` (``GET /healthz``, answered by the first middleware:
+  gunicorn and Django's handler), ``read`` (``GET /api/v1/checks/<id>`` of one of the
+  client's own checks: authentication, the rate limit, one read, the serializer) and
+  ``inline``: server CPU per request, what any check costs before it is scored and stored.
 
 ``--users 8`` (the default): each client is a user of its own (the demo team's); ``--users 1``:
 every client is the demo user (the waiting cap then sends all but 2 waiting checks to the
@@ -86,6 +86,7 @@ class Tally:
     texts_done: int = 0  # audits: texts finished
     solve_cpu: float = 0.0  # public: the clients' proof of work (CPU seconds)
     audit_texts: int = 20
+    read_ids: list[str] = field(default_factory=list)  # read: each client's check
 
 
 def _texts() -> list[tuple[str, bool]]:
@@ -135,6 +136,8 @@ def _client_loop(
                     _audit(api, texts, rng, tally)
                 elif tally.path == "public":
                     _public(api, text, expected, tally)
+                elif tally.path in FLOOR:
+                    _light(api, tally, seed)
                 else:
                     _one(api, text, expected, tally, stop_at)
             except (httpx.HTTPError, KeyError, ValueError) as exc:
@@ -208,6 +211,20 @@ def _run_clients(
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def _light(api: httpx.Client, tally: Tally, client: int) -> None:
+    """A request lighter than a check: ``health`` or ``read`` (``FLOOR``)."""
+    start = time.perf_counter()
+    if tally.path == "health":
+        answer = api.get("/healthz")
+    else:
+        answer = api.get(f"/api/v1/checks/{tally.read_ids[client % len(tally.read_ids)]}")
+    if answer.status_code != 200:
+        tally.errors.append(f"GET {answer.status_code}: {answer.text[:200]}")
+        return
+    tally.submit_ms.append((time.perf_counter() - start) * 1000)
+    tally.verdict_ms.append(tally.submit_ms[-1])
 
 
 def _one(api: httpx.Client, text: str, expected: bool, tally: Tally, stop_at: float) -> None:
@@ -421,7 +438,11 @@ def _report(
         "audit": f"audits of {tally.audit_texts} texts, status read every 0.2 s",
         "public": "anonymous public verification (challenge, proof of work, verify)",
         "queued": f"{how}, every check scored by the worker (PROVENANCE_INLINE_MAX_BYTES=0)",
+        "health": "GET /healthz (answered by the first middleware)",
+        "read": "GET /api/v1/checks/<id> of the client's own check (nothing scored or written)",
     }.get(tally.path, how)
+    counted = "request" if tally.path in FLOOR else "check"  # what ``done`` counts
+    unit = "text" if tally.path == "audit" else counted  # what the CPU is given per
     print(
         f"load [{tally.path}]: {clients} concurrent API clients of {users} user(s), "
         f"{seconds:.1f} s, make run's runner on "
@@ -432,7 +453,7 @@ def _report(
     )
     sent = min(tally.requests, tally.budget)
     print(
-        f"  checks completed: {done} ({done / seconds:.1f} checks/s); "
+        f"  {counted}s completed: {done} ({done / seconds:.1f} {counted}s/s); "
         f"HTTP requests: {sent} (budget {tally.budget})"
     )
     if done:
@@ -448,7 +469,6 @@ def _report(
         print(f"  texts scored: {tally.texts_done} ({tally.texts_done / seconds:.1f} texts/s)")
         done = tally.texts_done  # CPU per text below
     if done:
-        unit = "text" if tally.path == "audit" else "check"
         order = ["web", "worker", "redis", "postgresql", "runner", "other", "client"]
         parts = [f"{name} {cpu[name] / done * 1000:.1f}" for name in order if cpu.get(name)]
         server = sum(v for name, v in cpu.items() if name != "client")
@@ -479,7 +499,10 @@ def main() -> int:
     )
     parser.add_argument("--users", type=int, default=8, help="users the clients sign in as")
     parser.add_argument(
-        "--path", choices=[*PATHS, "all", "floor"], default="all", help="what each client does"
+        "--path",
+        choices=[*PATHS, *FLOOR, "all", "floor"],
+        default="all",
+        help="what each client does",
     )
     parser.add_argument("--audit-texts", type=int, default=20)
     parser.add_argument(
@@ -502,7 +525,7 @@ def main() -> int:
         return subprocess.call([*quick, *args])
     texts = _texts()
     databases = ["sqlite", "postgresql"] if options.database == "both" else [options.database]
-    paths = PATHS if options.path == "all" else [options.path]
+    paths = {"all": PATHS, "floor": [*FLOOR, "inline"] * 2}.get(options.path, [options.path])
     failed = False
     for database in databases:
         scoring = _scoring_ms(texts, options.audit_texts)
@@ -516,6 +539,7 @@ def main() -> int:
 
 
 PATHS = ["inline", "queued", "audit", "public"]
+FLOOR = ["health", "read"]  # lighter than a check: the framework's floor (``--path floor``)
 
 
 def _scoring_ms(texts: list[tuple[str, bool]], batch: int) -> dict[str, float]:
@@ -551,8 +575,8 @@ def _scoring_ms(texts: list[tuple[str, bool]], batch: int) -> dict[str, float]:
     for _ in range(3):
         decide_many([[doc(t)] for t in one], names=["k"], threshold=0.01)
     many = (time.process_time() - start) * 1000 / (3 * len(one))
-    scoring = {"inline": single, "queued": single, "public": single, "audit": many}
-    return scoring
+    # Beside each path: scoring one text (the floor's requests too), or a text of an audit.
+    return {path: single for path in [*PATHS, *FLOOR]} | {"audit": many}
 
 
 def _run(
@@ -585,11 +609,11 @@ def _run(
             _wait_web(base)
             tokens = [_login_token(base, password)]
             tokens += _more_users(env, options.users - 1)
+            read_ids = _own_checks(base, tokens, texts, options.clients) if "read" in paths else []
             for path in paths:
-                if path == "floor":
-                    failed |= _floor(options, base, tokens, texts, roots)
-                    continue
-                failed |= _one_path(options, database, base, tokens, texts, roots, path, scoring)
+                failed |= _one_path(
+                    options, database, base, tokens, texts, roots, path, scoring, read_ids
+                )
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(60)
@@ -605,9 +629,16 @@ def _one_path(
     roots: list[int],
     path: str,
     scoring: dict[str, float],
+    read_ids: list[str],
 ) -> bool:
     def tally(budget: int) -> Tally:
-        return Tally(budget=budget, wait=options.wait, path=path, audit_texts=options.audit_texts)
+        return Tally(
+            budget=budget,
+            wait=options.wait,
+            path=path,
+            audit_texts=options.audit_texts,
+            read_ids=read_ids,
+        )
 
     # Warm: every client at once for a few seconds, so that each gunicorn process has
     # answered (a handful of sequential requests can all land on one or two of them).
@@ -628,16 +659,10 @@ def _one_path(
     return bool(measured.errors)
 
 
-def _floor(
-    options: argparse.Namespace,
-    base: str,
-    tokens: list[str],
-    texts: list[tuple[str, bool]],
-    roots: list[int],
-) -> bool:
-    """Server CPU per request of ``GET /healthz``, ``GET /api/v1/checks/<id>`` and the inline
-    check, two alternating rounds, each with the clients and users of the other paths."""
-    clients = options.clients
+def _own_checks(
+    base: str, tokens: list[str], texts: list[tuple[str, bool]], clients: int
+) -> list[str]:
+    """One inline check per client, under its own user: what the ``read`` path reads."""
     ids = []
     for n in range(clients):
         answer = httpx.post(
@@ -647,53 +672,7 @@ def _floor(
             timeout=60,
         )
         ids.append(answer.json()["id"])
-    cases: dict[str, Any] = {
-        "GET /healthz": lambda api, n, k: api.get("/healthz"),
-        "GET /api/v1/checks/<id>": lambda api, n, k: api.get(f"/api/v1/checks/{ids[n]}"),
-        "POST /api/v1/checks?wait=10": lambda api, n, k: api.post(
-            "/api/v1/checks?wait=10", json={"text": texts[(n + k * clients) % len(texts)][0]}
-        ),
-    }
-    errors: list[str] = []
-
-    def phase(call: Any, seconds: float) -> int:
-        counts = [0] * clients
-        stop_at = time.monotonic() + seconds
-
-        def loop(n: int) -> None:
-            headers = {"Authorization": f"Token {tokens[n % len(tokens)]}"}
-            with httpx.Client(base_url=base, headers=headers, timeout=60) as api:
-                while time.monotonic() < stop_at:
-                    answer = call(api, n, counts[n])
-                    if answer.status_code not in (200, 201):
-                        errors.append(f"{answer.status_code}: {answer.text[:200]}")
-                        return
-                    counts[n] += 1
-
-        threads = [threading.Thread(target=loop, args=(n,)) for n in range(clients)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return sum(counts)
-
-    for round_ in (1, 2):
-        for name, call in cases.items():
-            phase(call, 2.0)  # warm
-            before, start = cpu_by_component(roots), time.monotonic()
-            done = phase(call, options.seconds)
-            elapsed, after = time.monotonic() - start, cpu_by_component(roots)
-            per = {k: (after[k] - before.get(k, 0.0)) * 1000 / max(done, 1) for k in after}
-            parts = ", ".join(f"{k} {v:.2f}" for k, v in per.items() if v >= 0.005)
-            print(
-                f"floor round {round_}: {name}: {done / elapsed:.1f} requests/s, server CPU "
-                f"{sum(per.values()):.2f} ms a request ({parts}); "
-                f"load average {os.getloadavg()[0]:.1f}",
-                flush=True,
-            )
-    if errors:
-        print(f"  errors: {len(errors)}; first: {errors[0]}")
-    return bool(errors)
+    return ids
 
 
 def _client_cpu() -> float:
