@@ -48,7 +48,7 @@ def test_check_get_leaves_the_token_data_unloaded(cast, alice_check):
 def test_waiting_for_a_check_ends_at_its_deadline_or_when_it_finishes(alice_check):
     start = time.monotonic()
     assert check_finished(alice_check.id, within=0.2) is False
-    assert 0.2 <= time.monotonic() - start < 3.0  # near its deadline
+    assert 0.2 <= time.monotonic() - start < 1.0
     Check.objects.filter(id=alice_check.id).update(status=Status.FAILED)
     assert check_finished(alice_check.id, within=5) is True
 
@@ -59,7 +59,7 @@ def test_waiting_ends_as_soon_as_the_check_is_finished(cast, alice_key, wm_text)
     check_score(check.id)
     start = time.monotonic()
     assert check_finished(check.id, within=10) is True
-    assert time.monotonic() - start < 5  # not the 10 s it may wait
+    assert time.monotonic() - start < 1
 
 
 def test_the_submitter_or_a_team_admin_may_delete(cast, alice_check):

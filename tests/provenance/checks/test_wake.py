@@ -35,12 +35,27 @@ def no_worker(published_tasks):
     return published_tasks
 
 
+@pytest.fixture
+def slices(monkeypatch) -> list[bool | None]:
+    """What each of the waiting request's slices ended with (``wake.wait``): True a push,
+    False a timeout, None no Redis."""
+    ended: list[bool | None] = []
+    real_wait = wake.wait
+
+    def counted(check_id, seconds):
+        ended.append(real_wait(check_id, seconds))
+        return ended[-1]
+
+    monkeypatch.setattr(wake, "wait", counted)
+    return ended
+
+
 def test_a_wake_is_kept_for_the_request_that_waits_and_taken_once(redis_cache):
     wake.finished(["a", "b"])
     assert wake.wait("a", 5) is True
     start = time.monotonic()
     assert wake.wait("a", 0.1) is False  # taken: the next wait times out
-    assert time.monotonic() - start >= 0.05  # it did wait (a loaded machine may wait longer)
+    assert 0.05 <= time.monotonic() - start < 1
     assert wake.wait("b", 5) is True
 
 
@@ -53,13 +68,13 @@ def test_a_wait_is_at_most_one_slice_and_none_without_redis(redis_cache, setting
         timeouts.append(timeout)
         return real_blpop(keys, timeout=timeout)
 
-    monkeypatch.setattr(client, "blpop", blpop)
-    monkeypatch.setattr(wake, "_client", lambda: client)
-    start = time.monotonic()
-    assert wake.wait("never", 30) is False
+    with monkeypatch.context() as patched:
+        patched.setattr(client, "blpop", blpop)
+        patched.setattr(wake, "_client", lambda: client)
+        start = time.monotonic()
+        assert wake.wait("never", 30) is False
     assert timeouts == [wake.SLICE_S]  # one slice asked of Redis, not the 30 s
-    assert time.monotonic() - start < 10  # and Redis kept to it
-    monkeypatch.undo()
+    assert time.monotonic() - start < wake.SLICE_S + 0.3  # and Redis kept to it
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     assert wake.wait("never", 1) is None
     wake.finished(["never"])  # nothing to push to: nothing happens
@@ -67,18 +82,10 @@ def test_a_wait_is_at_most_one_slice_and_none_without_redis(redis_cache, setting
 
 @pytest.mark.django_db(transaction=True)
 def test_the_waiting_request_wakes_on_the_workers_push_without_reading_the_check(
-    redis_cache, cast, alice_key, wm_text, monkeypatch
+    redis_cache, cast, alice_key, wm_text, slices
 ):
     """The push is sent after the result's commit: the caller reads the check once, then.
     The request reads only after a slice that ended without a push (a slow worker)."""
-    slices: list[bool | None] = []
-
-    def counted(check_id, seconds):
-        slices.append(real_wait(check_id, seconds))
-        return slices[-1]
-
-    real_wait = wake.wait
-    monkeypatch.setattr(wake, "wait", counted)
     check = check_create(user=cast["alice"], text=wm_text)
     threading.Timer(0.3, check_score, args=[check.id]).start()  # the worker, a moment later
     with CaptureQueriesContext(connection) as queries:
@@ -92,13 +99,10 @@ def test_the_waiting_request_wakes_on_the_workers_push_without_reading_the_check
 
 @pytest.mark.django_db(transaction=True)
 def test_a_push_sent_before_the_request_waits_ends_the_wait_at_once(
-    redis_cache, cast, alice_key, wm_text, monkeypatch
+    redis_cache, cast, alice_key, wm_text, slices
 ):
     check = check_create(user=cast["alice"], text=wm_text)
     check_score(check.id)  # finished and pushed before anyone waits
-    slices: list[bool | None] = []
-    real_wait = wake.wait
-    monkeypatch.setattr(wake, "wait", lambda *a: slices.append(real_wait(*a)) or slices[-1])
     with CaptureQueriesContext(connection) as queries:
         assert check_finished(check.id, within=10) is True
     # The first slice took the push kept for it: not a slice's timeout, then a read.
@@ -115,4 +119,4 @@ def test_a_check_finished_without_a_push_is_found_after_a_slice(redis_cache, cas
     threading.Timer(0.1, lambda: Check.objects.filter(id=other.id).update(status="done")).start()
     start = time.monotonic()
     assert check_finished(other.id, within=10) is True
-    assert time.monotonic() - start < 8  # not the whole wait: a slice, then the read
+    assert time.monotonic() - start < 5  # not the whole wait: a slice, then the read
