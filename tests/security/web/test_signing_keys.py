@@ -31,7 +31,7 @@ def test_a_revoked_key_leaves_the_jwks_and_verify_says_so(
     retired_report = _report(alice, wm_text)  # signed by the new key, retired next
     call_command("report_key_rotate")
     retired = SigningKey.objects.order_by("created_at", "id")[1].kid
-    call_command("report_key_revoke", kid)
+    call_command("report_key_revoke", "--", kid)
     jwks = alice.get("/.well-known/jwks.json").json()
     assert kid not in [key["kid"] for key in jwks["keys"]] and jwks["revoked"] == [kid]
     assert retired in jwks["retired"] and retired in [key["kid"] for key in jwks["keys"]]
@@ -50,6 +50,6 @@ def test_revoking_the_active_key_starts_a_new_one(api_for, alice_key, wm_text):
     alice = api_for("alice")
     _report(alice, wm_text)
     kid = SigningKey.objects.get().kid
-    call_command("report_key_revoke", kid)
+    call_command("report_key_revoke", "--", kid)
     fresh = _report(alice, wm_text)
     assert verify(fresh, alice.get("/.well-known/jwks.json").json()).kid != kid

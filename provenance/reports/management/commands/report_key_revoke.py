@@ -16,7 +16,11 @@ class Command(BaseCommand):
     help = "Revoke a report-signing key by its kid: reports it signed no longer verify."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("kid", help="the key's id as the JWKS names it")
+        parser.add_argument(
+            "kid",
+            help="the key's id as the JWKS names it; one that begins with '-' (a base64url "
+            "thumbprint can) follows '--': report_key_revoke -- -Xy...",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

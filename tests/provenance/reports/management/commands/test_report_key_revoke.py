@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from provenance.reports.management.commands import report_key_revoke
+from provenance.reports.models import SigningKey
 from provenance.reports.selectors import jwks
 from provenance.reports.services import signing_key_active
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.django_db
 def test_revoking_the_active_key_drops_it_and_starts_another():
     leaked = signing_key_active()
     out = io.StringIO()
-    call_command(report_key_revoke.Command(), leaked.kid, stdout=out)
+    call_command(report_key_revoke.Command(), "--", leaked.kid, stdout=out)
     assert out.getvalue().strip() == f"revoked report-signing key {leaked.kid}; it left the JWKS"
     got = jwks()
     assert got["revoked"] == [leaked.kid] and leaked.kid not in [k["kid"] for k in got["keys"]]
@@ -28,6 +29,19 @@ def test_revoking_the_active_key_drops_it_and_starts_another():
 def test_an_unknown_kid_is_a_command_error():
     with pytest.raises(CommandError, match="no signing key 'nope'"):
         call_command(report_key_revoke.Command(), "nope")
+
+
+def test_a_kid_that_begins_with_a_dash_is_revoked_after_a_double_dash():
+    """A thumbprint is base64url: one kid in 64 begins with '-', which argparse would
+    otherwise read as an option."""
+    active = signing_key_active()
+    SigningKey.objects.filter(pk=active.pk).update(kid="-" + active.kid[1:])
+    with pytest.raises(CommandError, match="kid"):
+        call_command(report_key_revoke.Command(), "-" + active.kid[1:])
+    out = io.StringIO()
+    call_command(report_key_revoke.Command(), "--", "-" + active.kid[1:], stdout=out)
+    assert out.getvalue().startswith(f"revoked report-signing key -{active.kid[1:]};")
+    assert jwks()["revoked"] == ["-" + active.kid[1:]]
 
 
 def test_the_kid_is_required():
