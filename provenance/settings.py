@@ -179,6 +179,10 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'provenance.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        # A kept connection is tested (PostgreSQL: SELECT 1) before a request or task reuses
+        # it: a database restart breaks every kept connection, and without the test each
+        # would fail its next request with a 503 long after the database is back.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -35,6 +35,7 @@ IMAGE = "provenance:latest"
 # The web answers again within this many seconds of PostgreSQL's container restarting
 # (docs/compose.md).
 POSTGRES_RECOVERY_S = 60
+RECOVERED_REQUESTS = 20  # each on a new connection: both web workers take some
 AUDIT_TEXTS = 1000
 # Texts per audit task in this run: small chunks, so that the worker is killed while it
 # holds some and others wait.
@@ -440,6 +441,15 @@ def exercise() -> None:
             f"web answered a check and /readyz {time.monotonic() - restarted_at:.1f} s "
             "after PostgreSQL's restart"
         )
+        # Once it answers, no request fails: each web worker tests its kept connection
+        # before reusing it (one of them, reused untested, used to answer 503 here).
+        statuses = [
+            web.request("GET", "/api/v1/checks?limit=1", timeout=10)[0]
+            for _ in range(RECOVERED_REQUESTS)
+        ]
+        if statuses != [200] * RECOVERED_REQUESTS:
+            raise Failed(f"after the web answered again: {statuses}")
+        figure(f"then {RECOVERED_REQUESTS}/{RECOVERED_REQUESTS} requests answered 200")
         after = check_text(web, HUMAN_TEXT, key_id)
         figure(f"a new check after the restart: {after['verdict']}")
 

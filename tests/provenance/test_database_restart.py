@@ -1,0 +1,113 @@
+"""PostgreSQL restarted under a running web: once it is back, no request fails. Every web
+thread keeps its connection (DATABASE_CONN_MAX_AGE); a restart breaks them all, and a
+connection is tested before a request reuses it instead of failing that request with a 503
+(the compose deployment's restart step met one such 503 a while after the first answer)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import psycopg
+import pytest
+
+from provenance.runner.processes import stop_process
+from provenance.runner.redis_server import free_port
+from tests.provenance.conftest import REPO, TEST_KEK
+from tests.provenance.postgres_server import PostgresServer, PostgresStartError
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow
+SETUP = """
+import django; django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from knox.models import AuthToken
+from provenance.accounts.services import team_create, user_create
+team = team_create(name="restart")
+user = user_create(username="restart", password="restart-pass-123", team=team)
+print(AuthToken.objects.create(user=user)[1])
+"""
+THREADS = 8  # 2 gunicorn workers x 4 threads: each thread holds its own connection
+
+
+@pytest.fixture
+def postgres():
+    server = PostgresServer()
+    try:
+        server.start()
+    except PostgresStartError as exc:
+        pytest.fail(f"PostgreSQL did not start: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def web(postgres, redis_server, tmp_path):
+    env = {
+        **os.environ,
+        "DATABASE_URL": postgres.url,
+        "REDIS_URL": redis_server.url,
+        "PROVENANCE_KEK": TEST_KEK,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "OMP_NUM_THREADS": "1",
+    }
+    setup = subprocess.run(
+        [sys.executable, "-c", SETUP],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    token = setup.stdout.strip().splitlines()[-1]
+    port = free_port()
+    log = (tmp_path / "gunicorn.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "provenance.wsgi:application", "--no-control-socket"]
+        + ["--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            return httpx.get(url + "/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(answers, 60, 0.3, alive=lambda: process.poll() is None)
+    yield url, token
+    stop_process(process, 10)
+    log.close()
+
+
+def _statuses(url: str, token: str, rounds: int) -> list[int]:
+    """``rounds`` x THREADS authenticated reads, THREADS at a time, each on its own TCP
+    connection (gunicorn hands each to any worker and thread)."""
+
+    def one(_: int) -> int:
+        with httpx.Client(headers={"Authorization": f"Token {token}"}, timeout=30) as client:
+            return client.get(url + "/api/v1/checks?limit=1").status_code
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        return list(pool.map(one, range(rounds * THREADS)))
+
+
+def test_after_the_database_cuts_every_connection_no_request_fails(postgres, web):
+    url, token = web
+    assert _statuses(url, token, 4) == [200] * 4 * THREADS  # the threads hold connections
+    with psycopg.connect(postgres.url, autocommit=True) as admin:
+        cut = admin.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        ).fetchone()
+    assert cut is not None and cut[0] >= 1  # what a restart does to the web's connections
+    assert _statuses(url, token, 6) == [200] * 6 * THREADS
