@@ -179,12 +179,15 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'provenance.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
-        # A kept connection is tested (PostgreSQL: SELECT 1) before a request or task reuses
-        # it: a database restart breaks every kept connection, and without the test each
-        # would fail its next request with a 503 long after the database is back.
+        # A kept connection is checked before a request or task reuses it: a database
+        # restart breaks every kept connection, and unchecked each would fail its next
+        # request with a 503 long after the database is back. On PostgreSQL the check is a
+        # poll of the socket, not Django's SELECT 1 (provenance.lib.postgresql).
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "provenance.lib.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web and worker write the same file: wait for the lock instead of failing at once.
     # WAL: readers (pages polling progress) do not block the worker's writes, nor the

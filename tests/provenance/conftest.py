@@ -72,7 +72,7 @@ if TEST_DB not in ("sqlite", "postgresql"):
 
 
 def on_postgresql() -> bool:
-    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    return settings.DATABASES["default"]["ENGINE"] == "provenance.lib.postgresql"
 
 
 def _use_database(url: str) -> None:
@@ -82,6 +82,8 @@ def _use_database(url: str) -> None:
     db = settings.DATABASES["default"]
     db.clear()
     db.update(dj_database_url.parse(url, conn_max_age=0))
+    if db["ENGINE"] == "django.db.backends.postgresql":
+        db["ENGINE"] = "provenance.lib.postgresql"  # the product's backend, as the settings
     connections.configure_settings(settings.DATABASES)  # defaults (TEST, OPTIONS, ...)
     try:
         connections["default"].close()
