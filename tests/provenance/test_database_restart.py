@@ -5,7 +5,6 @@ connection is tested before a request reuses it instead of failing that request 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -14,11 +13,9 @@ import httpx
 import psycopg
 import pytest
 
-from provenance.runner.processes import stop_process
-from provenance.runner.redis_server import free_port
-from tests.provenance.conftest import REPO, TEST_KEK
+from tests.provenance.conftest import REPO, worker_env
 from tests.provenance.postgres_server import PostgresServer, PostgresStartError
-from tests.waiting import wait_until
+from tests.provenance.web_server import gunicorn
 
 pytestmark = pytest.mark.slow
 SETUP = """
@@ -47,14 +44,7 @@ def postgres():
 
 @pytest.fixture
 def web(postgres, redis_server, tmp_path):
-    env = {
-        **os.environ,
-        "DATABASE_URL": postgres.url,
-        "REDIS_URL": redis_server.url,
-        "PROVENANCE_KEK": TEST_KEK,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "OMP_NUM_THREADS": "1",
-    }
+    env = worker_env(redis_server.url, DATABASE_URL=postgres.url, DJANGO_ALLOWED_HOSTS="127.0.0.1")
     setup = subprocess.run(
         [sys.executable, "-c", SETUP],
         cwd=REPO,
@@ -65,28 +55,8 @@ def web(postgres, redis_server, tmp_path):
     )
     assert setup.returncode == 0, setup.stderr[-3000:]
     token = setup.stdout.strip().splitlines()[-1]
-    port = free_port()
-    log = (tmp_path / "gunicorn.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "provenance.wsgi:application", "--no-control-socket"]
-        + ["--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        try:
-            return httpx.get(url + "/healthz", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_until(answers, 60, 0.3, alive=lambda: process.poll() is None)
-    yield url, token
-    stop_process(process, 10)
-    log.close()
+    with gunicorn(env, tmp_path / "gunicorn.log", "--workers", "2", "--threads", "4") as url:
+        yield url, token
 
 
 def _statuses(url: str, token: str, rounds: int) -> list[int]:
