@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import dj_database_url
-
 from detector.core.config import DEFAULT_THRESHOLD as _DEFAULT_THRESHOLD  # not a setting
 from provenance.env import (
     data_dir,
@@ -32,6 +30,7 @@ from provenance.env import (
     env_url_keys,
     env_urls,
 )
+from provenance.lib.postgresql import database_settings
 from provenance.private_files import generated_secret_key, private_dir, private_load_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -175,19 +174,13 @@ TEMPLATES = [
     },
 ]
 
+# PostgreSQL on the product's backend; a kept connection is checked before it is reused.
 DATABASES = {
-    "default": dj_database_url.parse(
+    "default": database_settings(
         env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'provenance.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
-        # A kept connection is checked before a request or task reuses it: a database
-        # restart breaks every kept connection, and unchecked each would fail its next
-        # request with a 503 long after the database is back. On PostgreSQL the check is a
-        # poll of the socket, not Django's SELECT 1 (provenance.lib.postgresql).
-        conn_health_checks=True,
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"]["ENGINE"] = "provenance.lib.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web and worker write the same file: wait for the lock instead of failing at once.
     # WAL: readers (pages polling progress) do not block the worker's writes, nor the

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import dj_database_url
 import pytest
 from cryptography.fernet import Fernet
 from django.conf import settings
@@ -20,11 +19,13 @@ from rest_framework.test import APIClient
 from provenance.accounts.services import team_create, user_create
 from provenance.i18n import compile_catalogs
 from provenance.keys.services import key_create, tokenizer_default
+from provenance.lib.postgresql import ENGINE as POSTGRESQL_ENGINE
+from provenance.lib.postgresql import database_settings
 from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import RedisServer
 from tests.provenance import capture
 from tests.provenance import chromium as chromium_browser
-from tests.provenance.postgres_server import PostgresServer
+from tests.provenance.postgres_server import PostgresServer, PostgresStartError
 from tests.provenance.watermark import HUMAN_TEXT, watermarked_text
 from tests.waiting import wait_until
 
@@ -72,7 +73,7 @@ if TEST_DB not in ("sqlite", "postgresql"):
 
 
 def on_postgresql() -> bool:
-    return settings.DATABASES["default"]["ENGINE"] == "provenance.lib.postgresql"
+    return settings.DATABASES["default"]["ENGINE"] == POSTGRESQL_ENGINE
 
 
 def _use_database(url: str) -> None:
@@ -81,15 +82,25 @@ def _use_database(url: str) -> None:
 
     db = settings.DATABASES["default"]
     db.clear()
-    db.update(dj_database_url.parse(url, conn_max_age=0))
-    if db["ENGINE"] == "django.db.backends.postgresql":
-        db["ENGINE"] = "provenance.lib.postgresql"  # the product's backend, as the settings
+    db.update(database_settings(url, conn_max_age=0))
     connections.configure_settings(settings.DATABASES)  # defaults (TEST, OPTIONS, ...)
     try:
         connections["default"].close()
         del connections["default"]
     except AttributeError:  # never opened
         pass
+
+
+@pytest.fixture(scope="module")
+def own_postgres():
+    """A PostgreSQL server of the test module's own, beside the test database, whichever
+    that is: a test may cut its connections."""
+    try:
+        server = PostgresServer().start()
+    except PostgresStartError as exc:
+        pytest.fail(f"PostgreSQL did not start: {exc}")
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

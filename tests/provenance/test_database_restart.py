@@ -14,7 +14,6 @@ import psycopg
 import pytest
 
 from tests.provenance.conftest import REPO, worker_env
-from tests.provenance.postgres_server import PostgresServer, PostgresStartError
 from tests.provenance.web_server import gunicorn
 
 pytestmark = pytest.mark.slow
@@ -32,19 +31,10 @@ THREADS = 8  # 2 gunicorn workers x 4 threads: each thread holds its own connect
 
 
 @pytest.fixture
-def postgres():
-    server = PostgresServer()
-    try:
-        server.start()
-    except PostgresStartError as exc:
-        pytest.fail(f"PostgreSQL did not start: {exc}")
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def web(postgres, redis_server, tmp_path):
-    env = worker_env(redis_server.url, DATABASE_URL=postgres.url, DJANGO_ALLOWED_HOSTS="127.0.0.1")
+def web(own_postgres, redis_server, tmp_path):
+    env = worker_env(
+        redis_server.url, DATABASE_URL=own_postgres.url, DJANGO_ALLOWED_HOSTS="127.0.0.1"
+    )
     setup = subprocess.run(
         [sys.executable, "-c", SETUP],
         cwd=REPO,
@@ -71,10 +61,10 @@ def _statuses(url: str, token: str, rounds: int) -> list[int]:
         return list(pool.map(one, range(rounds * THREADS)))
 
 
-def test_after_the_database_cuts_every_connection_no_request_fails(postgres, web):
+def test_after_the_database_cuts_every_connection_no_request_fails(own_postgres, web):
     url, token = web
     assert _statuses(url, token, 4) == [200] * 4 * THREADS  # the threads hold connections
-    with psycopg.connect(postgres.url, autocommit=True) as admin:
+    with psycopg.connect(own_postgres.url, autocommit=True) as admin:
         cut = admin.execute(
             "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
             "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"

@@ -10,13 +10,12 @@ import subprocess
 import sys
 import time
 
-import dj_database_url
 import psycopg
 import pytest
 from django.db.utils import ConnectionHandler
 
+from provenance.lib.postgresql import database_settings
 from provenance.lib.postgresql.base import DatabaseWrapper, hung_up
-from tests.provenance.postgres_server import PostgresServer, PostgresStartError
 
 SHOW_DATABASE = """
 import json
@@ -26,23 +25,12 @@ print(json.dumps([db["ENGINE"], db["CONN_MAX_AGE"], db["CONN_HEALTH_CHECKS"]]))
 """
 
 
-@pytest.fixture(scope="module")
-def server():
-    try:
-        with PostgresServer() as running:
-            yield running
-    except PostgresStartError as exc:
-        pytest.fail(f"PostgreSQL did not start: {exc}")
-
-
 @pytest.fixture
-def kept(server, monkeypatch, django_db_blocker):
+def kept(own_postgres, monkeypatch, django_db_blocker):
     """A connection configured as the settings configure it (kept 60 s, checked), that
     fails the test if Django's SELECT 1 check runs; not the test database's (pytest-django's
     block, which guards that one, is lifted)."""
-    config = dj_database_url.parse(server.url, conn_max_age=60, conn_health_checks=True)
-    config["ENGINE"] = "provenance.lib.postgresql"
-    handler = ConnectionHandler({"default": config})
+    handler = ConnectionHandler({"default": database_settings(own_postgres.url, conn_max_age=60)})
     connection = handler["default"]
     assert isinstance(connection, DatabaseWrapper)
 
@@ -74,9 +62,9 @@ def test_a_healthy_kept_connection_is_reused(kept):
     assert [_request(kept) for _ in range(5)] == [first] * 5 and kept.connection is raw
 
 
-def test_a_connection_the_server_ended_is_replaced_before_the_first_statement(kept, server):
+def test_a_connection_the_server_ended_is_replaced_before_the_first_statement(kept, own_postgres):
     first = _request(kept)
-    _terminate(server, first)
+    _terminate(own_postgres, first)
     deadline = time.monotonic() + 5
     while not hung_up(kept.connection) and time.monotonic() < deadline:
         time.sleep(0.01)  # the server's goodbye is on its way
@@ -84,7 +72,7 @@ def test_a_connection_the_server_ended_is_replaced_before_the_first_statement(ke
     assert second != first and _request(kept) == second
 
 
-def test_a_connection_inside_a_transaction_is_left_to_its_statements(kept, server):
+def test_a_connection_inside_a_transaction_is_left_to_its_statements(kept):
     first = _request(kept)
     kept.close_if_unusable_or_obsolete()
     with kept.cursor() as cursor:  # the check ran; a transaction opens on this connection
