@@ -43,9 +43,7 @@ def _slash_58(i: int) -> str:
     return f"2001:db8:0:{0x40 + i:x}::{i + 1:x}"
 
 
-def test_empty_bodies_from_a_slash_58_spend_nothing_beyond_each_address(
-    published, check, scaled
-):
+def test_empty_bodies_from_a_slash_58_spend_nothing_beyond_each_address(published, check, scaled):
     codes = [check("", REMOTE_ADDR=_slash_58(i)).status_code for i in range(6) for _ in range(10)]
     assert codes == [400] * 60  # each /64's own ten
     assert check("", REMOTE_ADDR=_slash_58(0)).status_code == 429  # its address's budget
@@ -93,7 +91,9 @@ def test_a_partner_is_answered_when_the_anonymous_budget_is_spent(published, che
     _, key = services.partner_create(name="newsroom")
     partner = APIClient()
     partner.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    answer = partner.post(VERIFY, {"text": "a partner's text"}, format="json", REMOTE_ADDR="198.51.0.1")
+    answer = partner.post(
+        VERIFY, {"text": "a partner's text"}, format="json", REMOTE_ADDR="198.51.0.1"
+    )
     assert answer.status_code == 200
 
 
