@@ -139,6 +139,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The client's address, behind the trusted proxies, for the access log (every request).
+    "provenance.middleware.ClientAddressMiddleware",
     # /healthz and /readyz for probes, before the HTTPS redirect and the Host check
     # (provenance/health.py); every other path goes on below.
     "provenance.health.HealthProbeMiddleware",

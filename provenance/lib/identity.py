@@ -28,6 +28,11 @@ from typing import Any
 from django.conf import settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+# The WSGI environ's entry the access log prints (``ClientAddressMiddleware``) and gunicorn's
+# access-log format that prints it in place of REMOTE_ADDR (the runner, docker-compose.yml and
+# deploy/kubernetes pass it; otherwise gunicorn's default format).
+ENVIRON_KEY = "provenance.client"
+ACCESS_LOG_FORMAT = '%({provenance.client}e)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
 IPV6_SCOPE = 64
 IPV6_LEVELS = (64, 56, 48)  # the address scope, one site, one operator's allocation
 IPV4_LEVELS = (32, 24)

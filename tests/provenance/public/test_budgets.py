@@ -9,6 +9,7 @@ from provenance.public.budgets import (
     address_scope,
     anonymous_shared_spend,
     anonymous_spend,
+    global_share_spent,
     partner_limit,
     partner_spend,
     prefix_limits,
@@ -106,3 +107,15 @@ def test_a_requester_names_a_partner_or_an_address_scope_hashed(db):
     assert requester("192.0.2.7", partner) == f"partner:{partner.pk}"
     named = requester("2001:db8::1")
     assert named == requester("2001:db8::2") and "2001" not in named
+
+
+def test_the_global_share_spent_is_read_across_processes(db, two_processes, settings):
+    """The proof of work's difficulty reads the global window (one ZCOUNT), whichever
+    process spent it."""
+    settings.PROVENANCE_PUBLIC_GLOBAL_PER_MIN = 4
+    assert global_share_spent() == 0.0
+    two_processes(0)
+    anonymous_shared_spend("10.0.0.1")
+    anonymous_shared_spend("10.0.1.1")
+    two_processes(1)
+    assert global_share_spent() == 0.5

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from django.test import RequestFactory
 
+from provenance.lib.identity import ACCESS_LOG_FORMAT, ENVIRON_KEY
 from provenance.public.budgets import address_scope, requester
 
 pytestmark = pytest.mark.django_db
@@ -152,3 +153,34 @@ def test_behind_a_tls_proxy_one_trusted_proxy_is_the_default():
     assert _settings_under(DJANGO_BEHIND_TLS_PROXY="1") == "1"
     assert _settings_under(DJANGO_BEHIND_TLS_PROXY="0") == "0"
     assert _settings_under(DJANGO_BEHIND_TLS_PROXY="1", PROVENANCE_TRUSTED_PROXIES="2") == "2"
+
+
+def test_the_access_log_names_the_client_not_the_proxy(behind_proxy, cast):
+    """Gunicorn's access log prints the WSGI environ's ``provenance.client`` (set for every
+    request) where its default format printed REMOTE_ADDR, the proxy."""
+    answer = behind_proxy("/accounts/login/", {"username": "x", "password": "y"}, BOB, ADMIN)
+    assert answer.wsgi_request.META[ENVIRON_KEY] == BOB
+
+
+def test_every_way_the_web_is_started_logs_the_client():
+    import shlex
+    from pathlib import Path
+
+    import yaml
+
+    from provenance.runner.embedded import _web_args
+
+    root = Path(__file__).resolve().parents[3]
+    compose = yaml.safe_load((root / "docker-compose.yml").read_text())
+    started = shlex.split(shlex.split(compose["services"]["web"]["command"])[2])
+    kube = [
+        doc
+        for doc in yaml.safe_load_all((root / "deploy/kubernetes/base/web.yaml").read_text())
+        if doc and doc.get("kind") == "Deployment"
+    ]
+    (container,) = kube[0]["spec"]["template"]["spec"]["containers"]
+    runner = _web_args("127.0.0.1", 8000)
+    assert started[started.index("--access-logformat") + 1] == ACCESS_LOG_FORMAT
+    assert f"--access-logformat={ACCESS_LOG_FORMAT}" in container["command"]
+    assert runner[runner.index("--access-logformat") + 1] == ACCESS_LOG_FORMAT
+    assert "%(h)s" not in ACCESS_LOG_FORMAT and f"{{{ENVIRON_KEY}}}e" in ACCESS_LOG_FORMAT
