@@ -1,6 +1,10 @@
 """The login throttle: django-axes' standalone backend, first of the authentication backends,
 with two counts of its own beside axes' pair.
 
+The address is the client's as every counter names it (``provenance.lib.identity``: behind
+the deployment's trusted proxies, the client they appended, never the proxy; an IPv6 /64 as
+one).
+
 It signs nobody in; it refuses a password sign-in at the forms (``/accounts/login/`` and
 ``/admin/login/``) before any password is read when:
 
