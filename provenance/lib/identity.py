@@ -35,7 +35,6 @@ ENVIRON_KEY = "provenance.client"
 ACCESS_LOG_FORMAT = '%({provenance.client}e)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
 IPV6_SCOPE = 64
 IPV6_LEVELS = (64, 56, 48)  # the address scope, one site, one operator's allocation
-IPV4_LEVELS = (32, 24)
 _BRACKETED = re.compile(r"^\[([0-9A-Fa-f:.]+)\](?::\d{1,5})?$")  # [v6] or [v6]:port
 _V4_PORT = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$")  # a.b.c.d:port
 
