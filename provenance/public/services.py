@@ -93,12 +93,21 @@ class Caller:
 
 def admit(caller: Caller) -> None:
     """The caller's proof of work (anonymous) and budget: before anything of the body is
-    read (the API calls it on the headers alone where it can)."""
+    read (the API calls it on the headers alone where it can). An anonymous caller spends
+    its own address's budget here, and the shared ones (``shared_spend``) only once its body
+    holds something to check."""
     if caller.partner is not None:
         budgets.partner_spend(caller.partner)
     else:
         proof_of_work.solution_accept(caller.proof)
         budgets.anonymous_spend(caller.address)
+
+
+def shared_spend(caller: Caller) -> None:
+    """An anonymous caller's prefixes and the global budget (``budgets``), once its body
+    passed: an empty or malformed one spends nothing beyond its own address."""
+    if caller.partner is None:
+        budgets.anonymous_shared_spend(caller.address)
 
 
 def verify(
@@ -116,14 +125,20 @@ def verify(
     organizations (``detector.decision.combined.combine``); the local fields stay the local
     answer's. Peers are asked only once this server's own checks passed (proof of work,
     budget, a valid text not ``too_short`` by the decision's own minimum, the scrubbing
-    guard), and a peer's proof of work is solved only for a partner's check."""
+    guard), and a peer's proof of work is solved only for a partner's check. An anonymous
+    caller's shared budgets are spent once the body holds a text (or a document of an
+    accepted type and size) to check."""
     if not admitted:
         admit(caller)
     if document is not None:
         if text is not None:
             raise ProblemError("send exactly one of text and file")
-        text = document_read(*document)
-    text = text_validate(text)
+        document_precheck(document[0], len(document[1]))
+        shared_spend(caller)  # before the document is read: the reading is what it prices
+        text = text_validate(document_read(*document))
+    else:
+        text = text_validate(text)
+        shared_spend(caller)
     local = LocalCheck(text, caller.requester)  # the guard first: it may refuse
     if not ask_peers or not settings.PROVENANCE_PUBLIC_PEERS:
         return local.answer()

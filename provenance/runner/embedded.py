@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance import env as environment
+from provenance.lib.identity import ACCESS_LOG_FORMAT
 from provenance.runner.redis_server import RedisServer, free_port
 from provenance.runner.supervisor import Child, CrashLoop, Supervisor, spawn
 
@@ -131,6 +132,7 @@ def _web_args(host: str, port: int) -> list[str]:
         *("--bind", f"{host}:{port}", "--workers", str(web_workers())),
         *("--threads", str(web_threads())),
         *("--preload", "--access-logfile", "-", "--no-control-socket"),
+        *("--access-logformat", ACCESS_LOG_FORMAT),  # the client, not a proxy
     ]
 
 
