@@ -73,7 +73,10 @@ def _min_words() -> int:
 
 
 MIN_WORDS = _min_words()  # the public minimum (14 words): shorter texts are not answered
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Scripts written without spaces (Han, kana): each character is a word, so a sentence of
+# Chinese or Japanese has as many shingles as characters, as a sentence of English has words.
+_UNSPACED = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+_WORD = re.compile(rf"[{_UNSPACED}]|[^\W{_UNSPACED}]+", re.UNICODE)
 
 logger = logging.getLogger(__name__)
 
@@ -97,8 +100,7 @@ class TextLimit(ProblemError):
     def __init__(self, retry_after: int) -> None:
         self.retry_after = retry_after
         super().__init__(
-            "this caller has had as many public answers as it may have for a while; "
-            "answers stop for a while"
+            "too many different texts were checked by this caller; answers stop for a while"
         )
 
 
@@ -116,13 +118,14 @@ class TooShort(ProblemError):
 
 
 def words(text: str) -> list[str]:
-    """The words of ``text`` as the guard reads them (runs of word characters)."""
+    """The words of ``text`` as the guard reads them: runs of word characters, and each
+    character of a script written without spaces (Han, kana)."""
     return _WORD.findall(text)
 
 
 def public_minimum(text: str) -> None:
-    """TooShort (400) for a text of fewer than ``MIN_WORDS`` words, which the guard could
-    not recognise after a one-word edit: public verification answers none. (A text the
+    """TooShort (400) for a text of fewer than ``MIN_WORDS`` words, whose one-word edits the
+    guard could not recognise as one family: public verification answers none. (A text the
     decision calls too short, ``detector.decision.rule.too_short``, gets the same error once
     the published tokenizers counted its tokens: one minimum, one error.)"""
     count = len(words(text))
@@ -241,9 +244,8 @@ def _log_once(family: str, count: int, hashes: list[str]) -> None:
 
 def texts_observe(requester: str, limit: int) -> None:
     """Count one more text answered to ``requester``, whatever its family; TextLimit once
-    ``limit`` texts were answered to it in the window. The same text answered again is not
-    counted again (a marker in the public cache: an evicted one only counts it once more);
-    the total is kept in the default cache, where nothing is evicted."""
+    ``limit`` texts were answered to it in the window. Kept in the default cache, where
+    nothing is evicted (as the budgets)."""
     window = settings.PROVENANCE_PUBLIC_VARIANT_WINDOW_S
     counter = f"public:texts:count:{requester}"
     cache.add(counter, 0, window)
@@ -268,8 +270,9 @@ def _answered_key(text_sha256: str, requester: str) -> str:
 
 def guard(text: str, text_sha256: str, requester: str, max_texts: int) -> None:
     """The guard of one public text about to be answered to ``requester``: nothing when it
-    was answered this text before, else its families' counts (VariantLimit) and the
-    requester's total (TextLimit, at most ``max_texts``)."""
+    was answered this text before (a marker in the public cache: an evicted one only counts
+    the text once more), else its families' counts (VariantLimit) and the requester's total
+    (TextLimit, at most ``max_texts``)."""
     if answered_before(text_sha256, requester):
         return
     family_observe(text, text_sha256, requester)

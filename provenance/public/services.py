@@ -228,7 +228,7 @@ class Decided:
 
 def too_short(text: str, groups: list[KeyGroup]) -> bool:
     """Too short to test under every published tokenizer, by the decision's own minimum
-    (``detector.decision.rule.too_short``): answered untested."""
+    (``detector.decision.rule.too_short``): refused with the public minimum's error."""
     return rule.too_short(len(g.loaded.encode_lazy(text)[0]) for g in groups)
 
 

@@ -317,3 +317,29 @@ def test_no_field_of_the_public_answer_or_receipt_holds_a_span_or_per_token_data
         }
         assert leaks == set()
         assert not any(isinstance(body[k], list | dict) for k in ANSWER)  # scalars only
+
+
+# --- scripts written without spaces ----------------------------------------------------------
+
+CHINESE = "我们今天早上在港口看见渔民修补他们的渔网，海鸥在旁边争抢昨天剩下的鱼。"
+
+
+def test_a_chinese_or_japanese_character_is_a_word_to_the_guard():
+    assert families.words("我是学生。毎日学校に行きます") == list("我是学生毎日学校に行きます")
+    families.public_minimum(CHINESE)  # 33 characters: not too short
+    with pytest.raises(families.TooShort):
+        families.public_minimum("我是一个学生。")
+
+
+def test_one_character_edits_of_a_chinese_sentence_are_capped(settings):
+    settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 20
+    places = [i for i, c in enumerate(CHINESE) if c not in "，。"]
+    edits = [CHINESE[:i] + new + CHINESE[i + 1 :] for new in "猫狗" for i in places][:40]
+    answered = 0
+    for text in edits:
+        try:
+            families.guard(text, text_sha256(text), "address:cjk", 1000)
+        except families.VariantLimit:
+            continue
+        answered += 1
+    assert answered == 20
