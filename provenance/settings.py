@@ -394,6 +394,12 @@ PROVENANCE_PUBLIC_POW_FLOOD_FACTOR = env_int("PROVENANCE_PUBLIC_POW_FLOOD_FACTOR
 PROVENANCE_PUBLIC_PARTNER_PER_MIN = env_int("PROVENANCE_PUBLIC_PARTNER_PER_MIN", 120, minimum=1)
 PROVENANCE_PUBLIC_MAX_VARIANTS = env_int("PROVENANCE_PUBLIC_MAX_VARIANTS", 20, minimum=1)
 PROVENANCE_PUBLIC_VARIANT_WINDOW_S = env_int("PROVENANCE_PUBLIC_VARIANT_WINDOW_S", 86400, minimum=1)
+# Distinct texts answered to one requester within that window, whatever their families: an
+# address's (IPv4, or IPv6 /64) and a partner's.
+PROVENANCE_PUBLIC_MAX_TEXTS = env_int("PROVENANCE_PUBLIC_MAX_TEXTS", 200, minimum=1)
+PROVENANCE_PUBLIC_PARTNER_MAX_TEXTS = env_int(
+    "PROVENANCE_PUBLIC_PARTNER_MAX_TEXTS", 20_000, minimum=1
+)
 # Peer organizations (provenance.public.peers, docs/public.md): the discovery URLs of the
 # verifiers a public check also asks (the operator's choice only, never the caller's; at most
 # PROVENANCE_PUBLIC_MAX_PEERS), a partner key at some of them ("URL=KEY", comma-separated;
