@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -179,6 +180,14 @@ def _runner(data_dir: Path, port: int, lines: list[str]) -> subprocess.Popen[str
     return proc
 
 
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 def _stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
@@ -203,6 +212,7 @@ def test_a_second_runner_on_one_data_directory_exits_at_once_naming_the_first(tm
             alive=lambda: first.poll() is None,
             what=lambda: "".join(first_lines)[-3000:],
         )
+        wait_until(lambda: _listening(port), 60, 0.2, alive=lambda: first.poll() is None)
         # Another port, the same data directory: two runners would share one SQLite
         # database, one set of logs and Redis directories, and the sweeper twice.
         second_lines: list[str] = []
