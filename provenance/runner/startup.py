@@ -47,18 +47,17 @@ def claim_data_dir(data_dir: Path, address: str) -> int:
 
 
 def _bindable(host: str, port: int) -> OSError | None:
-    """None when a listening socket could be bound to ``host:port`` now, else the error."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except socket.gaierror as exc:
-        return OSError(errno.EADDRNOTAVAIL, exc.strerror)
-    with socket.socket(family, kind, proto) as probe:
+    """None when a listening socket could be bound to ``host:port`` now, else the error. The
+    socket gunicorn would make: IPv6 for an IPv6 address, else IPv4 (a name is resolved to
+    its IPv4 address)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
         # As gunicorn sets it: a connection of a former server in TIME_WAIT does not count.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(address)
+            probe.bind((host.strip("[]"), port))
+        except socket.gaierror as exc:
+            return OSError(errno.EADDRNOTAVAIL, f"{host!r} does not resolve: {exc.strerror}")
         except OSError as exc:
             return exc
     return None
@@ -70,15 +69,14 @@ def check_port(host: str, port: int) -> None:
     problem = _bindable(host, port)
     if problem is None:
         return
-    free = next((p for p in range(port + 1, min(port + 100, 65536)) if not _bindable(host, p)), 0)
-    instead = f"PROVENANCE_PORT={free or '<port>'} make run"
-    if problem.errno == errno.EADDRINUSE:
+    if problem.errno != errno.EADDRINUSE:
         raise StartRefused(
-            f"port {port} on {host} is already in use (by another program, or by make run "
-            f"from another checkout or data directory). Stop that, or choose another port: "
-            f"{instead}"
+            f"the web cannot listen on port {port} on {host} ({problem.strerror}): set "
+            f"PROVENANCE_HOST to an address of this machine, or PROVENANCE_PORT to another port"
         )
+    free = next((p for p in range(port + 1, min(port + 100, 65536)) if not _bindable(host, p)), 0)
     raise StartRefused(
-        f"the web cannot listen on port {port} on {host} ({problem.strerror}). Choose another "
-        f"port or address: {instead} (PROVENANCE_HOST sets the address)"
+        f"port {port} on {host} is already in use (by another program, or by make run from "
+        f"another checkout or data directory). Stop that, or choose another port: "
+        f"PROVENANCE_PORT={free or '<port>'} make run"
     )
