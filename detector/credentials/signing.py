@@ -192,9 +192,18 @@ def _sign_data_hashed(
 def sign_text(
     text: str, credential: SigningCredential, generation: Generation, title: str = "reply.txt"
 ) -> str:
-    """``text`` (NFC) with a signed manifest store appended as C2PA 2.3's text wrapper."""
+    """``text`` (NFC, any earlier wrapper removed) with a signed manifest store appended as
+    C2PA 2.3's text wrapper."""
     body = unicodedata.normalize("NFC", strip_wrapper(text))
-    data = body.encode("utf-8")
+    return body + wrapper_for(body, credential, generation, title)
+
+
+def wrapper_for(
+    text: str, credential: SigningCredential, generation: Generation, title: str = "reply.txt"
+) -> str:
+    """The text wrapper to append to ``text`` exactly as it is (a reply whose text has
+    already been sent, as a stream's): its hard binding hashes ``text``'s UTF-8 bytes."""
+    data = text.encode("utf-8")
     wrapper_bytes = 0
 
     def exclusion_for(placeholder_size: int) -> tuple[int, int]:
@@ -210,7 +219,7 @@ def sign_text(
     )
     if len(store) > reserved:
         raise CredentialError("the signed manifest outgrew the place reserved for it")
-    return body + c2pa_text.encode_wrapper_padded(store, wrapper_bytes)
+    return c2pa_text.encode_wrapper_padded(store, wrapper_bytes)
 
 
 def sign_sidecar(
