@@ -48,7 +48,7 @@ from typing import Any
 
 import detector
 
-SOFT_BINDING_ALG = "io.github.provenance.llm-gumbel-watermark.1"
+SOFT_BINDING_ALG = "io.github.provenance.gumbelmax.1"
 TRAINED_ALGORITHMIC_MEDIA = "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
 GENERATION_LABEL = "io.github.provenance.generation"  # the model and the organization
 TEXT_FORMAT = "text/plain"
