@@ -24,7 +24,7 @@ total of answered texts is bounded whatever their families (``texts_observe``), 
 small families buy no more answers than the cap.
 
 The fingerprints and the family counters live in the public cache
-(``selectors.public_cache``: Redis across processes, bounded, each entry expiring with the
+(``stores.public_cache``: Redis across processes, bounded, each entry expiring with the
 window); the total of a requester's texts lives in the default cache, where nothing is
 evicted (as the budgets). A count is kept per requester (a partner, or an address's scope:
 ``budgets.requester``), so nobody can use up a text's answers for anyone else. When a
@@ -47,7 +47,7 @@ from django.core.cache import cache
 from detector.decision import rule
 from provenance.errors import ProblemError
 from provenance.public.models import ScrubEvent
-from provenance.public.selectors import public_cache
+from provenance.public.stores import public_cache
 
 SHINGLE = 3
 WINDOW = 32  # shingles a window reads (32 words)

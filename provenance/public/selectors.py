@@ -6,7 +6,6 @@ import hashlib
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import BaseCache, caches
 from django.db.models import QuerySet
 from django.urls import reverse
 
@@ -17,18 +16,11 @@ from detector.reports import receipt
 from detector.reports.signed import ALGORITHM, PRF_VERSION
 from provenance.keys.models import WatermarkKey
 from provenance.lib import rowcache
+from provenance.public.families import MIN_WORDS
 from provenance.public.models import Partner
 
 DISCOVERY_SCHEMA = "provenance.discovery/v1"
 ANSWER_FIELDS = ("verdict", "model", "strength", "tokens_scored", "receipt")
-
-
-def public_cache() -> BaseCache:
-    """The store of answers, peers' answers and the scrubbing guard: the bounded ``public``
-    cache (``PROVENANCE_PUBLIC_CACHE_URL``) where one is configured, else the default one.
-    Budgets and spent proofs of work stay in the default cache: evicting them would hand out
-    budget and replays."""
-    return caches["public" if "public" in settings.CACHES else "default"]
 
 
 def published_keys() -> QuerySet[WatermarkKey]:
@@ -90,7 +82,7 @@ def discovery(request: Any) -> dict[str, Any]:
             "max_text_bytes": settings.PROVENANCE_MAX_TEXT_BYTES,
             # the public minimum: the guard's words (families.MIN_WORDS) and the decision's
             # own tokens; a shorter text is refused, 400 too_short
-            "min_words": families_min_words(),
+            "min_words": MIN_WORDS,
             "min_tokens": rule.MIN_TOKENS,
             "max_variants": settings.PROVENANCE_PUBLIC_MAX_VARIANTS,
             "max_texts": settings.PROVENANCE_PUBLIC_MAX_TEXTS,
@@ -118,11 +110,6 @@ def discovery(request: Any) -> dict[str, Any]:
     }
 
 
-def families_min_words() -> int:
-    """``families.MIN_WORDS`` (imported here: the guard's module imports this one)."""
-    from provenance.public.families import MIN_WORDS
-
-    return MIN_WORDS
 def content_credentials(supported: str) -> dict[str, str]:
     """Where the soft binding resolution API answers (``provenance.softbinding``), from the
     address of its first route."""

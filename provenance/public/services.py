@@ -34,7 +34,8 @@ from provenance.keys.selectors import prepare_keys
 from provenance.lib.crypto import decrypt_bytes
 from provenance.public import budgets, families, peers, proof_of_work
 from provenance.public.models import Partner, PartnerUsage
-from provenance.public.selectors import key_sha256, public_cache, published_key_list
+from provenance.public.selectors import key_sha256, published_key_list
+from provenance.public.stores import public_cache
 from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
 from provenance.scoring.service import KeyGroup, ScoringError, score_texts
