@@ -282,8 +282,7 @@ def _decision(
     if reserve is not None and len(reserve) != len(docs):
         raise ValueError("one reserve flag per document is needed")
     held = tuple(
-        bool(reserve[g]) if reserve is not None else docs[g].expected_scores is not None
-        for g in of
+        bool(reserve[g]) if reserve is not None else docs[g].expected_scores is not None for g in of
     )
     verdict, locs = localize_family(
         detections,

@@ -60,7 +60,9 @@ def test_the_split_of_the_level_is_one_constant_and_half_gives_twice_the_minimum
         -3.0 - math.log10(1.0 - READING_SHARE)
     )
     both = with_weighted(-3.0, -5.0)
-    assert both == pytest.approx(min(-3.0 - math.log10(1 - READING_SHARE), -5.0 - math.log10(READING_SHARE)))
+    assert both == pytest.approx(
+        min(-3.0 - math.log10(1 - READING_SHARE), -5.0 - math.log10(READING_SHARE))
+    )
     if READING_SHARE == 0.5:
         assert both == pytest.approx(math.log10(2) - 5.0)
 
