@@ -175,8 +175,10 @@ def measure_assisted(groups: list[KeyGroup], run: KeyCalibration) -> dict[str, A
         results = []
         for start in range(0, len(texts), per_batch):
             batch = texts[start : start + per_batch]
-            results += score_texts(batch, groups, threshold=run.threshold, assist=True)
-        read = [r for r in results if r.hypotheses[0].detection.weighted is not None]
+            results += score_texts(batch, groups, threshold=run.threshold, reading="read")
+        # the adaptive decision as the workers make it: read where the model-free stage left
+        # the chunk undecided; a chunk due a reading the budget did not allow is left out
+        read = [r for r in results if r.reading != "skipped"]
         rate = clopper_pearson(sum(bool(r.is_watermarked) for r in read), len(read))
         genres[genre] = {
             "texts": rate.texts,

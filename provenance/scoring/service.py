@@ -354,7 +354,9 @@ def _result(decision: Decision, groups: list[KeyGroup]) -> TextResult:
     ]
     reserved = decision.reserved or (False,) * len(rows)
     hypotheses = tuple(
-        HypothesisResult(key, tokenizer, h, table, fpr, held)
+        HypothesisResult(
+            key, tokenizer, h, ngram_table=table, measured_fpr=fpr, reading_reserved=held
+        )
         for (key, tokenizer), h, table, fpr, held in zip(
             rows, decision.hypotheses, tables, fprs, reserved, strict=True
         )

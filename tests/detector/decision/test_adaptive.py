@@ -158,12 +158,12 @@ def test_the_family_wise_error_holds_across_both_stages_on_simulated_nulls(tok, 
     """Human chunks under random keys (nulls: a key that did not write the text), two keys a
     text, through the adaptive path with a reading of the text alone: the rate at which any
     key is flagged stays within the threshold (its binomial spread), while stage one at the
-    full level with the reading on top would exceed it."""
+    full level with the reading on top flags at least as often."""
     rng = np.random.default_rng(5)
     chunks = _prose_chunks(tok, 40, 80)
     trials, flagged, naive = 0, 0, 0
     reader = FakeReader()
-    for rep in range(10):
+    for _ in range(10):
         keys = [KeyConfig(key=int(k)) for k in rng.integers(0, 2**63, 2)]
         group = TextGroup(tok, keys, reader=lambda: reader)
         got = decide_texts(chunks, [group], threshold=threshold, reading="read")
