@@ -156,7 +156,8 @@ def measure_rates(
 def measure_assisted(groups: list[KeyGroup], run: KeyCalibration) -> dict[str, Any]:
     """The model-assisted decision's false-positive rate, when the workers use it: each
     genre's ``PROVENANCE_CALIBRATION_ASSIST_TEXTS`` chunks (at most the run's texts; spread
-    over the genre like the model-free sample) checked with ``score_texts(assist=True)``, in
+    over the genre like the model-free sample) checked with ``score_texts(reading="read")``
+    (the adaptive decision: read where the model-free stage leaves a chunk undecided), in
     batches within the task's model budget so that the model reads every one. The sample is
     bounded because the model reads each token (about 30 tokens/s on a loaded CPU core):
     its interval is wider than the model-free one."""

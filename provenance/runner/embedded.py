@@ -101,9 +101,10 @@ def _calibrate_demo_key() -> threading.Thread | None:
     from provenance.keys.models import KeyCalibration, WatermarkKey
 
     key = WatermarkKey.objects.filter(team__name=DEMO_TEAM, name=DEMO_KEY).first()
-    if key is None or KeyCalibration.objects.filter(
-        key=key, status=KeyCalibration.Status.DONE
-    ).exists():
+    if (
+        key is None
+        or KeyCalibration.objects.filter(key=key, status=KeyCalibration.Status.DONE).exists()
+    ):
         return None
     run = calibration_request(key=key, power_prompts=0, publish_task=False)
 
