@@ -42,6 +42,7 @@ EXPORT_FIELDS = (
     "p_value",
     "log10_p",
     "decided_by",
+    "reading",
     "num_hypotheses",
     "num_tokens",
     "num_scored_tokens",
