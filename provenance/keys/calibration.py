@@ -165,10 +165,10 @@ def measure_assisted(groups: list[KeyGroup], run: KeyCalibration) -> dict[str, A
     wanted = min(settings.PROVENANCE_CALIBRATION_ASSIST_TEXTS, run.texts_per_genre)
     if budget == 0:
         return {"note": "model assistance is off (PROVENANCE_MODEL_ASSIST)"}
+    if wanted == 0:  # before the model is loaded: a run that reads nothing loads nothing
+        return {"note": "not requested (PROVENANCE_CALIBRATION_ASSIST_TEXTS=0)"}
     if assist_for(groups[0].tokenizer) is None:
         return {"note": "no model is registered for the key's tokenizer"}
-    if wanted == 0:
-        return {"note": "not requested (PROVENANCE_CALIBRATION_ASSIST_TEXTS=0)"}
     per_batch = max(1, budget // run.chunk_tokens)
     genres = {}
     for genre in GENRES:
