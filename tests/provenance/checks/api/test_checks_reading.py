@@ -156,3 +156,30 @@ def test_the_reading_is_off_where_model_assistance_is_off(alice, alice_key, huma
     body = _post(alice, human_text).json()
     assert body["reading"] == "none"
     assert np.isclose(body["log10_p"], body["hypotheses"][0]["decision_log10_p"])
+
+
+def test_the_cli_with_the_same_reading_gives_the_final_verdict_the_api_gives(
+    alice, alice_key, human_text, reader, monkeypatch, tmp_path, capsys
+):
+    """One voice: ``python -m detector detect --model`` makes the adaptive decision with the
+    same reading and answers the verdict and p-value the API's final answer holds."""
+    import json
+
+    from detector.cli.main import main
+    from detector.reading import choice
+    from tests.provenance.conftest import KEY_VALUE
+
+    body = _post(alice, human_text).json()
+    check_read(body["id"])
+    final = alice.get(f"/api/v1/checks/{body['id']}").json()
+    monkeypatch.setattr(choice, "load_reading", lambda model_dir, name: reader)
+    path = tmp_path / "text.txt"
+    path.write_text(human_text, encoding="utf-8")
+    assert main(["detect", "--key", str(KEY_VALUE), "--model", str(tmp_path), str(path)]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert cli["reading"] == final["reading"] == "done"
+    assert cli["verdict"] == final["verdict"]
+    assert cli["log10_p"] == pytest.approx(final["log10_p"], abs=1e-9)
+    assert cli["hypotheses"][0]["weighted_log10_p"] == pytest.approx(
+        final["hypotheses"][0]["weighted_log10_p"], abs=1e-9
+    )
