@@ -186,6 +186,12 @@ def check_read(check_id: Any) -> None:
     except ScoringError:
         reading_skip(check_id)
         return
+    if result.reading != Reading.DONE:
+        # not read here (this worker has no reading, or its budget is spent): the stored
+        # model-free verdict stands, marked as such, rather than a decision made without the
+        # reading's share set aside
+        reading_skip(check_id)
+        return
     reading_store(check, result)
     wake.finished([check_id])
 

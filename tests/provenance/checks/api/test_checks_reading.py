@@ -100,7 +100,9 @@ def test_the_worker_path_reads_an_undecided_check_in_one_go(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_get_with_wait_wakes_on_the_final_answer(api_for, alice_key, human_text, reader):
+def test_get_with_wait_wakes_on_the_final_answer(
+    api_for, alice_key, human_text, reader, published_tasks
+):
     alice = api_for("alice")
     body = _post(alice, human_text).json()
     assert body["reading"] == "pending"
@@ -148,6 +150,20 @@ def test_a_reading_that_cannot_be_taken_leaves_the_model_free_verdict_marked(
     check_read(body["id"])
     final = alice.get(f"/api/v1/checks/{body['id']}").json()
     assert final["reading"] == "skipped"
+    assert (final["verdict"], final["log10_p"]) == (body["verdict"], body["log10_p"])
+
+
+def test_a_worker_without_the_reading_leaves_the_model_free_verdict_marked(
+    alice, alice_key, human_text, reader, settings, published_tasks
+):
+    """A reading task taken by a worker with assistance off stores no decision of its own:
+    the model-free verdict (its reading's share set aside) stands, marked "skipped"."""
+    body = _post(alice, human_text).json()
+    assert body["reading"] == "pending"
+    settings.PROVENANCE_MODEL_ASSIST = False
+    check_read(body["id"])
+    final = alice.get(f"/api/v1/checks/{body['id']}").json()
+    assert final["reading"] == "skipped" and reader.asked == []
     assert (final["verdict"], final["log10_p"]) == (body["verdict"], body["log10_p"])
 
 

@@ -59,9 +59,7 @@ def test_detect_gives_upstreams_p_value_under_upstreams_name_and_the_decisions_b
         assert body["score"] == gamma["vllm_score"]
         assert body["num_scored_tokens"] == gamma["vllm_num_scored_tokens"]
         if body["decision_p_value"] > 0:  # else below a float's range: log10_p says how far
-            assert math.isclose(
-                math.log10(body["decision_p_value"]), body["log10_p"], abs_tol=1e-9
-            )
+            assert math.isclose(math.log10(body["decision_p_value"]), body["log10_p"], abs_tol=1e-9)
         assert body["reading"] == "none"
     # one key, a human text: the decision's p is the scan-corrected one, at least twice the
     # filtered Gamma p, never upstream's number under upstream's name
