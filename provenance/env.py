@@ -128,6 +128,17 @@ def env_auto_or_bool(name: str) -> bool | str:
     return env_bool(name, False)
 
 
+def env_model_assist(name: str) -> bool | str:
+    """``"adaptive"`` when unset, empty, ``adaptive`` or true (``env_bool``'s spellings);
+    ``"auto"`` for ``auto``; False for a false spelling."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ("", "adaptive"):
+        return "adaptive"
+    if raw == "auto":
+        return "auto"
+    return "adaptive" if env_bool(name, False) else False
+
+
 # --- Read at call time, outside Django's settings -------------------------------------------
 
 

@@ -16,15 +16,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from detector.core.config import DEFAULT_THRESHOLD as _DEFAULT_THRESHOLD  # not a setting
+from detector.reading.choice import READINGS as _READINGS  # not a setting
 from provenance.env import (
     data_dir,
-    env_auto_or_bool,
     env_bool,
     env_choice,
     env_float,
     env_int,
     env_list,
     env_mapping,
+    env_model_assist,
     env_required,
     env_str,
     env_url_keys,
@@ -428,17 +429,22 @@ PROVENANCE_CALIBRATION_POWER_TOKENS = env_int(
 )
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.
 PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
-# Model-assisted detection on the workers, for tokenizers with a registered model: "auto"
-# (the default) runs it where the worker has a CUDA device; 1 also on the CPU (a forward
-# pass of about a second per 1,000 tokens), 0 never.
-PROVENANCE_MODEL_ASSIST: bool | str = env_auto_or_bool("PROVENANCE_MODEL_ASSIST")
+# Model-assisted detection on the workers, for tokenizers with a registered model:
+# "adaptive" (the default) decides every check without the model first and reads, on a
+# worker (CPU or CUDA), only a check that decision leaves undecided; "auto" the same only
+# where the worker has a CUDA device; 0 never (1 is "adaptive").
+PROVENANCE_MODEL_ASSIST: bool | str = env_model_assist("PROVENANCE_MODEL_ASSIST")
 # Tokens one task reads with a model (texts in order, whole texts only); 0: 2,048 on the CPU,
-# 1,000,000 on CUDA. Texts past the budget get the Gamma test alone.
+# 1,000,000 on CUDA. Texts past the budget keep their model-free verdict.
 PROVENANCE_ASSIST_MAX_TOKENS = env_int("PROVENANCE_ASSIST_MAX_TOKENS", 0, minimum=0)
-# The runtime of that reading on a worker without a CUDA device: "torch" (the reference) or
-# "onnxruntime" (the same scores within 5e-3 at half the CPU, from graphs exported once under
-# the data directory: detector/reading/ort.py). A CUDA worker reads with torch on its GPU.
-PROVENANCE_ASSIST_RUNTIME = env_choice("PROVENANCE_ASSIST_RUNTIME", ("torch", "onnxruntime"))
+# The reading a worker without a CUDA device reads with (detector.reading.choice.READINGS):
+# "ort-f32" (ONNX Runtime float32, the default: the torch reading's power at half its CPU,
+# graphs exported once under the data directory), "torch-f32" (the reference), "ort-int8".
+# A CUDA worker reads with torch on its GPU.
+PROVENANCE_READING = env_choice("PROVENANCE_READING", tuple(_READINGS))
+# Seconds of reading a team's audits may spend per UTC day; past it an audit's undecided
+# texts keep their model-free verdict (reading "skipped"). 0: no reading for audits.
+PROVENANCE_AUDIT_READING_SECONDS = env_int("PROVENANCE_AUDIT_READING_SECONDS", 600, minimum=0)
 # The detector is an oracle for forging and scrubbing: texts per user per UTC day, counted
 # from the audit log (checks, audit texts and /detect calls alike).
 PROVENANCE_DAILY_QUOTA = env_int("PROVENANCE_DAILY_QUOTA", 50_000, minimum=1)

@@ -68,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the key's measured scored tokens for 80%% power (the three-way verdict's basis)",
     )
+    det.add_argument(
+        "--model",
+        default=None,
+        help="the tokenizer's model (a Hugging Face directory): decide as the product does, "
+        "reading the text only where the model-free decision leaves it undecided",
+    )
+    det.add_argument(
+        "--reading",
+        default=None,
+        help="with --model: the reading (ort-f32, the default; torch-f32; ort-int8)",
+    )
     det.add_argument("--tokens", action="store_true", help="add per-token rows")
     det.add_argument(
         "--spans",
@@ -138,14 +149,20 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(str(exc)) from None
     text = _read_text(args.file)
     tokenizer = load_tokenizer(args.tokenizer)
-    result = detect_text(
-        text,
-        tokenizer,
-        [config],
-        threshold=args.threshold,
-        tokens_needed=[args.tokens_needed],
-        common_ngrams=not args.all_pairs,
-    )
+    if args.model is None:
+        if args.reading is not None:
+            raise CliError("--reading needs --model")
+        result: Any = detect_text(
+            text,
+            tokenizer,
+            [config],
+            threshold=args.threshold,
+            tokens_needed=[args.tokens_needed],
+            common_ngrams=not args.all_pairs,
+        )
+        token_ids, offsets = result.token_ids, lambda: result.offsets
+    else:
+        result, token_ids, offsets = _decide_adaptive(args, text, tokenizer, config)
     det = result.hypotheses[0].detection
     out: dict[str, Any] = result.summary()
     for row, span in zip(out["spans"], result.spans, strict=True):
@@ -172,12 +189,39 @@ def run_detect(args: argparse.Namespace) -> dict[str, Any]:
                 "score": float(sc),
             }
             for i, (t, (s, e), m, sc) in enumerate(
-                zip(
-                    result.token_ids, result.offsets, det.scored_mask, det.token_scores, strict=True
-                )
+                zip(token_ids, offsets(), det.scored_mask, det.token_scores, strict=True)
             )
         ]
     return out
+
+
+def _decide_adaptive(args: argparse.Namespace, text: str, tokenizer: Any, config: Any) -> Any:
+    """The product's adaptive decision (``detector.decision.text.decide_texts``): the
+    model-free stage, and the named reading of ``--model`` where it leaves the text
+    undecided."""
+    from detector.decision.text import TextGroup, decide_texts
+    from detector.reading.choice import DEFAULT_READING, READINGS, ReadingUnavailable, load_reading
+    from detector.text.tokenizers import offsets_of
+
+    name = args.reading or DEFAULT_READING
+    if name not in READINGS:
+        raise CliError(f"--reading must be one of {', '.join(READINGS)}")
+
+    def reader() -> Any:
+        try:
+            return load_reading(args.model, name)
+        except (ReadingUnavailable, OSError, ValueError) as exc:
+            raise CliError(f"the model cannot be read with: {exc}") from None
+
+    group = TextGroup(
+        tokenizer,
+        [config],
+        tokens_needed=[args.tokens_needed],
+        reader=reader,
+        common_ngrams=not args.all_pairs,
+    )
+    (outcome,) = decide_texts([text], [group], threshold=args.threshold, reading="read")
+    return outcome.decision, outcome.token_ids[0], lambda: offsets_of(outcome.encodings[0])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,11 +7,22 @@ read the text) and makes the one decision:
 1. every hypothesis (key configuration) is scored and gets the global Gamma test;
 2. its scored tokens are scanned for watermarked spans (``detector.evidence.localize``); its
    document p-value is ``2 min(p_global, p_scan)``;
-3. with a model's reading, the weighted test joins: ``2 min(p_document, p_weighted)``;
+3. with a model's reading, the weighted test joins: ``min(p_document / (1 - s), p_weighted /
+   s)``, ``s = detector.decision.rule.READING_SHARE`` (0.5: ``2 min(p_document,
+   p_weighted)``);
 4. the hypotheses' p-values are corrected together (Holm), the family's three-way verdict
    follows (``detector.decision.family``), and each hypothesis names the test it rests on
    (``decided_by``);
 5. the spans of every hypothesis, with character offsets when the caller gives them.
+
+Adaptive reading: a document marked ``reserve`` (its tokenizer has a reading, which the
+caller may take later) sets the reading's share aside although it carries no reading yet;
+the decision then is the model-free stage of a two-stage decision, final when it is
+``watermarked`` or ``not_watermarked`` and otherwise ``needs_reading``. The same documents
+with their readings give the reading stage; both stages are this one function, and a text
+the first stage flags is flagged by the second as well (its p-values only fall), so the
+adaptive decision rejects only where the decision with a reading of every text would: the
+family-wise error holds across both stages (docs/detector.md, "Adaptive reading").
 
 ``decide_many`` makes the same decision for many texts with their scoring in one
 ``detect_batch`` call and the scan's first windows in one batched pass; each result equals
@@ -38,7 +49,7 @@ from detector.decision.family import (
     flagged,
     localize_family,
 )
-from detector.decision.rule import LOG10_2
+from detector.decision.rule import LOG10_2, model_free_level_log10
 from detector.evidence.detection import Detection, Document, check_threshold, detect_batch
 from detector.evidence.localize import MAX_SPANS, Localization, Span, first_windows, with_chars
 
@@ -58,6 +69,26 @@ class Decision(VerdictResult):
     localizations: tuple[Localization, ...]
     spans: tuple[Span, ...]
     documents: tuple[int, ...]  # hypothesis i was tested on document ``documents[i]``
+    # hypothesis i has the reading stage's share of the level set aside (its text is or may
+    # be read: ``detector.decision.rule.with_weighted``)
+    reserved: tuple[bool, ...] = ()
+
+    @property
+    def read(self) -> bool:
+        """Whether a model's reading joined the decision (a hypothesis has a weighted test)."""
+        return any(h.detection.weighted is not None for h in self.family.hypotheses)
+
+    @property
+    def needs_reading(self) -> bool:
+        """The model-free stage left the text undecided (``inconclusive``: neither watermarked
+        nor cleared with the stated power) and a hypothesis's reading is still due: the
+        reading stage may decide it. A decided text is never read."""
+        if self.verdict != "inconclusive":
+            return False
+        return any(
+            r and h.detection.weighted is None
+            for r, h in zip(self.reserved, self.family.hypotheses, strict=False)
+        )
 
     @property
     def hypotheses(self) -> tuple[TestedHypothesis, ...]:
@@ -91,9 +122,16 @@ class Decision(VerdictResult):
             "num_tokens": best.num_tokens if best else 0,
             "num_scored_tokens": best.num_scored_tokens if best else 0,
             "spans": [span_summary(s) for s in self.spans],
-            "hypotheses": [hypothesis_summary(h, loc) for h, loc in self._pairs()],
+            "hypotheses": [
+                {**hypothesis_summary(h, loc), "reading_reserved": r}
+                for (h, loc), r in zip(self._pairs(), self._reserved(), strict=True)
+            ],
             "gamma": gamma_summary(best) if best else None,
+            "reading": "done" if self.read else ("pending" if self.needs_reading else "none"),
         }
+
+    def _reserved(self) -> tuple[bool, ...]:
+        return self.reserved or (False,) * len(self.family.hypotheses)
 
     def _pairs(self) -> list[tuple[TestedHypothesis, Localization]]:
         return list(zip(self.family.hypotheses, self.localizations, strict=True))
@@ -102,11 +140,12 @@ class Decision(VerdictResult):
 def gamma_line_log10(threshold: float, num_hypotheses: int, *, weighted: bool = False) -> float:
     """log10 of the p-value the strongest hypothesis's global Gamma test must reach, by
     itself, for ``decide`` to call the text watermarked: Holm's first step (``threshold / m``)
-    on the document p-value ``2 min(p_global, p_scan)``, so ``threshold / (2m)``, halved again
-    when the weighted test joins (``detector.decision.rule.with_weighted``). The evidence
-    chart draws this line."""
+    on the document p-value ``2 min(p_global, p_scan)``, so ``threshold / (2m)``, times the
+    model-free stage's share ``1 - READING_SHARE`` when the reading's share is set aside
+    (``weighted``: the text was or may be read; ``detector.decision.rule.with_weighted``).
+    The evidence chart draws this line."""
     level = first_step_log10(threshold, num_hypotheses) - LOG10_2
-    return level - LOG10_2 if weighted else level
+    return level + model_free_level_log10(weighted)
 
 
 def gamma_summary(d: Detection) -> dict[str, Any]:
@@ -156,15 +195,19 @@ def decide(
     threshold: float = DEFAULT_THRESHOLD,
     max_spans: int = MAX_SPANS,
     offsets: Sequence[Offsets] | None = None,
+    reserve: Sequence[bool] | None = None,
 ) -> Decision:
     """The decision on one text tested as ``documents`` (one per tokenizer). ``names``: one
-    per hypothesis, in document order; ``offsets``: one per document (``Offsets``)."""
+    per hypothesis, in document order; ``offsets``: one per document (``Offsets``);
+    ``reserve``: one per document, whether the reading stage's share of the threshold is set
+    aside for it (its tokenizer has a reading; default: where a document carries one)."""
     return decide_many(
         [documents],
         names=names,
         threshold=threshold,
         max_spans=max_spans,
         offsets=None if offsets is None else [offsets],
+        reserve=None if reserve is None else [reserve],
     )[0]
 
 
@@ -175,13 +218,17 @@ def decide_many(
     threshold: float = DEFAULT_THRESHOLD,
     max_spans: int = MAX_SPANS,
     offsets: Sequence[Sequence[Offsets]] | None = None,
+    reserve: Sequence[Sequence[bool]] | None = None,
 ) -> list[Decision]:
     """``decide`` for many texts (``texts[t]``: text t's documents, the same configurations
     in the same order for every text), scored in one ``detect_batch`` call with the scan's
-    first windows in one batched pass. ``names`` as for ``decide``, shared by every text."""
+    first windows in one batched pass. ``names`` as for ``decide``, shared by every text;
+    ``offsets`` and ``reserve`` one sequence per text, as for ``decide``."""
     check_threshold(threshold)
     if offsets is not None and len(offsets) != len(texts):
         raise ValueError("one offsets sequence per text is needed")
+    if reserve is not None and len(reserve) != len(texts):
+        raise ValueError("one reserve sequence per text is needed")
     flat = [doc for docs in texts for doc in docs]
     found = detect_batch(flat, threshold)
     per_text: list[list[list[Detection]]] = []
@@ -205,6 +252,7 @@ def decide_many(
                 max_spans,
                 windows[at : at + m],
                 None if offsets is None else offsets[t],
+                None if reserve is None else reserve[t],
             )
         )
         at += m
@@ -219,6 +267,7 @@ def _decision(
     max_spans: int,
     windows: Sequence[Any],
     offsets: Sequence[Offsets] | None,
+    reserve: Sequence[bool] | None,
 ) -> Decision:
     detections = [d for group in found for d in group]
     configs = [c for doc in docs for c in doc.configs]
@@ -230,6 +279,11 @@ def _decision(
     if offsets is not None and len(offsets) != len(docs):
         raise ValueError("one offsets entry per document is needed")
     of = tuple(g for g, doc in enumerate(docs) for _ in doc.configs)
+    if reserve is not None and len(reserve) != len(docs):
+        raise ValueError("one reserve flag per document is needed")
+    held = tuple(
+        bool(reserve[g]) if reserve is not None else docs[g].expected_scores is not None for g in of
+    )
     verdict, locs = localize_family(
         detections,
         configs,
@@ -238,6 +292,7 @@ def _decision(
         correction=CORRECTION,
         max_spans=max_spans,
         first_windows=windows,
+        reserved=held,
     )
     got: dict[int, NDArray[np.int64] | None] = {}
     spans: list[Span] = []
@@ -253,7 +308,9 @@ def _decision(
             else:
                 spans.append(with_chars(span, table, i, names[i]))
     spans.sort(key=lambda s: (s.start, s.key_index))
-    return Decision(family=verdict, localizations=locs, spans=tuple(spans), documents=of)
+    return Decision(
+        family=verdict, localizations=locs, spans=tuple(spans), documents=of, reserved=held
+    )
 
 
 def _named(span: Span, index: int, name: str | None) -> Span:

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from detector.core.config import DEFAULT_THRESHOLD, KeyConfig
 from detector.core.stats import CORRECTIONS
-from detector.decision.rule import LOG10_2, decided_by, flags, with_weighted
+from detector.decision.rule import decided_by, flags, model_free_level_log10, with_weighted
 from detector.evidence import scan
 from detector.evidence.detection import Detection, check_threshold
 from detector.evidence.localize import MAX_SPANS, Localization, localize_detection
@@ -130,22 +130,30 @@ def family_verdict(
     threshold: float = DEFAULT_THRESHOLD,
     correction: str = "holm",
     tests_per_hypothesis: int = 1,
+    reserved: Sequence[bool] | None = None,
 ) -> FamilyVerdict:
     """Correct a family of detections (hypothesis i is ``detections[i]``, named ``names[i]``).
     ``tests_per_hypothesis``: how many tests each hypothesis's p-value already combines by
-    Bonferroni (2 for localization: global and scan), for the power of the three-way verdict."""
+    Bonferroni (2 for localization: global and scan), for the power of the three-way verdict.
+    ``reserved[i]``: hypothesis i's text is or may be read, so the reading stage's share of
+    the level is set aside for it (``detector.decision.rule.with_weighted``)."""
     check_threshold(threshold)
     names = list(names) if names is not None else [None] * len(detections)
     if len(names) != len(detections):
         raise ValueError("one name per detection is needed")
-    own = [decision_log10_p(d) for d in detections]
+    held = [False] * len(detections) if reserved is None else [bool(r) for r in reserved]
+    if len(held) != len(detections):
+        raise ValueError("one reserved flag per detection is needed")
+    own = [decision_log10_p(d, r) for d, r in zip(detections, held, strict=True)]
     adjusted = correct(own, correction)
     best = int(np.argmin(adjusted)) if adjusted.size else None
     best_lp = float(adjusted[best]) if best is not None else 0.0
     scored = 0 if best is None else detections[best].num_scored_tokens
     is_watermarked = flags(best_lp, threshold, scored)
     level = first_step_log10(threshold, len(detections)) - math.log10(tests_per_hypothesis)
-    three = _family_three_way(detections, names, is_watermarked, 10.0**best_lp, threshold, level)
+    three = _family_three_way(
+        detections, names, held, is_watermarked, 10.0**best_lp, threshold, level
+    )
     return FamilyVerdict(
         hypotheses=tuple(
             TestedHypothesis(i, name, d, float(a), decided_by(d.log10_p, _weighted_log10_p(d)), lp)
@@ -167,6 +175,7 @@ def family_verdict(
 def _family_three_way(
     detections: Sequence[Detection],
     names: Sequence[str | None],
+    reserved: Sequence[bool],
     detected: bool,
     p_value: float,
     threshold: float,
@@ -184,7 +193,7 @@ def _family_three_way(
             log10_level=log10_level,
         )
     weakest: ThreeWay | None = None
-    for d, name in zip(detections, names, strict=True):
+    for d, name, held in zip(detections, names, reserved, strict=True):
         label = f"key {name}" if name and len(detections) > 1 else ""
         got = three_way(
             detected=False,
@@ -192,8 +201,9 @@ def _family_three_way(
             threshold=threshold,
             num_scored=d.num_scored_tokens,
             model=d.power_model,
-            # the Gamma test's share of the level (halved when the weighted test also runs)
-            log10_level=log10_level - (LOG10_2 if d.weighted is not None else 0.0),
+            # the Gamma test's share of the level (the model-free stage's share when a
+            # reading is or may be taken)
+            log10_level=log10_level + model_free_level_log10(held or d.weighted is not None),
             label=label,
         )
         if weakest is None or (got.power or 0.0) < (weakest.power or 0.0):
@@ -211,6 +221,7 @@ def localize_family(
     correction: str = "holm",
     max_spans: int = MAX_SPANS,
     first_windows: Sequence[scan.Window | None] | None = None,
+    reserved: Sequence[bool] | None = None,
 ) -> tuple[FamilyVerdict, tuple[Localization, ...]]:
     """The localized verdict of a family of hypotheses on one text: every hypothesis is
     localized, their document p-values are corrected together (``correction``), and span
@@ -230,7 +241,12 @@ def localize_family(
         for d, loc in zip(detections, locs, strict=True)
     ]
     verdict = family_verdict(
-        proxies, names=names, threshold=threshold, correction=correction, tests_per_hypothesis=2
+        proxies,
+        names=names,
+        threshold=threshold,
+        correction=correction,
+        tests_per_hypothesis=2,
+        reserved=reserved,
     )
     hypotheses = tuple(
         replace(h, detection=d) for h, d in zip(verdict.hypotheses, detections, strict=True)
@@ -242,10 +258,11 @@ def _weighted_log10_p(detection: Detection) -> float | None:
     return None if detection.weighted is None else detection.weighted.log10_p
 
 
-def decision_log10_p(detection: Detection) -> float:
+def decision_log10_p(detection: Detection, reserved: bool = False) -> float:
     """One detection's own decision p-value: its Gamma test's, joined by the weighted test's
-    when a model read the text (``detector.decision.rule.with_weighted``)."""
-    return with_weighted(detection.log10_p, _weighted_log10_p(detection))
+    when a model read the text (``detector.decision.rule.with_weighted``; ``reserved``: the
+    reading's share is set aside although no reading is there)."""
+    return with_weighted(detection.log10_p, _weighted_log10_p(detection), reserved=reserved)
 
 
 def flagged(detection: Detection, threshold: float | None = None) -> bool:

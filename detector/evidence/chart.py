@@ -27,3 +27,20 @@ def cumulative_log10_p(
     return [
         (int(i), float(lp)) for i, lp in zip(picks, gamma_upper_log10_many(shape, x), strict=True)
     ]
+
+
+CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
+
+
+def heatmap_data(
+    detection: Detection, offsets: np.ndarray, config: KeyConfig, points: int = CHART_POINTS
+) -> dict[str, object]:
+    """Per-token scores with character offsets, plus the cumulative evidence along the text
+    (``cumulative_log10_p``): what a result page's heatmap and chart show."""
+    return {
+        "context_width": config.context_width,
+        "offsets": offsets.astype(int).tolist(),
+        "scores": [round(float(s), 4) for s in detection.token_scores],
+        "scored": [bool(m) for m in detection.scored_mask],
+        "chart": [[i, round(lp, 3)] for i, lp in cumulative_log10_p(detection, config, points)],
+    }

@@ -213,7 +213,9 @@ def _recompute_decision(
     hypotheses = payload["hypotheses"]
     threshold = float(payload["threshold"])
     loc = localize_detection(d, config, threshold=threshold, span_factor=len(hypotheses))
-    own = with_weighted(loc.log10_p, h.get("weighted_log10_p"))
+    own = with_weighted(
+        loc.log10_p, h.get("weighted_log10_p"), reserved=bool(h.get("reading_reserved"))
+    )
     rounded = bool(h.get("p_rounded"))
     _close("decision log10 p", own, h["decision_log10_p"], rounded)
     spans = [s for s in payload.get("spans") or [] if s.get("key_id") == h["key"]["id"]]

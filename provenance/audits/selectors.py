@@ -178,3 +178,29 @@ def audit_queue_notice(audit: Audit) -> str:
         return AUDIT_WAITING if unread.exists() else ""
     waiting = audit.checks.filter(status=Status.PENDING, queued_at__isnull=True)
     return AUDIT_WAITING if waiting.exists() else ""
+
+
+def audit_reading(audit: Audit) -> dict[str, Any]:
+    """What the tokenizer's model read of an audit: texts read, texts that kept their
+    model-free verdict past the team's daily reading budget (reading "skipped"), the seconds
+    read, and the team's budget and what its audits spent of it today."""
+    from django.conf import settings
+    from django.db.models import Count, Q, Sum
+    from django.utils import timezone
+
+    got = Check.objects.filter(audit_id=audit.id).aggregate(
+        read=Count("id", filter=Q(reading="done")),
+        skipped=Count("id", filter=Q(reading="skipped")),
+        ms=Sum("reading_ms", filter=Q(reading="done")),
+    )
+    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    today = Check.objects.filter(
+        audit__team_id=audit.team_id, reading="done", finished_at__gte=start
+    ).aggregate(ms=Sum("reading_ms"))["ms"]
+    return {
+        "read": got["read"],
+        "skipped": got["skipped"],
+        "seconds": round(float(got["ms"] or 0.0) / 1000.0, 1),
+        "team_today": round(float(today or 0.0) / 1000.0, 1),
+        "budget": settings.PROVENANCE_AUDIT_READING_SECONDS,
+    }

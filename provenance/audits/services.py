@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from provenance.accounts.models import Team
@@ -210,11 +211,51 @@ def audit_score_chunk(audit_id: Any, check_ids: list[Any], claim: str = "") -> N
 def _score_many(checks: list[Check], groups: list[KeyGroup]) -> list[tuple[Check, TextResult]]:
     try:
         results = score_texts(
-            [check.text for check in checks], groups, threshold=_threshold(checks), assist=True
+            [check.text for check in checks],
+            groups,
+            threshold=_threshold(checks),
+            reading="read",
+            allow_read=_reading_allowance(checks),
         )
         return list(zip(checks, results, strict=True))
     except (ScoringError, ValueError):
         return _score_one_by_one(checks, groups)  # isolates the text that cannot be scored
+
+
+# What a token's reading is taken to cost before it is read (ONNX Runtime float32 on one CPU
+# core: 1.1 s per 300-token text, docs/benchmarks-power.md); the seconds actually spent are
+# stored with each text (``reading_ms``) and charged from then on.
+READ_SECONDS_PER_TOKEN = 0.004
+
+
+def reading_spent_today(team_id: Any) -> float:
+    """Seconds of reading the team's audits spent this UTC day (the texts read, as stored)."""
+    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    spent = Check.objects.filter(
+        audit__team_id=team_id, reading="done", finished_at__gte=start
+    ).aggregate(ms=Sum("reading_ms"))["ms"]
+    return float(spent or 0.0) / 1000.0
+
+
+def _reading_allowance(checks: list[Check]) -> Any:
+    """``allow_read`` for a chunk of an audit: a text is read while its team's audits stay
+    within PROVENANCE_AUDIT_READING_SECONDS a day (what was spent, plus this chunk's reads at
+    their estimated cost); past it the text keeps its model-free verdict (reading
+    "skipped")."""
+    budget = float(settings.PROVENANCE_AUDIT_READING_SECONDS)
+    if budget <= 0 or not checks:
+        return lambda _t, _n: False
+    team_id = Audit.objects.filter(checks__id=checks[0].id).values_list("team_id", flat=True)[0]
+    left = [budget - reading_spent_today(team_id)]
+
+    def allow(_t: int, tokens: int) -> bool:
+        cost = tokens * READ_SECONDS_PER_TOKEN
+        if cost > left[0]:
+            return False
+        left[0] -= cost
+        return True
+
+    return allow
 
 
 def _threshold(checks: list[Check]) -> float:
@@ -231,7 +272,7 @@ def _score_one_by_one(
     for check in checks:
         try:
             result = score_text(
-                check.text, groups, threshold=check.threshold, with_tokens=False, assist=True
+                check.text, groups, threshold=check.threshold, with_tokens=False, reading="read"
             )
         except (ScoringError, ValueError) as exc:
             check_fail(check.id, str(exc))

@@ -158,6 +158,7 @@ def audit_detail(request: AuthenticatedHttpRequest, audit_id: uuid.UUID) -> Http
         "may_delete": may_delete(request.user, audit),
         "reading": audit.status == Status.PENDING and not audit.num_texts,
         "refusals": _refusals(audit) if audit.status == Status.FAILED else [],
+        "model_reading": selectors.audit_reading(audit),
     }
     return render(request, "audits/audit_detail.html", context)
 

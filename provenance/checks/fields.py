@@ -27,7 +27,7 @@ HYPOTHESIS_FIELDS = (
 HYPOTHESIS_MODEL_FIELDS = tuple(name.removesuffix("_id") for name in HYPOTHESIS_FIELDS)
 # What the scorer writes per hypothesis: its check, the shown fields, and the content hash of
 # the n-gram table that applied (named by the signed report, not shown).
-HYPOTHESIS_COLUMNS = ("check_run", *HYPOTHESIS_MODEL_FIELDS, "ngram_table")
+HYPOTHESIS_COLUMNS = ("check_run", *HYPOTHESIS_MODEL_FIELDS, "ngram_table", "reading_reserved")
 
 # One row per check in an export (a check's CSV, an audit's CSV and JSON), in order.
 EXPORT_FIELDS = (
@@ -42,6 +42,7 @@ EXPORT_FIELDS = (
     "p_value",
     "log10_p",
     "decided_by",
+    "reading",
     "num_hypotheses",
     "num_tokens",
     "num_scored_tokens",

@@ -30,6 +30,18 @@ class Status(models.TextChoices):
     FAILED = "failed", _("failed")
 
 
+class Reading(models.TextChoices):
+    """A check's reading by a model (``detector.decision.text.decide_texts``): not needed or
+    not possible, still to come (the stored verdict is the model-free stage's), done (the
+    reading stage decided), or skipped (due and not taken: a budget, or no model could be
+    loaded; the model-free verdict stands)."""
+
+    NONE = "none", _("none")
+    PENDING = "pending", _("pending")
+    DONE = "done", _("done")
+    SKIPPED = "skipped", _("skipped")
+
+
 class Surface(models.TextChoices):
     """Where a single check was submitted (an audit's checks are told by their audit; the
     public verification and streams store no check row). Read by ``provenance.metrics``."""
@@ -88,6 +100,12 @@ class Check(models.Model):
     num_scored_tokens = models.PositiveIntegerField(null=True, blank=True)
     # "gamma" or "weighted" (model-assisted): the test the verdict rests on; "" until scored.
     decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
+    # The reading by a model (Reading): "pending" while a worker reads a check the model-free
+    # stage left undecided; the stored verdict is final once it is not "pending".
+    reading = models.CharField(
+        max_length=10, choices=Reading.choices, default=Reading.NONE, db_default=Reading.NONE
+    )
+    reading_ms = models.FloatField(null=True, blank=True)  # what the reading took
     # The best key's measured false-positive rate when the check was scored
     # (provenance.keys.selectors.measured_fpr; null: not calibrated then): a later
     # calibration does not change what this answer says.
@@ -220,6 +238,10 @@ class Hypothesis(models.Model):
     # model reads as very unlikely) touches them; null without the model.
     weighted_suspected = models.PositiveIntegerField(null=True, blank=True)
     decided_by = models.CharField(max_length=10, blank=True, default="", db_default="")
+    # The reading stage's share of the level was set aside for it (its text was or may be
+    # read): its decision p-value is the model-free one over 1 - READING_SHARE
+    # (detector.decision.rule.with_weighted); the signed report carries it.
+    reading_reserved = models.BooleanField(default=False, db_default=False)
     # Content hash of the n-gram table that left the pairs common in human text unscored
     # (detector.text.ngrams), "" when none applied, null when scored before it was recorded: the
     # signed report names it, so a re-verification after a table rebuild cannot silently

@@ -17,6 +17,8 @@ logger = logging.getLogger(__name__)
 
 SCORE_CHECK = "provenance.checks.score_check"
 SCORE_AUDIT_CHUNK = "provenance.checks.score_audit_chunk"
+# The reading of a check answered with its model-free verdict and reading "pending".
+READ_CHECK = "provenance.checks.read_check"
 # Reading an audit's uploaded files (a check's document is read by its scoring task).
 EXTRACT_AUDIT = "provenance.audits.extract_audit"
 
@@ -28,6 +30,13 @@ def check_publish(check: Check) -> None:
     if not publish(SCORE_CHECK, str(check.id)):
         Check.objects.filter(id=check.id).update(queued_at=None)
         check.queued_at = None
+
+
+def reading_publish(check: Check) -> None:
+    """After a check stored with reading "pending" commits: publish its reading. A failed
+    publish leaves it pending for the sweeper (``provenance.sweeper``) to publish again."""
+    if not publish(READ_CHECK, str(check.id)):
+        logger.warning("the reading of a check could not be queued; the sweeper will")
 
 
 def backlog() -> int | None:

@@ -13,7 +13,7 @@ from provenance.accounts.models import Membership
 from provenance.accounts.selectors import team_for_user
 from provenance.checks import wake
 from provenance.checks.bulk import prefetched
-from provenance.checks.models import Check, Hypothesis, Status
+from provenance.checks.models import Check, Hypothesis, Reading, Status
 from provenance.lib import precompiled
 
 
@@ -57,22 +57,27 @@ def check_get(user: User, check_id: Any) -> Check:
     return check
 
 
-def check_finished(check_id: Any, *, within: float, every: float = 0.01) -> bool:
+def check_finished(
+    check_id: Any, *, within: float, every: float = 0.01, final: bool = False
+) -> bool:
     """Whether the check is done or failed, waiting up to ``within`` seconds for its worker
     (the API's ``?wait=``). With Redis the request sleeps until the worker's push
     (``provenance.checks.wake``, sent after the result is committed, and kept a minute, so a
     push that came first is found at once) and returns without a read: the caller reads the
     check then. After each slice without a push (a worker that died, a check failed
     elsewhere), one indexed read. Without Redis, one read after ``every`` seconds, then ever
-    less often (x1.5 each time, at most every 0.25 s: a slow worker costs the web few reads)."""
+    less often (x1.5 each time, at most every 0.25 s: a slow worker costs the web few reads).
+    ``final``: done with its final decision, not waiting for a reading (reading "pending")."""
     deadline = time.monotonic() + within
     finished = Check.objects.filter(id=check_id, status__in=[Status.DONE, Status.FAILED])
+    if final:
+        finished = finished.exclude(reading=Reading.PENDING)
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
         woken = wake.wait(check_id, left)
-        if woken:
+        if woken and not final:
             return True
         if woken is None:
             time.sleep(min(every, left))

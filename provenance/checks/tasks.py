@@ -52,6 +52,21 @@ def check_score_task(self: Task, check_id: str) -> None:
         services.check_fail(check_id, "scoring exceeded its time limit")
 
 
+@shared_task(
+    name=queue.READ_CHECK,
+    soft_time_limit=settings.PROVENANCE_CHECK_SOFT_TIME_LIMIT,
+    time_limit=settings.PROVENANCE_CHECK_TIME_LIMIT,
+    **RETRIES,
+)
+def check_read_task(check_id: str) -> None:
+    """The reading of a check answered with its model-free verdict (reading "pending")."""
+    try:
+        services.check_read(check_id)
+    except SoftTimeLimitExceeded:
+        logger.warning("a check's reading exceeded its time limit; its verdict stands")
+        services.reading_skip(check_id)
+
+
 @worker_ready.connect
 @worker_process_init.connect
 def _warm_tokenizers(**_: Any) -> None:

@@ -22,7 +22,7 @@ from provenance.accounts.models import Team
 from provenance.accounts.selectors import oracle_tier, team_for_user
 from provenance.checks import selectors, services, tiers
 from provenance.checks.filters import CheckFilter
-from provenance.checks.models import Check, Status
+from provenance.checks.models import Check, Reading, Status
 from provenance.checks.services import deletion
 from provenance.errors import PayloadTooLarge, ProblemError
 from provenance.keys.selectors import GENRE_LABELS, exact_for, keys_visible_to
@@ -82,8 +82,8 @@ def _page_message(exc: ProblemError) -> str:
 def _check_from_form(request: AuthenticatedHttpRequest, text: str) -> Check:
     """A chosen file wins over the text box (the form offers both)."""
     upload = request.FILES.get("file")
-    if upload is None:
-        return services.check_create(user=request.user, text=text)
+    if upload is None:  # a short text gets its model-free verdict in the request
+        return services.check_create(user=request.user, text=text, inline=True)
     if (upload.size or 0) > settings.PROVENANCE_MAX_DOCUMENT_BYTES:
         limit = settings.PROVENANCE_MAX_DOCUMENT_BYTES
         message = gettext("%(file)s: the file is %(size)s bytes; the limit is %(limit)s")
@@ -119,6 +119,7 @@ def check_detail(request: AuthenticatedHttpRequest, check_id: uuid.UUID) -> Http
     context = {
         "check": check,
         "finished": finished,
+        "reading_pending": check.status == Status.DONE and check.reading == Reading.PENDING,
         "hypotheses": hypotheses,
         "best": best,
         "heatmap": shown,

@@ -156,7 +156,8 @@ def measure_rates(
 def measure_assisted(groups: list[KeyGroup], run: KeyCalibration) -> dict[str, Any]:
     """The model-assisted decision's false-positive rate, when the workers use it: each
     genre's ``PROVENANCE_CALIBRATION_ASSIST_TEXTS`` chunks (at most the run's texts; spread
-    over the genre like the model-free sample) checked with ``score_texts(assist=True)``, in
+    over the genre like the model-free sample) checked with ``score_texts(reading="read")``
+    (the adaptive decision: read where the model-free stage leaves a chunk undecided), in
     batches within the task's model budget so that the model reads every one. The sample is
     bounded because the model reads each token (about 30 tokens/s on a loaded CPU core):
     its interval is wider than the model-free one."""
@@ -164,10 +165,10 @@ def measure_assisted(groups: list[KeyGroup], run: KeyCalibration) -> dict[str, A
     wanted = min(settings.PROVENANCE_CALIBRATION_ASSIST_TEXTS, run.texts_per_genre)
     if budget == 0:
         return {"note": "model assistance is off (PROVENANCE_MODEL_ASSIST)"}
+    if wanted == 0:  # before the model is loaded: a run that reads nothing loads nothing
+        return {"note": "not requested (PROVENANCE_CALIBRATION_ASSIST_TEXTS=0)"}
     if assist_for(groups[0].tokenizer) is None:
         return {"note": "no model is registered for the key's tokenizer"}
-    if wanted == 0:
-        return {"note": "not requested (PROVENANCE_CALIBRATION_ASSIST_TEXTS=0)"}
     per_batch = max(1, budget // run.chunk_tokens)
     genres = {}
     for genre in GENRES:
@@ -175,8 +176,10 @@ def measure_assisted(groups: list[KeyGroup], run: KeyCalibration) -> dict[str, A
         results = []
         for start in range(0, len(texts), per_batch):
             batch = texts[start : start + per_batch]
-            results += score_texts(batch, groups, threshold=run.threshold, assist=True)
-        read = [r for r in results if r.hypotheses[0].detection.weighted is not None]
+            results += score_texts(batch, groups, threshold=run.threshold, reading="read")
+        # the adaptive decision as the workers make it: read where the model-free stage left
+        # the chunk undecided; a chunk due a reading the budget did not allow is left out
+        read = [r for r in results if r.reading != "skipped"]
         rate = clopper_pearson(sum(bool(r.is_watermarked) for r in read), len(read))
         genres[genre] = {
             "texts": rate.texts,

@@ -101,6 +101,7 @@ def _hypothesis(h: Hypothesis, basic: bool) -> dict[str, Any]:
         # the detector's decision for this hypothesis (before the family correction), the
         # test it rests on, and the model-assisted test's p when a model read the text
         "decision_log10_p": (_rounded(h.decision_log10_p) if basic else h.decision_log10_p),
+        "reading_reserved": h.reading_reserved,
         "decided_by": h.decided_by or None,
         "weighted_log10_p": _rounded(h.weighted_log10_p) if basic else h.weighted_log10_p,
     }
@@ -115,6 +116,8 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
     """The canonical report of a scored check (never a key value, never per-token data)."""
     if check.status != Status.DONE:
         raise Conflict(f"the check is {check.status}; a report needs a finished check")
+    if check.reading == "pending":  # a report carries only the final decision
+        raise Conflict("the check's reading is pending; a report needs its final decision")
     basic = tier != Team.OracleTier.AUDITOR
     rows = list(check.hypotheses.select_related("key", "tokenizer"))
     hypotheses = [_hypothesis(h, basic) for h in rows]

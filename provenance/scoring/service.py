@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,16 +28,15 @@ import numpy as np
 from django.conf import settings
 
 from detector.core.config import KeyConfig
-from detector.decision.decide import Decision, decide, decide_many
+from detector.decision.decide import Decision, decide
 from detector.decision.family import FamilyVerdict, TestedHypothesis, VerdictResult
-from detector.evidence.chart import cumulative_log10_p
+from detector.decision.text import TextGroup, decide_texts
 from detector.evidence.detection import Detection, Document
 from detector.evidence.localize import Localization
 from detector.text.ngrams import applied_hash
 from detector.text.tokenizers import Tokenizer as LoadedTokenizer
-from detector.text.tokenizers import load_tokenizer, offsets_of
+from detector.text.tokenizers import load_tokenizer
 
-CHART_POINTS = 80  # points of the cumulative-evidence chart; each costs one gamma tail
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
 # SmolLM2-135M reads about 30 tokens/s on one loaded CPU core, thousands per second on a GPU.
 ASSIST_TOKENS_CPU = 2048
@@ -94,6 +94,9 @@ class HypothesisResult:
     key: Any  # provenance.keys.models.WatermarkKey
     tokenizer: Any  # provenance.keys.models.Tokenizer
     hypothesis: TestedHypothesis
+    # The reading stage's share of the level was set aside for it (its text was or may be
+    # read): its decision p-value is the model-free one over 1 - READING_SHARE.
+    reading_reserved: bool = False
     # Content hash of the n-gram table that filtered its scored tokens; "" when none applied.
     ngram_table: str = ""
     # The key's measured false-positive rate when scored (None: not calibrated then).
@@ -142,6 +145,11 @@ class TextResult(VerdictResult):
         return None if self.best is None else self.hypotheses[self.best].measured_fpr
 
     spans: tuple[dict[str, Any], ...] = ()  # every hypothesis's accepted spans, in text order
+    # The text's reading: "none" (not needed or not possible), "pending" (undecided, a
+    # worker reads it), "done" (read: the reading stage decided), "skipped" (due and not
+    # taken: a budget, or the model could not be loaded; the model-free verdict stands).
+    reading: str = "none"
+    read_seconds: float = 0.0  # what its reading took (0 without one)
 
 
 def tokenizer_load(tokenizer: Tokenizer) -> LoadedTokenizer:
@@ -155,24 +163,23 @@ def tokenizer_load(tokenizer: Tokenizer) -> LoadedTokenizer:
     return loaded
 
 
-def _document(ids: Any, group: KeyGroup, reading: Any = None) -> Document:
-    """Group ``group``'s document of one text (``reading``: its model's ``ModelReading``, E[s]
-    and observed scores per token); the tokenizer's n-gram table, when it has one, leaves
-    pairs common in human text unscored."""
+def _document(ids: Any, group: KeyGroup) -> Document:
+    """Group ``group``'s document of one text (a stream's token ids, no reading); the
+    tokenizer's n-gram table, when it has one, leaves pairs common in human text unscored."""
     return Document(
         ids,
         group.configs,
-        expected_scores=None if reading is None else reading.expected,
         tokens_needed=group.tokens_needed or None,
         ngrams=group.loaded.ngram_table,
-        observed_scores=None if reading is None else reading.observed,
     )
 
 
 def assist_budget() -> int:
     """Tokens one task may read with assisting models (``PROVENANCE_ASSIST_MAX_TOKENS``;
     0 = 2,048 on the CPU, 1,000,000 on CUDA); 0 when model assistance is off
-    (``PROVENANCE_MODEL_ASSIST`` 0, or "auto" without a CUDA device)."""
+    (``PROVENANCE_MODEL_ASSIST`` 0, or "auto" without a CUDA device). With it on
+    ("adaptive", the default) a worker reads only the texts the model-free decision left
+    undecided (``detector.decision.text.decide_texts``)."""
     mode = settings.PROVENANCE_MODEL_ASSIST
     if not mode:
         return 0
@@ -186,22 +193,24 @@ def assist_budget() -> int:
     return ASSIST_TOKENS_GPU if gpu else ASSIST_TOKENS_CPU
 
 
+def reading_on(groups: list[KeyGroup]) -> bool:
+    """Whether a check under ``groups`` may be read on a worker: model assistance is on and a
+    group's tokenizer has a registered model. Such a check's model-free decision sets the
+    reading's share of the threshold aside (``detector.decision.rule.READING_SHARE``)."""
+    return assist_budget() > 0 and any(g.tokenizer.model_path for g in groups)
+
+
 def assist_for(tokenizer: Tokenizer) -> Any:
-    """The tokenizer's model (``detector.reading.model.ModelAssist``, or its ONNX Runtime twin
-    ``detector.reading.ort.OrtAssist`` under ``PROVENANCE_ASSIST_RUNTIME=onnxruntime`` on a
-    worker without CUDA; loaded once per process), or None: no model registered, or it cannot
-    be loaded (then the Gamma test decides alone)."""
+    """The tokenizer's reading, loaded once per process: the one ``PROVENANCE_READING``
+    names (``detector.reading.choice``; torch on a CUDA worker), or None: no model
+    registered, or it cannot be loaded (then the model-free stage's verdict stands)."""
     if not tokenizer.model_path:
         return None
-    from detector.core.scoring import cuda_available
-    from detector.reading.model import ModelDirError, load_assist
-    from detector.reading.ort import OrtUnavailable, load_ort_assist
+    from detector.reading.choice import ReadingUnavailable, load_reading
 
-    ort = settings.PROVENANCE_ASSIST_RUNTIME == "onnxruntime" and not cuda_available()
     try:
-        path = str(model_dir_of(tokenizer.model_path))
-        return load_ort_assist(path) if ort else load_assist(path)
-    except (ModelDirError, OrtUnavailable, OSError, ValueError) as exc:
+        return load_reading(str(model_dir_of(tokenizer.model_path)), settings.PROVENANCE_READING)
+    except (ReadingUnavailable, OSError, ValueError) as exc:
         logger.warning("model of tokenizer %r not loaded: %s", tokenizer.name, exc)
         return None
 
@@ -216,27 +225,21 @@ def model_dir_of(model_path: str) -> Path:
     return Path(model_path).expanduser()
 
 
-def expected_scores(
-    ids: list[list[np.ndarray]], groups: list[KeyGroup], budget: int
-) -> list[list[Any]]:
-    """``out[t][g]``: the model's reading (``detector.reading.model.ModelReading``: ``E[s]`` and
-    the observed score per token) of text t under group g's tokenizer, or None (no model, or
-    beyond this task's ``budget`` of tokens: texts are taken in order, one batched read per
-    model). Which texts get the model depends on their lengths only."""
-    out: list[list[Any]] = [[None] * len(groups) for _ in ids]
-    for g, group in enumerate(groups):
-        assist = assist_for(group.tokenizer) if budget > 0 else None
-        if assist is None:
-            continue
-        chosen, used = [], 0
-        for t, per in enumerate(ids):
-            if used + len(per[g]) <= budget:
-                chosen.append(t)
-                used += len(per[g])
-        found = assist.read([ids[t][g] for t in chosen]) if chosen else []
-        for t, e in zip(chosen, found, strict=True):
-            out[t][g] = e
-    return out
+def _text_groups(groups: list[KeyGroup], reading: str) -> list[TextGroup]:
+    """The detector's view of the prepared groups: a reader for each group whose tokenizer
+    has a model, when this call may read (``reading`` other than "never", assistance on)."""
+    on = reading != "never" and assist_budget() > 0
+    return [
+        TextGroup(
+            tokenizer=g.loaded,
+            configs=g.configs,
+            tokens_needed=g.tokens_needed or None,
+            reader=functools.partial(assist_for, g.tokenizer)
+            if on and g.tokenizer.model_path
+            else None,
+        )
+        for g in groups
+    ]
 
 
 def score_text(
@@ -245,65 +248,77 @@ def score_text(
     *,
     threshold: float,
     with_tokens: bool = True,
-    assist: bool = False,
+    reading: str = "never",
 ) -> TextResult:
-    """Test ``text`` under every prepared key: one document per tokenizer, one detector
-    verdict over all their hypotheses (Holm). ``assist``: tokenizers with a registered model
-    also run the weighted test (workers only: a forward pass is too slow for a request)."""
+    """Test ``text`` under every prepared key: one call into the detector
+    (``detector.decision.text.decide_texts``: tokenize once per tokenizer, the model-free
+    stage, a reading where it left the text undecided, the reading stage, the heatmap).
+    ``reading``: "never" (no reading: public verification, streams), "defer" (a request: the
+    model-free stage, an undecided text answers ``reading`` "pending" for a worker to
+    read), "read" (a worker: read where undecided, within ``PROVENANCE_ASSIST_MAX_TOKENS``)."""
     start = time.perf_counter()
-    encoded = [group.loaded.encode_lazy(text) for group in groups]  # (ids, encoding)
-    budget = assist_budget() if assist else 0
-    (expected,) = expected_scores([[ids for ids, _ in encoded]], groups, budget)
-    docs = [
-        _document(ids, group, e)
-        for (ids, _), group, e in zip(encoded, groups, expected, strict=True)
-    ]
-    decision = decide(
-        docs,
+    tokens = assist_budget()
+    (outcome,) = decide_texts(
+        [text],
+        _text_groups(groups, reading),
         names=_names(groups),
         threshold=threshold,
-        offsets=[functools.partial(offsets_of, encoding) for _, encoding in encoded],
+        reading=reading,
+        allow_read=lambda _t, n: n <= tokens,
+        heatmap=with_tokens,
     )
-    result = _result(decision, groups)
-    if with_tokens and result.best is not None:
-        g, pos = _position(groups, result.best)
-        # Offsets only for the heatmap's tokenizer: the other groups never pay for them.
-        offsets = offsets_of(encoded[g][1])
-        tokens = heatmap_data(
-            result.hypotheses[result.best].detection, offsets, groups[g].configs[pos]
-        )
-        result = replace(result, token_data=tokens)
+    result = _result(outcome.decision, groups)
+    result = replace(
+        result,
+        token_data=outcome.heatmap,
+        reading=outcome.reading,
+        read_seconds=outcome.read_seconds,
+    )
     return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
 
 
 def score_texts(
-    texts: list[str], groups: list[KeyGroup], *, threshold: float, assist: bool = False
+    texts: list[str],
+    groups: list[KeyGroup],
+    *,
+    threshold: float,
+    reading: str = "never",
+    allow_read: Callable[[int, int], bool] | None = None,
 ) -> list[TextResult]:
     """The audit path: like ``score_text`` for many texts (no heatmaps), every (text,
-    tokenizer) document in one ``detect_batch`` call: one kernel launch per distinct
-    (width, algorithm, alpha) on CUDA, the same numpy path as ``detect_text`` on the CPU.
-    ``assist``: as for ``score_text``, every model reading its texts in one batched call."""
+    tokenizer) document in one ``detect_batch`` call per stage: one kernel launch per
+    distinct (width, algorithm, alpha) on CUDA, the same numpy path as ``detect_text`` on
+    the CPU. ``reading`` "read": the texts the model-free stage left undecided are read, in
+    order, within this task's token budget (``PROVENANCE_ASSIST_MAX_TOKENS``) and as far as
+    ``allow_read(t, tokens)`` allows (an audit's daily reading budget); the others keep
+    their model-free verdict (``reading`` "skipped")."""
     start = time.perf_counter()
-    # One tokenization per (text, tokenizer); its encoding is kept so that the character
-    # offsets of the texts where a span is found come without tokenizing them again.
-    encoded = [[g.loaded.encode_lazy(text) for g in groups] for text in texts]
-    budget = assist_budget() if assist else 0
-    expected = expected_scores([[ids for ids, _ in per] for per in encoded], groups, budget)
-    texts_docs = [
-        [_document(ids, g, e) for (ids, _), g, e in zip(per, groups, per_e, strict=True)]
-        for per, per_e in zip(encoded, expected, strict=True)
-    ]
-    # One detect_batch call and the scan's first windows in one batched pass; the offsets
-    # only for the texts where a span was found.
-    decisions = decide_many(
-        texts_docs,
+    budget = [assist_budget()]
+
+    def allow(t: int, n: int) -> bool:
+        if n > budget[0] or (allow_read is not None and not allow_read(t, n)):
+            return False
+        budget[0] -= n
+        return True
+
+    outcomes = decide_texts(
+        texts,
+        _text_groups(groups, reading),
         names=_names(groups),
         threshold=threshold,
-        offsets=[[functools.partial(offsets_of, enc) for _, enc in per] for per in encoded],
+        reading=reading,
+        allow_read=allow,
     )
-    results = [_result(decision, groups) for decision in decisions]
     each_ms = (time.perf_counter() - start) * 1000.0 / max(len(texts), 1)
-    return [replace(result, elapsed_ms=each_ms) for result in results]
+    return [
+        replace(
+            _result(o.decision, groups),
+            elapsed_ms=each_ms,
+            reading=o.reading,
+            read_seconds=o.read_seconds,
+        )
+        for o in outcomes
+    ]
 
 
 def score_ids(ids: Any, groups: list[KeyGroup], *, threshold: float) -> TextResult:
@@ -324,15 +339,6 @@ def score_ids(ids: Any, groups: list[KeyGroup], *, threshold: float) -> TextResu
     return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
 
 
-def _position(groups: list[KeyGroup], index: int) -> tuple[int, int]:
-    """(group, position in the group) of the family's hypothesis ``index``."""
-    for g, group in enumerate(groups):
-        if index < len(group.configs):
-            return g, index
-        index -= len(group.configs)
-    raise IndexError(index)
-
-
 def _names(groups: list[KeyGroup]) -> list[str | None]:
     return [key.name for group in groups for key in group.keys]
 
@@ -346,10 +352,13 @@ def _result(decision: Decision, groups: list[KeyGroup]) -> TextResult:
         for group in groups
         for i in range(len(group.keys))
     ]
+    reserved = decision.reserved or (False,) * len(rows)
     hypotheses = tuple(
-        HypothesisResult(key, tokenizer, h, table, fpr)
-        for (key, tokenizer), h, table, fpr in zip(
-            rows, decision.hypotheses, tables, fprs, strict=True
+        HypothesisResult(
+            key, tokenizer, h, ngram_table=table, measured_fpr=fpr, reading_reserved=held
+        )
+        for (key, tokenizer), h, table, fpr, held in zip(
+            rows, decision.hypotheses, tables, fprs, reserved, strict=True
         )
     )
     spans = tuple(
@@ -380,16 +389,3 @@ def _result(decision: Decision, groups: list[KeyGroup]) -> TextResult:
 def _table_hash(group: KeyGroup, config: KeyConfig) -> str:
     """The n-gram table ``_document`` gave this key's hypothesis, by content hash ("" none)."""
     return applied_hash(group.loaded.ngram_table, config.context_width) or ""
-
-
-def heatmap_data(detection: Detection, offsets: np.ndarray, config: KeyConfig) -> dict[str, Any]:
-    """Per-token scores with character offsets, plus the cumulative evidence along the text."""
-    return {
-        "context_width": config.context_width,
-        "offsets": offsets.astype(int).tolist(),
-        "scores": [round(float(s), 4) for s in detection.token_scores],
-        "scored": [bool(m) for m in detection.scored_mask],
-        "chart": [
-            [i, round(lp, 3)] for i, lp in cumulative_log10_p(detection, config, CHART_POINTS)
-        ],
-    }

@@ -14,7 +14,7 @@ from django.utils import timezone
 from provenance.audits.extraction import audit_extract_enqueue, audits_lost
 from provenance.audits.services import audit_enqueue
 from provenance.checks import queue
-from provenance.checks.models import Check, Status
+from provenance.checks.models import Check, Reading, Status
 from provenance.checks.services.checks import check_enqueue
 from provenance.checks.services.claims import checks_release_dead
 from provenance.heartbeats.services import workers_reap
@@ -38,7 +38,11 @@ def checks_sweep(
     - running checks with no worker recorded, older than ``running_after`` (default
       PROVENANCE_SWEEP_RUNNING_AFTER, above every task's hard time limit);
     - audits whose uploaded files no task will read (``extraction.audits_lost``), counted
-      with the lost checks.
+      with the lost checks;
+    - readings still pending ``pending_after`` seconds after their check's model-free
+      answer while nothing waits in the broker's queue (a lost publish, Redis restarted
+      empty, a worker that died reading): published again (a second delivery stores
+      nothing).
 
     Claims make a spurious re-queue cost a lookup, never a second result."""
     reaped = workers_reap(dead_after or settings.PROVENANCE_WORKER_DEAD_AFTER)
@@ -55,6 +59,8 @@ def checks_sweep(
     stuck = Check.objects.filter(lost).order_by("audit_id", "position")
     rows = list(stuck.values_list("id", "audit_id"))
     queued = _requeue(rows)
+    if backlog == 0:
+        queued += _readings_requeue(now - timedelta(seconds=pending_after))
     unread = audits_lost(pending_after, backlog)  # uploaded files no task will read
     queued += audit_extract_enqueue(unread) if unread else 0
     if rows or reaped or unread:
@@ -66,6 +72,14 @@ def checks_sweep(
             *(reaped, len(rows), len(unread), queued, backlog),
         )
     return {"dead_workers": reaped, "stuck": len(rows) + len(unread), "queued": queued}
+
+
+def _readings_requeue(before: Any) -> int:
+    """Publish again the readings of checks answered before ``before`` and still pending."""
+    ids = Check.objects.filter(
+        status=Status.DONE, reading=Reading.PENDING, finished_at__lt=before
+    ).values_list("id", flat=True)
+    return sum(bool(queue.publish(queue.READ_CHECK, str(cid))) for cid in ids)
 
 
 def _requeue(rows: list[tuple[Any, Any]]) -> int:

@@ -108,9 +108,11 @@ def test_every_surface_answers_the_librarys_decision(
         cli = json.loads(capsys.readouterr().out)
         _same(name, cli, ref)
         assert cli["decided_by"] == ref.decided_by
-        # /detect (vLLM's request and fields, the decision's p at the top level)
+        # /detect (vLLM's request and fields: upstream's Gamma p under upstream's name, the
+        # decision's p beside it)
         detect = alice.post("/detect", {"text": text}, format="json").json()
-        _same(name, detect, ref)
+        _same(name, detect, ref, p_field="decision_p_value")
+        assert detect["p_value"] == ref.hypotheses[0].detection.vllm_p_value, name
         assert detect["decided_by"] == ref.decided_by and _answer_spans(detect["spans"]) == _spans(
             ref
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -238,15 +239,25 @@ def test_json_log_lines_and_the_metrics_settings_fail_loudly_or_apply():
     assert line["levelname"] == "WARNING" and line["name"] == "provenance.test"
 
 
-def test_the_reading_runtime_is_one_of_those_the_worker_knows():
-    assert "PROVENANCE_ASSIST_RUNTIME must be torch or onnxruntime" in _import_settings(
-        PROVENANCE_ASSIST_RUNTIME="tensorrt"
+def test_the_reading_is_one_of_those_the_worker_knows():
+    assert "PROVENANCE_READING must be ort-f32 or torch-f32 or ort-int8" in _import_settings(
+        PROVENANCE_READING="tensorrt"
     )
-    assert _import_settings(PROVENANCE_ASSIST_RUNTIME="ONNXRuntime") == ""
+    assert _import_settings(PROVENANCE_READING="TORCH-F32") == ""
+
+
+def test_model_assistance_is_adaptive_unless_turned_off():
+    assert _import_settings(PROVENANCE_MODEL_ASSIST="adaptive") == ""
+    for raw, expected in (("", "adaptive"), ("1", "adaptive"), ("auto", "auto"), ("0", False)):
+        os.environ["PV_ASSIST_MODE"] = raw
+        try:
+            assert project.env_model_assist("PV_ASSIST_MODE") == expected
+        finally:
+            del os.environ["PV_ASSIST_MODE"]
 
 
 def test_the_product_settings_are_what_the_environment_module_reads():
     assert product.DATA_DIR == project.data_dir()
-    assert product.PROVENANCE_ASSIST_RUNTIME == project.env_choice(
-        "PROVENANCE_ASSIST_RUNTIME", ("torch", "onnxruntime")
+    assert product.PROVENANCE_READING == project.env_choice(
+        "PROVENANCE_READING", ("ort-f32", "torch-f32", "ort-int8")
     )

@@ -39,7 +39,7 @@ from provenance.checks.api.base import (
 )
 from provenance.checks.fields import HYPOTHESIS_FIELDS
 from provenance.checks.filters import CheckFilter
-from provenance.checks.models import Check, Hypothesis, Status, Surface
+from provenance.checks.models import Check, Hypothesis, Reading, Status, Surface
 from provenance.checks.services.deletion import check_delete
 
 
@@ -74,6 +74,7 @@ class CheckSummaryOutput(OutputOnce):
             "p_value",
             "log10_p",
             "decided_by",
+            "reading",
             "correction",
             "num_hypotheses",
             "num_tokens",
@@ -255,11 +256,24 @@ class CheckDetailApi(TieredApi):
         parameters=[
             OpenApiParameter(
                 "tokens", bool, description="1: add the per-token data (heatmap); large"
-            )
+            ),
+            OpenApiParameter(
+                "wait",
+                float,
+                description="seconds (at most PROVENANCE_MAX_WAIT) to wait for the final "
+                "answer: the check done or failed and its reading not pending; answered as "
+                "it stands when the time is up",
+            ),
         ],
     )
     def get(self, request: AuthenticatedRequest, check_id: uuid.UUID) -> Response:
         check = selectors.check_get(request.user, check_id)
+        wait = wait_seconds(request)
+        if wait > 0 and (check.status not in FINISHED or check.reading == Reading.PENDING):
+            with waiting_slot(request.user, wait) as granted:
+                if granted > 0:
+                    selectors.check_finished(check.id, within=granted, final=True)
+            check = selectors.check_get(request.user, check.id)
         if request.query_params.get("tokens") in ("1", "true"):
             return Response(CheckTokensOutput(check).data)
         return Response(CheckDetailOutput(check).data)

@@ -29,10 +29,21 @@ class DetectApi(TieredApi):
 
     @extend_schema_serializer(component_name="DetectOutput")
     class OutputSerializer(serializers.Serializer):
-        score = serializers.FloatField()
-        p_value = serializers.FloatField()
-        num_scored_tokens = serializers.IntegerField()
-        is_watermarked = serializers.BooleanField()
+        score = serializers.FloatField(
+            help_text="upstream's: the best key's sum of scores over every de-duplicated token"
+        )
+        p_value = serializers.FloatField(
+            help_text="upstream's: the best key's Gamma p-value over every de-duplicated "
+            "token, neither scan-corrected nor family-corrected (decision_p_value decides)"
+        )
+        num_scored_tokens = serializers.IntegerField(help_text="upstream's: de-duplicated tokens")
+        is_watermarked = serializers.BooleanField(help_text="the decision's")
+        decision_p_value = serializers.FloatField(
+            help_text="the decision's p-value: span scan, model reading and family corrected"
+        )
+        reading = serializers.CharField(
+            help_text="none: answered without a model's reading (this route never reads)"
+        )
         verdict = serializers.ChoiceField(choices=Verdict.choices)
         verdict_reason = serializers.CharField()
         verdict_tokens_needed = serializers.IntegerField(
@@ -68,11 +79,15 @@ class DetectApi(TieredApi):
 
 def _detect_body(result: Any) -> dict[str, Any]:
     best = result.hypotheses[result.best] if result.best is not None else None
+    d = best.detection if best else None
     return {
-        "score": best.detection.score if best else 0.0,
-        "p_value": result.p_value,
-        "num_scored_tokens": best.detection.num_scored_tokens if best else 0,
+        # upstream vLLM's example server's figures, as it computes them (one key)
+        "score": d.vllm_score if d else 0.0,
+        "p_value": d.vllm_p_value if d else 1.0,
+        "num_scored_tokens": d.vllm_num_scored_tokens if d else 0,
         "is_watermarked": result.is_watermarked,
+        "decision_p_value": result.p_value,
+        "reading": result.reading,
         "verdict": result.verdict,
         "verdict_reason": result.verdict_reason,
         "verdict_tokens_needed": result.tokens_needed,

@@ -18,7 +18,14 @@ Reads live in ``provenance.checks.selectors``. Services publish tasks by name th
 
 from __future__ import annotations
 
-from provenance.checks.services.checks import check_create, check_enqueue, check_score, detect_now
+from provenance.checks.services.checks import (
+    check_create,
+    check_enqueue,
+    check_read,
+    check_score,
+    detect_now,
+    reading_skip,
+)
 from provenance.checks.services.extraction import check_document_create
 from provenance.checks.services.results import check_fail, results_store
 from provenance.checks.services.validation import (
@@ -35,9 +42,11 @@ __all__ = [
     "check_document_create",
     "check_enqueue",
     "check_fail",
+    "check_read",
     "check_score",
     "detect_now",
     "document_extract",
+    "reading_skip",
     "refusal_problem",
     "results_store",
     "text_validate",

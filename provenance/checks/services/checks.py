@@ -16,13 +16,14 @@ from django.utils import timezone
 
 from provenance.checks import bulk, queue, wake
 from provenance.checks.bulk import prefetched
-from provenance.checks.models import Check, Status, Surface
+from provenance.checks.models import Check, Reading, Status, Surface
 from provenance.checks.services.claims import checks_claim
 from provenance.checks.services.extraction import check_text_read
 from provenance.checks.services.results import (
     check_fail,
     hypotheses_prepare,
     keys_for_scoring,
+    reading_store,
     result_values,
     results_store,
 )
@@ -30,7 +31,7 @@ from provenance.checks.services.validation import team_required, text_validate
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import keys_for_check, prepare_keys
-from provenance.scoring.service import ScoringError, TextResult, assist_budget, score_text
+from provenance.scoring.service import ScoringError, TextResult, score_text
 from provenance.usage.models import DetectionLog
 from provenance.usage.services import (
     detection_log_create,
@@ -53,18 +54,20 @@ def check_create(
     nothing. With the broker down the check is kept as pending (``queued_at`` stays empty)
     for the sweeper.
 
-    ``inline``: a text of at most PROVENANCE_INLINE_MAX_BYTES whose keys' tokenizers have no
-    assisting model (or assistance is off) is scored here, with the same scoring as the
-    worker's, before anything is stored, then stored done (or failed) with its
-    results in the one transaction that takes the quota and logs the request: nothing is
-    queued, no claim is needed (no one else sees the row before it is done), and a process
-    that dies meanwhile leaves nothing behind. ``surface``: the page or the API (metrics)."""
+    ``inline``: a text of at most PROVENANCE_INLINE_MAX_BYTES is scored here, with the same
+    scoring as the worker's model-free stage, before anything is stored, then stored done (or
+    failed) with its results in the one transaction that takes the quota and logs the
+    request: no claim is needed (no one else sees the row before it is done), and a process
+    that dies meanwhile leaves nothing behind. A text that stage leaves undecided where a
+    reading is possible is stored with reading "pending" and its reading published for a
+    worker (``check_read``), which stores the final decision. ``surface``: the page or the API
+    (metrics)."""
     team = team_required(user)
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
     scored, started = None, timezone.now()
     small = len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES
-    if inline and small and not _model_assisted(keys):
+    if inline and small:
         scored = _score_inline(text, keys)
     check = Check(
         team=team,
@@ -101,6 +104,8 @@ def check_create(
         inserts.run()
         if scored is None:
             transaction.on_commit(lambda: queue.check_publish(check))
+        elif _done(scored) and scored.reading == "pending":
+            transaction.on_commit(lambda: queue.reading_publish(check))
     if hypotheses is not None:  # the answer is built from what was written, not read back
         prefetched(check, "hypotheses", hypotheses)
     return check
@@ -120,18 +125,12 @@ def _done(scored: TextResult | ScoringError | None) -> TypeGuard[TextResult]:
     return isinstance(scored, TextResult)
 
 
-def _model_assisted(keys: list[WatermarkKey]) -> bool:
-    """Whether a worker would also run a model-assisted test on this check (a tokenizer with
-    a registered model, assistance on): a forward pass is worker work, so such a check is
-    never scored inline (its stored result would differ from the worker's)."""
-    return any(key.tokenizer.model_path for key in keys) and assist_budget() > 0
-
-
 def _score_inline(text: str, keys: list[WatermarkKey]) -> TextResult | ScoringError:
-    """What ``check_score`` computes for a check of ``text``, or why it fails it."""
+    """The model-free stage of what ``check_score`` computes for a check of ``text`` (the
+    reading deferred to a worker: ``reading`` "pending" where it is due), or why it fails."""
     try:
         groups = prepare_keys(keys)
-        return score_text(text, groups, threshold=settings.PROVENANCE_THRESHOLD)
+        return score_text(text, groups, threshold=settings.PROVENANCE_THRESHOLD, reading="defer")
     except ScoringError as exc:
         return exc
 
@@ -157,13 +156,51 @@ def check_score(check_id: Any, claim: str = "") -> None:
         return
     try:
         groups = prepare_keys(keys_for_scoring(check.key_ids))
-        result = score_text(check.text, groups, threshold=check.threshold, assist=True)
+        result = score_text(check.text, groups, threshold=check.threshold, reading="read")
     except ScoringError as exc:
         check_fail(check_id, str(exc))
         wake.finished([check_id])
         return
     results_store([(check, result)], claim)
     wake.finished([check_id])  # the request waiting for it (?wait=) reads it now
+
+
+def check_read(check_id: Any) -> None:
+    """The reading of a check stored with its model-free verdict and reading "pending" (the
+    task body): the same decision again, now reading the text where the model-free stage
+    left it undecided (``score_text(..., reading="read")``), stored in place of the
+    model-free one (``reading_store``), and the waiting requests woken. A check no longer
+    pending (read by another delivery, deleted) is left as it is."""
+    check = (
+        Check.objects.filter(id=check_id, status=Status.DONE, reading=Reading.PENDING)
+        .only("id", "text", "key_ids", "threshold")
+        .first()
+    )
+    if check is None:
+        return
+    try:
+        groups = prepare_keys(keys_for_scoring(check.key_ids))
+        if not check.text:
+            raise ScoringError("the text was removed before its reading")
+        result = score_text(check.text, groups, threshold=check.threshold, reading="read")
+    except ScoringError:
+        reading_skip(check_id)
+        return
+    if result.reading != Reading.DONE:
+        # not read here (this worker has no reading, or its budget is spent): the stored
+        # model-free verdict stands, marked as such, rather than a decision made without the
+        # reading's share set aside
+        reading_skip(check_id)
+        return
+    reading_store(check, result)
+    wake.finished([check_id])
+
+
+def reading_skip(check_id: Any) -> None:
+    """A pending reading that cannot be taken (its keys were deleted, its text purged, its
+    task ran out of time): the model-free verdict stands, marked as such ("skipped")."""
+    Check.objects.filter(id=check_id, reading=Reading.PENDING).update(reading=Reading.SKIPPED)
+    wake.finished([check_id])
 
 
 def detect_now(*, user: User, text: Any) -> TextResult:

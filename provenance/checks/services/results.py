@@ -79,6 +79,27 @@ def results_store(pairs: list[tuple[Check, TextResult]], claim: str) -> int:
     return len(fresh)
 
 
+def reading_store(check: Check, result: TextResult) -> bool:
+    """Store a check's final decision after its reading (``result``: the worker's decision,
+    reading "done" or "skipped") in place of the model-free stage's, if the check still waits
+    for it (reading "pending"): one transaction, the row locked, its hypotheses replaced.
+    Returns whether it was stored (a second delivery of the same reading stores nothing)."""
+    with transaction.atomic():
+        waiting = (
+            Check.objects.select_for_update()
+            .filter(id=check.id, status=Status.DONE, reading="pending")
+            .values_list("purged_at", flat=True)
+        )
+        found = list(waiting)
+        if not found:
+            return False
+        Hypothesis.objects.filter(check_run_id=check.id).delete()
+        results_write([(check, result)])
+        if found[0] is not None:
+            purged_cleanup([check.id])
+    return True
+
+
 def check_fail(check_id: Any, reason: str) -> None:
     """Fail a check that is not done; a document it was staged with goes too (a task that
     failed or ran out of time while reading it)."""
@@ -136,6 +157,8 @@ def result_values(result: TextResult, now: datetime) -> dict[str, Any]:
         "best_index": result.best,
         "correction": result.family.correction,
         "decided_by": result.decided_by,
+        "reading": result.reading,
+        "reading_ms": result.read_seconds * 1000.0 if result.reading == "done" else None,
         "key_measured_fpr": result.key_measured_fpr,
         "token_data": result.token_data,
         "heatmap_compact": heatmap.compact(result.token_data),
@@ -162,6 +185,8 @@ RESULT_FIELDS = [
     "best_index",
     "correction",
     "decided_by",
+    "reading",
+    "reading_ms",
     "key_measured_fpr",
     "token_data",
     "heatmap_compact",
@@ -203,4 +228,5 @@ def hypothesis_values(check: Check, h: HypothesisResult) -> dict[str, Any]:
         "weighted_suspected": None if d.weighted is None else d.weighted.num_suspected,
         "decided_by": h.decided_by,
         "ngram_table": h.ngram_table,
+        "reading_reserved": h.reading_reserved,
     }

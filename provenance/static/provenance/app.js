@@ -2,11 +2,44 @@
 (function () {
   "use strict";
 
+  // A check answered with its model-free verdict while the model reads it (reading
+  // "pending"): wait on its API for the final answer (?wait= wakes when the reading is
+  // stored), then swap in the page's new content, without a reload.
+  function awaitReading(box) {
+    var url = box.dataset.poll + "?wait=20";
+    var tick = function () {
+      fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (body) {
+          if (body && body.reading !== "pending") {
+            return fetch(window.location.href, { credentials: "same-origin" })
+              .then(function (r) { return r.text(); })
+              .then(function (html) {
+                var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("main");
+                var main = document.querySelector("main");
+                if (!fresh || !main) { window.location.reload(); return; }
+                main.innerHTML = fresh.innerHTML;
+                heatmap();
+                printButtons();
+                pollCheck();
+              });
+          }
+          setTimeout(tick, body ? 50 : 1000);
+        })
+        .catch(function () { setTimeout(tick, 1000); });
+    };
+    tick();
+  }
+
   // While a check is scoring, poll its API and reload as soon as it finishes (faster
   // than the <meta refresh> fallback, which this cancels by reloading first).
   function pollCheck() {
     var box = document.getElementById("check-status");
     if (!box || !box.dataset.poll) return;
+    if (box.dataset.status === "done" && box.dataset.reading === "pending") {
+      awaitReading(box);
+      return;
+    }
     var url = box.dataset.poll;
     var tick = function () {
       fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })

@@ -337,9 +337,13 @@ def test_with_model_assistance_the_assisted_decision_is_measured_as_the_workers_
         assert measured["texts"] == 2 and measured["ci_low"] <= measured["rate"]
         texts = list(calibration.corpus(groups[0].loaded, genre, 2).texts)
         again = [
-            scoring.score_texts([t], groups, threshold=run.threshold, assist=True)[0] for t in texts
-        ]
-        assert all(r.hypotheses[0].detection.weighted is not None for r in again)
+            scoring.score_texts([t], groups, threshold=run.threshold, reading="read")[0]
+            for t in texts
+        ]  # the adaptive decision: read where the model-free stage left the chunk undecided
+        assert all(r.reading in ("none", "done") for r in again)
+        assert all(
+            (r.hypotheses[0].detection.weighted is not None) == (r.reading == "done") for r in again
+        )
         assert measured["flagged"] == sum(r.is_watermarked for r in again)
     client.force_login(cast["bob"])
     page = client.get("/keys/").content.decode()

@@ -90,14 +90,15 @@ def test_the_admin_shows_a_bad_model_path_as_a_form_error(db, admin_client, tmp_
 
 @pytest.mark.model
 def test_the_worker_path_runs_the_weighted_test_and_the_request_path_does_not(
-    alice_key, wm_text, settings
+    alice_key, human_text, settings
 ):
     settings.PROVENANCE_MODEL_ASSIST = True
     tokenizer_model_set(alice_key.tokenizer, EMBEDDED_MODEL)
     alice_key.refresh_from_db()
     groups = prepare_keys([alice_key])
-    assisted = score_text(wm_text, groups, threshold=0.01, assist=True)
-    plain = score_text(wm_text, groups, threshold=0.01)
+    assisted = score_text(human_text, groups, threshold=0.01, reading="read")
+    plain = score_text(human_text, groups, threshold=0.01, reading="defer")
+    assert (plain.reading, assisted.reading) == ("pending", "done")  # undecided without it
     (h,) = assisted.hypotheses
     assert h.detection.weighted is not None and plain.hypotheses[0].detection.weighted is None
     assert h.detection.log10_p == plain.hypotheses[0].detection.log10_p  # Gamma unchanged
@@ -112,20 +113,21 @@ def test_the_worker_path_runs_the_weighted_test_and_the_request_path_does_not(
 
 
 @pytest.mark.model
-def test_the_onnxruntime_reading_decides_as_the_torch_reading(alice_key, wm_text, settings):
+def test_the_onnxruntime_reading_decides_as_the_torch_reading(alice_key, human_text, settings):
     from detector.reading.model import ModelAssist
     from detector.reading.ort import OrtAssist
     from provenance.scoring.service import assist_for
 
     settings.PROVENANCE_MODEL_ASSIST = True
+    settings.PROVENANCE_READING = "torch-f32"
     tokenizer_model_set(alice_key.tokenizer, EMBEDDED_MODEL)
     alice_key.refresh_from_db()
     groups = prepare_keys([alice_key])
-    torch_result = score_text(wm_text, groups, threshold=0.01, assist=True)
+    torch_result = score_text(human_text, groups, threshold=0.01, reading="read")
     assert type(assist_for(alice_key.tokenizer)) is ModelAssist
-    settings.PROVENANCE_ASSIST_RUNTIME = "onnxruntime"
+    settings.PROVENANCE_READING = "ort-f32"
     assert isinstance(assist_for(alice_key.tokenizer), OrtAssist)
-    ort_result = score_text(wm_text, groups, threshold=0.01, assist=True)
+    ort_result = score_text(human_text, groups, threshold=0.01, reading="read")
     (t,), (o,) = torch_result.hypotheses, ort_result.hypotheses
     assert o.detection.weighted is not None and t.detection.weighted is not None
     assert o.detection.weighted.log10_p == pytest.approx(t.detection.weighted.log10_p, abs=0.02)
@@ -137,13 +139,14 @@ def test_the_onnxruntime_reading_decides_as_the_torch_reading(alice_key, wm_text
 
 
 @pytest.mark.model
-def test_texts_past_the_token_budget_get_the_gamma_test_alone(alice_key, wm_text, settings):
+def test_texts_past_the_token_budget_get_the_gamma_test_alone(alice_key, human_text, settings):
     settings.PROVENANCE_MODEL_ASSIST = True
     settings.PROVENANCE_ASSIST_MAX_TOKENS = 10
     tokenizer_model_set(alice_key.tokenizer, EMBEDDED_MODEL)
     alice_key.refresh_from_db()
-    result = score_text(wm_text, prepare_keys([alice_key]), threshold=0.01, assist=True)
+    result = score_text(human_text, prepare_keys([alice_key]), threshold=0.01, reading="read")
     assert result.hypotheses[0].detection.weighted is None and result.decided_by == "gamma"
+    assert result.reading == "skipped"
 
 
 @pytest.fixture

@@ -133,12 +133,16 @@ def test_a_database_failure_while_storing_inline_answers_503_and_stores_nothing(
     assert not Check.objects.exists() and not DetectionLog.objects.exists()
 
 
-def test_a_check_a_model_would_assist_is_left_to_the_worker(
+def test_a_check_a_model_may_read_is_answered_at_once_with_its_model_free_verdict(
     alice, alice_key, wm_text, settings, published_tasks, django_capture_on_commit_callbacks
 ):
-    settings.PROVENANCE_MODEL_ASSIST, settings.PROVENANCE_ASSIST_MAX_TOKENS = True, 2048
+    """Reading on (adaptive): the model-free stage answers in the request; a text it decides
+    is final (reading "none") and nothing is queued (tests/provenance/checks/api/
+    test_checks_reading.py follows an undecided one to its reading)."""
+    settings.PROVENANCE_MODEL_ASSIST, settings.PROVENANCE_ASSIST_MAX_TOKENS = "adaptive", 2048
     assert alice_key.tokenizer.model_path  # the embedded tokenizer comes with its model
     with django_capture_on_commit_callbacks(execute=True):
         response = _post(alice, wm_text, wait="0.1")
-    assert response.status_code == 202 and response.json()["status"] == "pending"
-    assert published_tasks == [(queue.SCORE_CHECK, (response.json()["id"],))]
+    assert response.status_code == 201 and response.json()["status"] == "done"
+    assert response.json()["reading"] == "none" and response.json()["is_watermarked"]
+    assert published_tasks == []
