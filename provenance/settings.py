@@ -375,72 +375,47 @@ PROVENANCE_MAX_TOKENIZER_BYTES = env_int(
 )
 PROVENANCE_MAX_AUDIT_TEXTS = env_int("PROVENANCE_MAX_AUDIT_TEXTS", 10_000, minimum=1)
 PROVENANCE_THRESHOLD = env_float("PROVENANCE_THRESHOLD", _DEFAULT_THRESHOLD, 0.0, 1.0)
-# Public verification (provenance.public, docs/public.md): the organization it names, the
-# proof of work of an anonymous check (ALTCHA's largest number: about a second of one core
-# in a browser at 300,000), the budgets (checks a minute per address, for everyone, and a
-# partner's default) and the scrubbing guard (near-duplicate variants of one text answered
-# within the window).
+# Public verification (docs/public.md, docs/callers.md): the organization, the proof of work,
+# the budgets and their shares, the scrubbing guard and the texts answered per requester.
 PROVENANCE_PUBLIC_ORGANIZATION = env_str("PROVENANCE_PUBLIC_ORGANIZATION", "Provenance")
 PROVENANCE_PUBLIC_POW_MAX_NUMBER = env_int("PROVENANCE_PUBLIC_POW_MAX_NUMBER", 300_000, minimum=1)
 PROVENANCE_PUBLIC_ADDRESS_PER_MIN = env_int("PROVENANCE_PUBLIC_ADDRESS_PER_MIN", 10, minimum=1)
 PROVENANCE_PUBLIC_GLOBAL_PER_MIN = env_int("PROVENANCE_PUBLIC_GLOBAL_PER_MIN", 600, minimum=1)
-# Between an address and everyone (provenance/public/budgets.py): one IPv4 /24 or IPv6 /48
-# spends at most this share of the global budget, one IPv6 /56 at most this share of its
-# /48's; each at least one address's budget.
 PROVENANCE_PUBLIC_NETWORK_SHARE = env_float("PROVENANCE_PUBLIC_NETWORK_SHARE", 0.1, 0.0, 1.0)
 PROVENANCE_PUBLIC_SITE_SHARE = env_float("PROVENANCE_PUBLIC_SITE_SHARE", 0.5, 0.0, 1.0)
-# The proof of work's largest number is multiplied by up to this factor as the global
-# anonymous budget fills (provenance/public/proof_of_work.py: 1 up to half of it, the full
-# factor when it is spent).
 PROVENANCE_PUBLIC_POW_FLOOD_FACTOR = env_int("PROVENANCE_PUBLIC_POW_FLOOD_FACTOR", 32, minimum=1)
 PROVENANCE_PUBLIC_PARTNER_PER_MIN = env_int("PROVENANCE_PUBLIC_PARTNER_PER_MIN", 120, minimum=1)
 PROVENANCE_PUBLIC_MAX_VARIANTS = env_int("PROVENANCE_PUBLIC_MAX_VARIANTS", 20, minimum=1)
 PROVENANCE_PUBLIC_VARIANT_WINDOW_S = env_int("PROVENANCE_PUBLIC_VARIANT_WINDOW_S", 86400, minimum=1)
-# Distinct texts answered to one requester within that window, whatever their families: an
-# address's (IPv4, or IPv6 /64) and a partner's.
 PROVENANCE_PUBLIC_MAX_TEXTS = env_int("PROVENANCE_PUBLIC_MAX_TEXTS", 200, minimum=1)
 PROVENANCE_PUBLIC_PARTNER_MAX_TEXTS = env_int(
     "PROVENANCE_PUBLIC_PARTNER_MAX_TEXTS", 20_000, minimum=1
 )
-# Peer organizations (provenance.public.peers, docs/public.md): the discovery URLs of the
-# verifiers a public check also asks (the operator's choice only, never the caller's; at most
-# PROVENANCE_PUBLIC_MAX_PEERS), a partner key at some of them ("URL=KEY", comma-separated;
-# without one the peer's proof of work is solved here) and the time the whole fan-out may take.
+# Peer organizations a public check also asks (the operator's choice only; docs/public.md).
 PROVENANCE_PUBLIC_MAX_PEERS = 8
 PROVENANCE_PUBLIC_PEERS = env_urls("PROVENANCE_PUBLIC_PEERS", PROVENANCE_PUBLIC_MAX_PEERS)
 PROVENANCE_PUBLIC_PEER_KEYS = env_url_keys("PROVENANCE_PUBLIC_PEER_KEYS", PROVENANCE_PUBLIC_PEERS)
 PROVENANCE_PUBLIC_PEER_TIMEOUT_S = env_float("PROVENANCE_PUBLIC_PEER_TIMEOUT_S", 10.0, 0.0, 60.0)
-# Content Credentials (docs/c2pa.md): the C2PA signing certificate chain and key (PEM paths;
-# manifests the resolution API recovers) and the trust anchors texts' credentials are judged by.
+# Content Credentials (docs/c2pa.md): the C2PA signing certificate and key, the trust anchors.
 PROVENANCE_C2PA_CERT = env_str("PROVENANCE_C2PA_CERT", "")
 PROVENANCE_C2PA_KEY = env_str("PROVENANCE_C2PA_KEY", "")
 PROVENANCE_C2PA_TRUST_ANCHORS = env_str("PROVENANCE_C2PA_TRUST_ANCHORS", "")
-# A key's calibration (manage.py keys_calibrate, the keys page): human texts per genre, and
-# the power measurement's size where the key's tokenizer has a model (prompts per temperature,
-# tokens per generated text; 0 prompts skips it). About 7 CPU s a key for the rates and 2.5 CPU
-# minutes for the power curve at the defaults.
+# A key's calibration (docs/checks.md): human texts per genre, the power measurement's size.
 PROVENANCE_CALIBRATION_TEXTS = env_int("PROVENANCE_CALIBRATION_TEXTS", 300, minimum=1)
 PROVENANCE_CALIBRATION_POWER_PROMPTS = env_int("PROVENANCE_CALIBRATION_POWER_PROMPTS", 8, minimum=0)
-# Chunks per genre the model-assisted decision is measured on (when model assistance is on):
-# the model reads each one, so the sample is smaller than the model-free one. 0: skipped.
 PROVENANCE_CALIBRATION_ASSIST_TEXTS = env_int("PROVENANCE_CALIBRATION_ASSIST_TEXTS", 40, minimum=0)
 PROVENANCE_CALIBRATION_POWER_TOKENS = env_int(
     "PROVENANCE_CALIBRATION_POWER_TOKENS", 300, minimum=10
 )
 # Texts per Celery task of an audit: amortizes task overhead against parallelism.
 PROVENANCE_AUDIT_CHUNK = env_int("PROVENANCE_AUDIT_CHUNK", 500, minimum=1)
-# Model-assisted detection on the workers, for tokenizers with a registered model:
-# "adaptive" (the default) decides every check without the model first and reads, on a
-# worker (CPU or CUDA), only a check that decision leaves undecided; "auto" the same only
-# where the worker has a CUDA device; 0 never (1 is "adaptive").
+# Model-assisted detection (docs/detector.md): "adaptive" (default: a reading only where the
+# model-free decision is undecided), "auto" (the same on CUDA workers only), 0 never.
 PROVENANCE_MODEL_ASSIST: bool | str = env_model_assist("PROVENANCE_MODEL_ASSIST")
 # Tokens one task reads with a model (texts in order, whole texts only); 0: 2,048 on the CPU,
 # 1,000,000 on CUDA. Texts past the budget keep their model-free verdict.
 PROVENANCE_ASSIST_MAX_TOKENS = env_int("PROVENANCE_ASSIST_MAX_TOKENS", 0, minimum=0)
-# The reading a worker without a CUDA device reads with (detector.reading.choice.READINGS):
-# "ort-f32" (ONNX Runtime float32, the default: the torch reading's power at half its CPU,
-# graphs exported once under the data directory), "torch-f32" (the reference), "ort-int8".
-# A CUDA worker reads with torch on its GPU.
+# The reading a CPU worker reads with (detector.reading.choice.READINGS); CUDA reads with torch.
 PROVENANCE_READING = env_choice("PROVENANCE_READING", tuple(_READINGS))
 # Seconds of reading a team's audits may spend per UTC day; past it an audit's undecided
 # texts keep their model-free verdict (reading "skipped"). 0: no reading for audits.

@@ -166,6 +166,8 @@ def test_a_key_file_made_writable_by_others_keeps_the_last_good_keys(tmp_path, c
     path.chmod(0o666)
     assert store.refreshed()["team-a"].key == 1
     assert "chmod go-w" in caplog.text
+
+
 def test_a_key_files_own_fields_stay_with_the_generator(tmp_path):
     from generator.config import KeyOptions
 
