@@ -13,22 +13,15 @@ import c2pa
 import c2pa_text
 
 from detector.credentials.manifest import GENERATION_LABEL, TEXT_FORMAT
+from detector.text.wrapper import WRAPPER, without_wrappers
 
 _LOCATION_EXPLANATION = "exclusion does not match the manifest location"
 _UNTRUSTED = "signingCredential.untrusted"
 
 
 def strip_wrapper(text: str) -> str:
-    """``text`` without a C2PA text wrapper's characters (as it is, when it has none)."""
-    try:
-        info = c2pa_text.find_wrapper_info(text)
-    except ValueError:  # several wrappers: remove them all
-        return c2pa_text._WRAPPER_RE.sub("", text)
-    if info is None:
-        return c2pa_text._WRAPPER_RE.sub("", text)
-    _, start, length = info
-    data = text.encode("utf-8")
-    return (data[:start] + data[start + length :]).decode("utf-8")
+    """``text`` without any C2PA text wrapper's characters (as it is, when it has none)."""
+    return without_wrappers(text)[0]
 
 
 @dataclass
@@ -85,7 +78,7 @@ def read_text(text: str, trust_anchors_pem: str | None = None) -> Credentials:
             present=True, reasons=["manifest.text.multipleWrappers: more than one C2PA wrapper"]
         )
     if info is None:
-        if c2pa_text._WRAPPER_RE.search(text):
+        if WRAPPER.search(text):
             return Credentials(
                 present=True,
                 reasons=["manifest.text.corruptedWrapper: a C2PA wrapper that does not decode"],

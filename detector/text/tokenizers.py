@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from detector.paths import data_dir
 from detector.text import mistral
+from detector.text.wrapper import StrippedEncoding, without_wrappers
 
 if TYPE_CHECKING:
     from detector.text.ngrams import NgramTable
@@ -110,19 +111,24 @@ class Tokenizer:
         return np.asarray(encoding.ids, np.int64), encoding
 
     def _encode(self, text: str) -> Any:
+        """The encoding of ``text`` without any C2PA wrapper's characters
+        (``detector.text.wrapper``), its offsets in ``text`` as given."""
         if not isinstance(text, str):
             raise ValueError("text must be a str")
+        left, removed = without_wrappers(text)
         try:
-            return self._backend.encode(text, add_special_tokens=False)
+            encoding = self._backend.encode(left, add_special_tokens=False)
         except TypeError:  # the Rust side rejects strings that hold lone surrogates
             raise ValueError("the text is not valid Unicode (it holds a lone surrogate)") from None
+        return StrippedEncoding(encoding, removed) if removed else encoding
 
     def decode(self, ids: Any) -> str:
         return str(self._backend.decode([int(i) for i in ids], skip_special_tokens=False))
 
 
 def offsets_of(encoding: Any) -> NDArray[np.int64]:
-    """``[n, 2]`` character offsets of a ``tokenizers.Encoding``."""
+    """``[n, 2]`` character offsets of a ``tokenizers.Encoding`` (or of a ``StrippedEncoding``,
+    in the text as given)."""
     return np.asarray(encoding.offsets, np.int64).reshape(-1, 2)
 
 

@@ -106,6 +106,9 @@ class Check(models.Model):
         max_length=10, choices=Reading.choices, default=Reading.NONE, db_default=Reading.NONE
     )
     reading_ms = models.FloatField(null=True, blank=True)  # what the reading took
+    # What the text's Content Credentials (C2PA) say, read when it is scored
+    # (docs/c2pa.md: present, valid, trusted, signer, ...); null: scored before they were read.
+    content_credentials = models.JSONField(null=True, blank=True)
     # The best key's measured false-positive rate when the check was scored
     # (provenance.keys.selectors.measured_fpr; null: not calibrated then): a later
     # calibration does not change what this answer says.

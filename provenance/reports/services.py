@@ -153,6 +153,8 @@ def report_payload(check: Check, tier: str) -> dict[str, Any]:
             "log10_p": log10_p,
             "p_value": 10.0**log10_p if log10_p is not None else None,
         },
+        # what the text's Content Credentials said when it was scored (null: not read)
+        "content_credentials": check.content_credentials,
         "checked_at": check.finished_at.isoformat() if check.finished_at else None,
         "issued_at": timezone.now().isoformat(),
     }

@@ -36,6 +36,7 @@ from detector.evidence.localize import Localization
 from detector.text.ngrams import applied_hash
 from detector.text.tokenizers import Tokenizer as LoadedTokenizer
 from detector.text.tokenizers import load_tokenizer
+from provenance.lib.content_credentials import credentials_of
 
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
 # SmolLM2-135M reads about 30 tokens/s on one loaded CPU core, thousands per second on a GPU.
@@ -150,6 +151,9 @@ class TextResult(VerdictResult):
     # taken: a budget, or the model could not be loaded; the model-free verdict stands).
     reading: str = "none"
     read_seconds: float = 0.0  # what its reading took (0 without one)
+    # What the text's Content Credentials say (provenance.lib.content_credentials; None: the
+    # text was not given, as for a stream's token ids).
+    content_credentials: dict[str, Any] | None = None
 
 
 def tokenizer_load(tokenizer: Tokenizer) -> LoadedTokenizer:
@@ -273,6 +277,7 @@ def score_text(
         token_data=outcome.heatmap,
         reading=outcome.reading,
         read_seconds=outcome.read_seconds,
+        content_credentials=credentials_of(text),
     )
     return replace(result, elapsed_ms=(time.perf_counter() - start) * 1000.0)
 
@@ -316,8 +321,9 @@ def score_texts(
             elapsed_ms=each_ms,
             reading=o.reading,
             read_seconds=o.read_seconds,
+            content_credentials=credentials_of(text),
         )
-        for o in outcomes
+        for o, text in zip(outcomes, texts, strict=True)
     ]
 
 

@@ -49,8 +49,37 @@ class HypothesisOutput(OutputOnce):
         fields = list(HYPOTHESIS_FIELDS)
 
 
+@extend_schema_serializer(component_name="ContentCredentials")
+class ContentCredentialsOutput(serializers.Serializer):
+    """What the text's C2PA Content Credentials say (docs/c2pa.md)."""
+
+    present = serializers.BooleanField(help_text="the text carries a C2PA text wrapper")
+    valid = serializers.BooleanField(
+        help_text="signature, assertions and the hard binding over this text all check"
+    )
+    trusted = serializers.BooleanField(
+        allow_null=True, help_text="the signer chains to a trust anchor; null: not evaluated"
+    )
+    signer = serializers.CharField(allow_null=True)
+    issuer = serializers.CharField(allow_null=True)
+    claim_generator = serializers.CharField(allow_null=True)
+    created = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    organization = serializers.CharField(allow_null=True)
+    manifest_id = serializers.CharField(allow_null=True)
+    soft_binding = serializers.DictField(child=serializers.CharField(), allow_null=True)
+    digital_source_type = serializers.CharField(allow_null=True)
+    reasons = serializers.ListField(child=serializers.CharField())
+
+
 class CheckSummaryOutput(OutputOnce):
     best_key = serializers.CharField(source="best_key.name", default=None, read_only=True)
+    content_credentials = ContentCredentialsOutput(
+        read_only=True,
+        allow_null=True,
+        help_text="the text's Content Credentials; null until scored (or scored before they "
+        "were read)",
+    )
     notice = serializers.SerializerMethodField(
         help_text="Set while the check waits for the scoring queue (broker down)."
     )
@@ -75,6 +104,7 @@ class CheckSummaryOutput(OutputOnce):
             "log10_p",
             "decided_by",
             "reading",
+            "content_credentials",
             "correction",
             "num_hypotheses",
             "num_tokens",

@@ -14,7 +14,7 @@ from provenance.accounts.auth import AuthenticatedRequest
 from provenance.api_input import StrictInput
 from provenance.checks import services
 from provenance.checks.api.base import DETECT_THROTTLES, TextField, TieredApi, body_size_guard
-from provenance.checks.api.checks import SpanOutput
+from provenance.checks.api.checks import ContentCredentialsOutput, SpanOutput
 from provenance.checks.models import Verdict
 
 
@@ -43,6 +43,9 @@ class DetectApi(TieredApi):
         )
         reading = serializers.CharField(
             help_text="none: answered without a model's reading (this route never reads)"
+        )
+        content_credentials = ContentCredentialsOutput(
+            help_text="what the text's C2PA Content Credentials say (docs/c2pa.md)"
         )
         verdict = serializers.ChoiceField(choices=Verdict.choices)
         verdict_reason = serializers.CharField()
@@ -88,6 +91,7 @@ def _detect_body(result: Any) -> dict[str, Any]:
         "is_watermarked": result.is_watermarked,
         "decision_p_value": result.p_value,
         "reading": result.reading,
+        "content_credentials": result.content_credentials,
         "verdict": result.verdict,
         "verdict_reason": result.verdict_reason,
         "verdict_tokens_needed": result.tokens_needed,

@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from detector.text.wrapper import without_wrappers
 from provenance.checks import bulk, queue, wake
 from provenance.checks.bulk import prefetched
 from provenance.checks.models import Check, Reading, Status, Surface
@@ -66,7 +67,8 @@ def check_create(
     text = text_validate(text)
     keys = keys_for_check(team, key_ids)
     scored, started = None, timezone.now()
-    small = len(text.encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES
+    # A C2PA wrapper's characters are never scored: they count for nothing here either.
+    small = len(without_wrappers(text)[0].encode("utf-8")) <= settings.PROVENANCE_INLINE_MAX_BYTES
     if inline and small:
         scored = _score_inline(text, keys)
     check = Check(

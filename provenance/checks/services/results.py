@@ -159,6 +159,7 @@ def result_values(result: TextResult, now: datetime) -> dict[str, Any]:
         "decided_by": result.decided_by,
         "reading": result.reading,
         "reading_ms": result.read_seconds * 1000.0 if result.reading == "done" else None,
+        "content_credentials": result.content_credentials,
         "key_measured_fpr": result.key_measured_fpr,
         "token_data": result.token_data,
         "heatmap_compact": heatmap.compact(result.token_data),
@@ -171,6 +172,7 @@ def result_values(result: TextResult, now: datetime) -> dict[str, Any]:
 # started_at is not among them: the update that marks a check running sets it.
 RESULT_FIELDS = [
     "status",
+    "content_credentials",
     "failure_reason",
     "num_hypotheses",
     "is_watermarked",
