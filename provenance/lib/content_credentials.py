@@ -1,7 +1,7 @@
-"""The product's Content Credentials settings, read once: the organization's C2PA signing
-credential (``PROVENANCE_C2PA_CERT`` / ``PROVENANCE_C2PA_KEY``) and the trust anchors a
-text's credentials are judged by (``PROVENANCE_C2PA_TRUST_ANCHORS``). Reading and signing are
-``detector.credentials``'s; this module only finds their inputs (docs/c2pa.md)."""
+"""The organization's C2PA signing credential (``PROVENANCE_C2PA_CERT`` /
+``PROVENANCE_C2PA_KEY``), read once. Signing is ``detector.credentials``'s; this module only
+finds its input (docs/c2pa.md). The trust anchors a text's credentials are judged by are
+read where checks are scored (``provenance.scoring.service``)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ import functools
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from detector.credentials.reading import read_text
 from detector.credentials.signing import SigningCredential
 
 
@@ -36,19 +34,3 @@ def _credential(cert: str, key: str) -> SigningCredential | None:
 def signing_credential() -> SigningCredential | None:
     """The organization's C2PA signing credential, or None where none is configured."""
     return _credential(settings.PROVENANCE_C2PA_CERT, settings.PROVENANCE_C2PA_KEY)
-
-
-@functools.cache
-def _anchors(path: str) -> str | None:
-    return Path(path).read_text() if path else None
-
-
-def trust_anchors() -> str | None:
-    """The trust anchors (PEM) credentials are judged by; None: trust is not evaluated."""
-    return _anchors(settings.PROVENANCE_C2PA_TRUST_ANCHORS)
-
-
-def credentials_of(text: str) -> dict[str, Any]:
-    """What ``text``'s Content Credentials say (``detector.credentials.reading.Credentials``
-    as every surface shows it: ``present``, ``valid``, ``trusted``, ``signer``, ...)."""
-    return read_text(text, trust_anchors()).as_dict()

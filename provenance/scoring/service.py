@@ -28,6 +28,7 @@ import numpy as np
 from django.conf import settings
 
 from detector.core.config import KeyConfig
+from detector.credentials.reading import read_text
 from detector.decision.decide import Decision, decide
 from detector.decision.family import FamilyVerdict, TestedHypothesis, VerdictResult
 from detector.decision.text import TextGroup, decide_texts
@@ -36,7 +37,6 @@ from detector.evidence.localize import Localization
 from detector.text.ngrams import applied_hash
 from detector.text.tokenizers import Tokenizer as LoadedTokenizer
 from detector.text.tokenizers import load_tokenizer
-from provenance.lib.content_credentials import credentials_of
 
 # Tokens a task reads with an assisting model when PROVENANCE_ASSIST_MAX_TOKENS is 0 (auto):
 # SmolLM2-135M reads about 30 tokens/s on one loaded CPU core, thousands per second on a GPU.
@@ -395,3 +395,15 @@ def _result(decision: Decision, groups: list[KeyGroup]) -> TextResult:
 def _table_hash(group: KeyGroup, config: KeyConfig) -> str:
     """The n-gram table ``_document`` gave this key's hypothesis, by content hash ("" none)."""
     return applied_hash(group.loaded.ngram_table, config.context_width) or ""
+
+
+@functools.cache
+def _anchors(path: str) -> str | None:
+    return Path(path).read_text() if path else None
+
+
+def credentials_of(text: str) -> dict[str, Any]:
+    """What ``text``'s Content Credentials say (``detector.credentials.reading.Credentials``),
+    judged by the trust anchors of ``PROVENANCE_C2PA_TRUST_ANCHORS`` (unset: trust is not
+    evaluated)."""
+    return read_text(text, _anchors(settings.PROVENANCE_C2PA_TRUST_ANCHORS)).as_dict()

@@ -75,9 +75,12 @@ def test_a_text_with_its_wrapper_is_scored_without_it(published, anon, signing, 
     assert response.status_code == 200 and len(response.json()["matches"]) == 1
 
 
-def test_human_text_and_short_text_match_nothing(published, anon, signing, human_text):
+def test_human_text_matches_nothing_and_a_short_text_is_refused(
+    published, anon, signing, human_text
+):
     assert _by_content(anon, human_text.encode()).json() == {"matches": []}
-    assert _by_content(anon, b"Too short.").json() == {"matches": []}
+    short = _by_content(anon, b"Too short.")  # under public verification's minimum
+    assert short.status_code == 400 and short.json()["code"] == "too_short"
 
 
 def test_the_doors_of_by_content(published, anon, signing, wm_text):
