@@ -22,11 +22,15 @@ Extraction runs on the workers, and every input still bounds its cost: file and 
 sizes (the zip reader stops each member at its declared size), the inflated size of a .docx
 and of its XML, PDF pages, pypdf's per-page parsing budget, the extracted text of a PDF (read no
 further than the check's text limit), and a wall-clock budget checked between PDF pages and
-between archive members.
+between archive members. Those checks give a precise refusal where they look; the deadline
+itself holds everywhere: ``extract`` reads each document in a separate process
+(``provenance.lib.isolation``) that is killed when the deadline passes, inside a page, a
+regular expression or an encoding guess alike.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import time
@@ -81,10 +85,37 @@ def extract(
     filename: str, content: bytes, limits: Limits, deadline: float | None = None
 ) -> Document:
     """The text of one document; raises ``DocumentError`` naming what is wrong. ``deadline``
-    (``time.monotonic()``) defaults to ``limits.max_seconds`` from now."""
+    (``time.monotonic()``) defaults to ``limits.max_seconds`` from the moment a reader takes
+    the document; a given one (a batch's) also bounds the wait for a reader. The document is
+    read in a separate process (``provenance.lib.isolation``) that is killed at the deadline,
+    so no parser's loop, inside one page or one encoding guess, runs past it."""
+    from provenance.lib import isolation
+
+    name, _ = precheck(filename, len(content), limits)
+    if deadline is None:  # a reader's start is not the document's time (``isolation.call``)
+        seconds = limits.max_seconds
+    else:
+        in_time(name, deadline, limits.max_seconds)
+        seconds = deadline - time.monotonic()
+    request = {"filename": filename, "limits": dataclasses.asdict(limits)}
+    try:
+        answer = isolation.call("document", request, content, seconds, deadline)
+    except isolation.Overrun:
+        raise DocumentError(name, _too_slow(limits.max_seconds), "too_slow") from None
+    except isolation.ReaderFailed:
+        reason = "reading it stopped the reader (it needs more memory or time than allowed)"
+        raise DocumentError(name, reason, "too_complex") from None
+    if "document" in answer:
+        return Document(**answer["document"])
+    if "error" in answer:
+        raise DocumentError(**answer["error"])
+    raise DocumentError(name, "the document cannot be read", "corrupt")
+
+
+def read(filename: str, content: bytes, limits: Limits, deadline: float) -> Document:
+    """``extract`` in this process: the reading itself, checking ``deadline`` only where its
+    loops look (what the reader process runs; callers use ``extract``)."""
     name, kind = precheck(filename, len(content), limits)
-    if deadline is None:
-        deadline = time.monotonic() + limits.max_seconds
     text = _READERS[kind](name, content, limits, deadline)
     if "\x00" in text:
         text = text.replace("\x00", "")
@@ -108,8 +139,11 @@ def precheck(filename: str, size: int, limits: Limits) -> tuple[str, str]:
 
 def in_time(name: str, deadline: float, seconds: float) -> None:
     if time.monotonic() > deadline:
-        reason = f"reading it took longer than the limit of {seconds:g} s; send smaller files"
-        raise DocumentError(name, reason, "too_slow")
+        raise DocumentError(name, _too_slow(seconds), "too_slow")
+
+
+def _too_slow(seconds: float) -> str:
+    return f"reading it took longer than the limit of {seconds:g} s; send smaller files"
 
 
 # --- readers ------------------------------------------------------------------------------
@@ -154,6 +188,7 @@ def _html(name: str, content: bytes, limits: Limits, deadline: float) -> str:
     from lxml import etree
 
     markup = UnicodeDammit(content, is_html=True).unicode_markup
+    in_time(name, deadline, limits.max_seconds)
     try:
         root = lxml.html.document_fromstring(markup if markup is not None else content)
     except etree.ParserError:  # "Document is empty": nothing but whitespace or comments

@@ -44,7 +44,12 @@ class TableError(DocumentError):
 
 
 def extract_table(
-    filename: str, content: bytes, limits: Limits, text_column: str = "", id_column: str = ""
+    filename: str,
+    content: bytes,
+    limits: Limits,
+    text_column: str = "",
+    id_column: str = "",
+    deadline: float | None = None,
 ) -> list[Row]:
     """One ``Row`` per non-blank row of a CSV file. ``text_column`` defaults to ``text``;
     ``id_column`` to ``id`` or ``client_id`` when the file has one, else each row's client
@@ -62,7 +67,8 @@ def extract_table(
     # limit only ever grows, so other readers in the process lose nothing.
     csv.field_size_limit(max(csv.field_size_limit(), len(decoded) + 1))
     reader = csv.reader(io.StringIO(decoded, newline=""), _dialect(decoded))
-    deadline = time.monotonic() + limits.max_archive_seconds
+    if deadline is None:
+        deadline = time.monotonic() + limits.max_archive_seconds
     try:
         return _rows(filename, reader, limits, text_column, id_column, deadline)
     except csv.Error as exc:
