@@ -4,6 +4,7 @@ that the report was signed with a revoked key."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -73,8 +74,7 @@ def test_a_report_without_a_kid_is_refused():
         verify(no_kid, revoked)
     with pytest.raises(ReportError, match="names no signing key"):
         verify(no_kid, {"keys": [public]})
-    odd_kid = jws.serialize_compact(
-        {"alg": ALGORITHM, "typ": TYP, "kid": [key.kid]}, payload, key, [ALGORITHM]
-    )
+    header = json.dumps({"alg": ALGORITHM, "typ": TYP, "kid": [key.kid]}).encode()
+    odd_kid = base64.urlsafe_b64encode(header).rstrip(b"=").decode() + no_kid[no_kid.index(".") :]
     with pytest.raises(ReportError, match="names no signing key"):
         verify(odd_kid, revoked)

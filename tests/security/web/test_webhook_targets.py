@@ -59,7 +59,7 @@ def test_one_unwrap_names_every_embedded_address():
     """The one function that unwraps: each form gives the IPv4 address it carries."""
     from ipaddress import IPv4Address, ip_address
 
-    from provenance.lib.addresses import embedded_ipv4
+    from provenance.lib.addresses import wrapped_ipv4
 
     loopback = IPv4Address("127.0.0.1")
     for form in (
@@ -72,6 +72,6 @@ def test_one_unwrap_names_every_embedded_address():
         "2001:0:4136:e378:8000:63bf:80ff:fffe",
         "2606:4700::5efe:7f00:1",
     ):
-        assert loopback in embedded_ipv4(ip_address(form)), form
-    assert embedded_ipv4(ip_address("2606:4700::1111")) == []
-    assert embedded_ipv4(ip_address("93.184.216.34")) == []
+        assert loopback in wrapped_ipv4(ip_address(form)), form
+    assert wrapped_ipv4(ip_address("2606:4700::1111")) == []
+    assert wrapped_ipv4(ip_address("93.184.216.34")) == []
