@@ -4,10 +4,11 @@ uploaded at once, each read by ``provenance.lib.documents``.
 Plain Python, no Django. The archive bounds its own cost: the number of documents, their
 declared uncompressed total, each member's size (the reader stops at its declared size, since
 sizes in headers can lie) and a wall-clock budget: each member is read under its own deadline
-and what is left of the archive's (``documents.extract`` kills the reading at the earlier). Folders, macOS
-resource forks and hidden files are skipped; any member that cannot be read refuses the whole
-archive with a ``DocumentError`` naming it. Several files uploaded at once are held to the
-same limits as an archive's members (``extract_files``), each refusal in its file's place.
+and what is left of the archive's (``documents.extract`` kills the reading at the earlier).
+Folders, macOS resource forks and hidden files are skipped; any member that cannot be read
+refuses the whole archive with a ``DocumentError`` naming it. Several files uploaded at once
+are held to the same limits as an archive's members (``extract_files``), each refusal in its
+file's place.
 """
 
 from __future__ import annotations

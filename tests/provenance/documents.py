@@ -129,17 +129,13 @@ def crowded_pdf(commands: int) -> bytes:
     time within one page, where a deadline checked between pages never looks)."""
     import zlib
 
-    stream = zlib.compress(
-        b"BT /F1 1 Tf " + b"5000 -0.01 Td (a) Tj " * commands + b"ET", level=9
-    )
+    stream = zlib.compress(b"BT /F1 1 Tf " + b"5000 -0.01 Td (a) Tj " * commands + b"ET", level=9)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
         b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream)
-        + stream
-        + b"\nendstream",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
     out = bytearray(b"%PDF-1.4\n")

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the public tests' fixtures, imported by name)
 """Slow documents cannot pin the web: an uploaded document or archive is read by a worker,
 never in the request. The request answers in a fraction of the document's reading time
 (measured here on the same bytes), and the worker reads it, then scores its text; a client

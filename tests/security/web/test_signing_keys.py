@@ -66,9 +66,7 @@ def test_a_report_without_a_kid_is_refused():
     key = generate_signing_key()
     public = key.as_dict(private=False)
     payload = canonical_json({"schema": SCHEMA, "text": {"sha256": "0" * 64}})
-    no_kid = jws.serialize_compact(
-        {"alg": ALGORITHM, "typ": TYP}, payload, key, [ALGORITHM]
-    )
+    no_kid = jws.serialize_compact({"alg": ALGORITHM, "typ": TYP}, payload, key, [ALGORITHM])
     revoked = {"keys": [public], "revoked": [key.kid]}
     with pytest.raises(ReportError, match="names no signing key"):
         verify(no_kid, revoked)
