@@ -398,3 +398,56 @@ def _pdf_pages(name: str, reader: Any, limits: Limits, deadline: float) -> list[
 
 
 _READERS = {"txt": _plain, "md": _plain, "html": _html, "docx": _docx, "pdf": _pdf}
+
+
+# --- in the reader process (``provenance.lib.isolation``) -----------------------------------
+
+
+def isolated_read(request: dict[str, Any], content: bytes, seconds: float) -> dict[str, Any]:
+    """``read`` as the reader process runs it for ``extract``: the request and the answer
+    as JSON."""
+    limits = Limits(**request["limits"])
+    try:
+        found = read(request["filename"], content, limits, time.monotonic() + seconds)
+    except DocumentError as exc:
+        return {"error": {"filename": exc.filename, "reason": exc.reason, "code": exc.code}}
+    return {"document": dataclasses.asdict(found)}
+
+
+def isolated_warm_up() -> None:
+    """Before a reader says it is ready: the libraries imported, and a small PDF and HTML
+    page read (pypdf's layout mode loads more on its first page)."""
+    import docx  # noqa: F401
+
+    limits = Limits(max_bytes=len(_WARM_PDF), max_pages=1)
+    deadline = time.monotonic() + 60
+    read("warm.pdf", _WARM_PDF, limits, deadline)
+    read("warm.html", b"<p>warm</p>", limits, deadline)
+
+
+def _pdf_of(stream: bytes) -> bytes:
+    """A one-page PDF showing ``stream`` in Helvetica (``_WARM_PDF``, a reader's first)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+_WARM_PDF = _pdf_of(b"BT /F1 12 Tf 72 720 Td (warm) Tj ET")

@@ -23,6 +23,7 @@ framing): the caller never unpickles what a process that parsed hostile input se
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -215,61 +216,15 @@ _BOOT = (
 )
 
 
-def _document(request: dict[str, Any], content: bytes, seconds: float) -> dict[str, Any]:
-    from provenance.lib import documents
-
-    limits = documents.Limits(**request["limits"])
-    deadline = time.monotonic() + seconds
-    try:
-        read = documents.read(request["filename"], content, limits, deadline)
-    except documents.DocumentError as exc:
-        return {"error": {"filename": exc.filename, "reason": exc.reason, "code": exc.code}}
-    return {"document": {"filename": read.filename, "kind": read.kind, "text": read.text}}
+# What a reader may be asked to do, by name: "module:function" taking (request, the file's
+# bytes, seconds) and answering JSON; and what it runs once before it says it is ready.
+OPERATIONS = {"document": "provenance.lib.documents:isolated_read"}
+WARM_UP = ("provenance.lib.documents:isolated_warm_up",)
 
 
-# What a reader does: (request, the file's bytes, seconds) -> an answer as JSON.
-OPERATIONS: dict[str, Callable[[dict[str, Any], bytes, float], Any]] = {"document": _document}
-
-
-def _preload() -> None:
-    """What every document needs, imported (and a small PDF and HTML page read: pypdf's
-    layout mode loads more on its first page) before the reader says it is ready."""
-    import docx  # noqa: F401
-
-    from provenance.lib import documents
-
-    limits = documents.Limits(max_bytes=len(_WARM_PDF), max_pages=1)
-    deadline = time.monotonic() + START_SECONDS
-    documents.read("warm.pdf", _WARM_PDF, limits, deadline)
-    documents.read("warm.html", b"<p>warm</p>", limits, deadline)
-
-
-def _pdf_of(stream: bytes) -> bytes:
-    """A one-page PDF showing ``stream`` in Helvetica (``_WARM_PDF``)."""
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-        b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
-_WARM_PDF = _pdf_of(b"BT /F1 12 Tf 72 720 Td (warm) Tj ET")
+def _function(name: str) -> Callable[..., Any]:
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)  # type: ignore[no-any-return]
 
 
 def main() -> None:
@@ -282,7 +237,8 @@ def main() -> None:
     requests = Connection(os.dup(0), writable=False)
     answers = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)
-    _preload()
+    for name in WARM_UP:
+        _function(name)()
     answers.send_bytes(b"ready")
     while True:
         try:
@@ -293,7 +249,8 @@ def main() -> None:
         signal.alarm(int(header["seconds"]) + _OWN_ALARM_GRACE)  # SIGALRM ends the reader
         try:
             seconds = float(header["seconds"])
-            answer = OPERATIONS[header["operation"]](header["request"], content, seconds)
+            operation = _function(OPERATIONS[header["operation"]])
+            answer = operation(header["request"], content, seconds)
         except Exception:
             traceback.print_exc()
             answer = {"failed": True}

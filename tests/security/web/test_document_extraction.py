@@ -130,10 +130,11 @@ def test_a_client_that_waits_gets_the_verdict_or_the_refusal_as_before(
 
 # --- a deadline that holds inside a page --------------------------------------------------
 #
-# A 700-byte PDF whose one page holds a few hundred far-apart text commands costs pypdf's
-# layout mode seconds (3,000 of them: over 30 s) inside one page, where a deadline checked
-# between pages never looks. Every document is read in a separate process killed at the
-# deadline: public verification's slot and a worker are free again at the limit.
+# A 778-byte PDF whose one page holds 3,000 far-apart text commands costs pypdf's
+# layout mode tens of seconds inside one page (work that grows faster than the commands),
+# where a deadline checked between pages never looks. Every document is read in a separate
+# process killed at the deadline: public verification's slot and a worker are free again at
+# the limit.
 
 LIMIT_S = 1.0  # the document limit these tests set
 MARGIN_S = 1.5  # what answering may take beyond the limit (a killed reader, a busy machine)
@@ -147,7 +148,7 @@ def reader_started() -> None:
 
 
 def _crowded() -> bytes:
-    content = make.crowded_pdf(800)
+    content = make.crowded_pdf(3000)  # the attack as proven: over 30 s of reading
     assert len(content) < 1024  # the attack's shape: a tiny file
     return content
 
