@@ -157,6 +157,14 @@ _pool = _Pool()
 os.register_at_fork(after_in_child=_pool.forget)
 
 
+def close_idle() -> None:
+    """End this process's waiting readers (the next document starts one)."""
+    with _pool.lock:
+        idle, _pool.idle = _pool.idle, []
+    for reader in idle:
+        reader.close()
+
+
 def call(
     operation: str,
     request: dict[str, Any],
