@@ -70,6 +70,7 @@ def hostile() -> None:
     print(f"{'case':52} {'bytes':>10} {'seconds':>8} {'peak MB':>8}  outcome")
     for label, kind, build in CASES:
         content = build()
+        documents.extract("warm.txt", b"warm", LIMITS)  # a reader waiting, as in a warm process
         start = time.perf_counter()
         try:
             outcome = f"{len(documents.extract(f'x.{kind}', content, LIMITS).text):,} chars"
