@@ -10,8 +10,9 @@ the deadline by more than the kill.
 
 Readers are started ahead of need and reused: a plain ``python`` running this module's
 ``main`` (a fresh interpreter, not a fork of the caller: no Django, no Celery, no torch, no
-threads or locks copied from the caller), which imports the document libraries once, then
-serves one request at a time over two pipes. Up to ``IDLE_READERS`` wait in each process;
+threads or locks copied from the caller, and none of its environment but what Python needs,
+so no secret), which imports the document libraries once, then serves one request at a time
+over two pipes. Up to ``IDLE_READERS`` wait in each process;
 one that was killed is replaced at once in the background, so the next document does not
 wait for an interpreter to start. A reader serves ``READER_USES`` documents, then ends
 (what a large document left in its memory goes with it). The reader also arms its own alarm
@@ -60,7 +61,8 @@ class _Reader:
     def __init__(self) -> None:
         child_reads, parent_writes = os.pipe()
         parent_reads, child_writes = os.pipe()
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {name: value for name, value in os.environ.items() if _passed_on(name)}
+        env |= {"OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, str(_ROOT)],
@@ -104,6 +106,15 @@ class _Reader:
         self.process.wait()
         for end in (self.send, self.receive):
             end.close()
+
+
+# The environment a reader gets: what Python and the C libraries need, never the product's
+# settings (its secrets: the KEK, the database URL, the secret key) or anything else.
+_ENVIRONMENT = frozenset(("PATH", "HOME", "LANG", "TMPDIR", "TZ", "PYTHONPATH", "VIRTUAL_ENV"))
+
+
+def _passed_on(name: str) -> bool:
+    return name in _ENVIRONMENT or name.startswith("LC_")
 
 
 class _Pool:

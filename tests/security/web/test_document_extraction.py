@@ -242,3 +242,21 @@ def test_html_encoding_guess_is_cut_at_the_limit(settings, reader_started):
     took = time.perf_counter() - started
     assert refused.value.code == "too_slow"
     assert took < limit + MARGIN_S, (took, guessing)
+
+
+def test_a_reader_holds_none_of_the_products_secrets(monkeypatch):
+    """A reader parses hostile files: it gets what Python needs of the environment, never the
+    settings' secrets."""
+    from pathlib import Path
+
+    from provenance.lib import isolation
+
+    monkeypatch.setenv("PROVENANCE_KEK", "kek-sentinel")
+    monkeypatch.setenv("DATABASE_URL", "postgres://user:db-sentinel@host/db")
+    reader = isolation._Reader()
+    try:
+        environment = Path(f"/proc/{reader.process.pid}/environ").read_bytes()
+    finally:
+        reader.close()
+    assert b"PATH=" in environment
+    assert b"kek-sentinel" not in environment and b"db-sentinel" not in environment
