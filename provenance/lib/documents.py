@@ -101,7 +101,7 @@ def extract(
     try:
         answer = isolation.call("document", request, content, seconds, deadline)
     except isolation.Overrun:
-        raise DocumentError(name, _too_slow(limits.max_seconds), "too_slow") from None
+        raise DocumentError(name, too_slow_reason(limits.max_seconds), "too_slow") from None
     except isolation.ReaderFailed:
         reason = "reading it stopped the reader (it needs more memory or time than allowed)"
         raise DocumentError(name, reason, "too_complex") from None
@@ -139,10 +139,11 @@ def precheck(filename: str, size: int, limits: Limits) -> tuple[str, str]:
 
 def in_time(name: str, deadline: float, seconds: float) -> None:
     if time.monotonic() > deadline:
-        raise DocumentError(name, _too_slow(seconds), "too_slow")
+        raise DocumentError(name, too_slow_reason(seconds), "too_slow")
 
 
-def _too_slow(seconds: float) -> str:
+def too_slow_reason(seconds: float) -> str:
+    """The reason of a ``too_slow`` refusal."""
     return f"reading it took longer than the limit of {seconds:g} s; send smaller files"
 
 

@@ -237,7 +237,10 @@ _BOOT = (
 
 # What a reader may be asked to do, by name: "module:function" taking (request, the file's
 # bytes, seconds) and answering JSON; and what it runs once before it says it is ready.
-OPERATIONS = {"document": "provenance.lib.documents:isolated_read"}
+OPERATIONS = {
+    "document": "provenance.lib.documents:isolated_read",
+    "table": "provenance.lib.tables:isolated_read",
+}
 WARM_UP = ("provenance.lib.documents:isolated_warm_up",)
 
 

@@ -260,3 +260,19 @@ def test_a_reader_holds_none_of_the_products_secrets(monkeypatch):
         reader.close()
     assert b"PATH=" in environment
     assert b"kek-sentinel" not in environment and b"db-sentinel" not in environment
+
+
+def test_a_csv_whose_dialect_guess_runs_away_is_cut_at_the_limit(settings, reader_started):
+    """A CSV file is a batch too: 60 KB of ``,"`` costs ``csv.Sniffer``'s regular expressions
+    tens of seconds before the first row is read, under the upload's deadline all the same."""
+    from provenance.audits import uploads
+
+    settings.PROVENANCE_ARCHIVE_SECONDS = archive_s = 1.0
+    content = b"text\n" + b',"' * 30_000
+    started = time.perf_counter()
+    with pytest.raises(uploads.UploadRefused) as refused:
+        uploads.staged_texts([("table", "posts.csv", content)])
+    took = time.perf_counter() - started
+    assert [problem.code for problem in refused.value.problems] == ["document_too_slow"]
+    assert refused.value.problems[0].message.startswith("posts.csv: ")
+    assert took < archive_s + MARGIN_S, took
