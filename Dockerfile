@@ -48,4 +48,6 @@ RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput \
     && mkdir -p /data && chown -R app /data
 USER app
 EXPOSE 8000
-CMD ["gunicorn", "provenance.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4", "--no-control-socket"]
+# --keep-alive: idle connections kept 75 s, longer than any wait the product asks of a polling
+# client and than a proxy's idle timeout (provenance.runner.embedded.WEB_KEEPALIVE_S).
+CMD ["gunicorn", "provenance.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4", "--keep-alive", "75", "--no-control-socket"]

@@ -112,12 +112,7 @@ class ClientRegistry:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ClientRegistry:
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ClientsFileError(f"cannot read clients file {path}: {exc.strerror}") from None
-        except ValueError:
-            raise ClientsFileError(f"clients file {path} is not valid JSON") from None
+        data = _read_clients(path)
         entries = data.get("clients") if isinstance(data, Mapping) else None
         if not isinstance(entries, Mapping):
             raise ClientsFileError(f'clients file {path} needs {{"clients": {{NAME: ...}}}}')
@@ -161,7 +156,7 @@ def issue_token(path: str | os.PathLike[str], name: str, keys: list[str], opt_ou
     target = Path(path)
     data: dict[str, Any] = {"clients": {}}
     if target.exists():
-        data = json.loads(target.read_text(encoding="utf-8"))
+        data = _read_clients(target)
     token = secrets.token_urlsafe(32)
     data["clients"][name] = {"token_sha256": token_digest(token), "keys": keys, "opt_out": opt_out}
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -170,6 +165,23 @@ def issue_token(path: str | os.PathLike[str], name: str, keys: list[str], opt_ou
         json.dump(data, handle, indent=2)
     os.replace(tmp, target)
     return token
+
+
+def _read_clients(path: Path) -> Any:
+    """The clients file's JSON; ClientsFileError when it cannot be read, is not JSON, or its
+    group or others may write it (anyone who can grants themselves every key)."""
+    try:
+        text, _, problem = config.read_private(path)
+    except OSError as exc:
+        raise ClientsFileError(f"cannot read clients file {path}: {exc.strerror}") from None
+    except ValueError:  # not UTF-8
+        raise ClientsFileError(f"clients file {path} is not valid JSON") from None
+    if problem:
+        raise ClientsFileError(f"clients file {problem}")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ClientsFileError(f"clients file {path} is not valid JSON") from None
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -5,8 +5,9 @@ end of this module, and no other module of ``generator/`` reads ``os.environ``.
 A key file is JSON: ``{"NAME": {"key": <int>, "algorithm": "gumbel", "context_width": 4, ...}}``
 with every field of upstream's ``WatermarkConfig``; a bare upstream config object
 (``{"algorithm": "gumbel", "key": 42}``) is one key named ``default``. The file is the only way
-keys enter the generator: never the command line, never a request. Key values never appear in
-a repr, a log line or an error message; names do.
+keys enter the generator: never the command line, never a request, and never a file that its
+group or others may write (refused, naming the fix). Key values never appear in a repr, a log
+line or an error message; names do.
 """
 
 from __future__ import annotations
@@ -59,6 +60,27 @@ def _stamp(path: Path) -> tuple[int, int, int]:
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
+def others_may_write(path: Path, status: os.stat_result) -> str | None:
+    """What is wrong with a key or clients file that its group or others may write (anyone
+    who can write it chooses the keys, or grants themselves every key), with the fix; None
+    when only its owner may. Its owner is not checked: a mounted file (a Kubernetes Secret,
+    a compose bind mount) is often root's or the host user's, not the server's."""
+    if not status.st_mode & 0o022:
+        return None
+    return (
+        f"{path} may be written by its group or by others (mode "
+        f"{status.st_mode & 0o777:04o}); check it, then: chmod go-w {path}"
+    )
+
+
+def read_private(path: Path) -> tuple[str, tuple[int, int, int], str | None]:
+    """The text of ``path``, its stamp and what ``others_may_write`` says, all of one open
+    file (a replace between the check and the read cannot slip in another file)."""
+    with path.open(encoding="utf-8") as handle:
+        st = os.fstat(handle.fileno())
+        return handle.read(), (st.st_ino, st.st_mtime_ns, st.st_size), others_may_write(path, st)
+
+
 class KeyStore(Mapping[str, KeyConfig]):
     """Named watermark settings; the generator looks keys up by name per request."""
 
@@ -102,10 +124,11 @@ class KeyStore(Mapping[str, KeyConfig]):
         """Load a key file; errors name the file and the key name, never a key value."""
         path = Path(path)
         try:
-            stamp = _stamp(path)
-            text = path.read_text(encoding="utf-8")
+            text, stamp, problem = read_private(path)
         except OSError as exc:
             raise KeyFileError(f"cannot read key file {path}: {exc.strerror}") from None
+        if problem:
+            raise KeyFileError(f"key file {problem}")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

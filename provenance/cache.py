@@ -128,6 +128,16 @@ class FailoverRedisCache(RedisCache):
             return sliding_window_in_memory(self._local, windows, now)
         return None if wait is None else float(wait)
 
+    def window_count(self, key: str, period: int, now: float) -> int:
+        """The requests a ``sliding_window`` key holds within the last ``period`` s (one
+        ZCOUNT; from this process's count while Redis is unreachable)."""
+        try:
+            client = self._cache.get_client(key, write=False)  # type: ignore[attr-defined]
+            name = self.make_and_validate_key(key)
+            return int(client.zcount(name, f"({now - period!r}", "+inf"))
+        except _DOWN:
+            return sum(1 for t in self._local.get(key, []) if t > now - period)
+
     def redis_client(self) -> Any:
         """This thread's Redis client (one per pool), for commands the cache API lacks."""
         return self._cache.get_client(None, write=True)  # type: ignore[attr-defined]

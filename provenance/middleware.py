@@ -1,5 +1,6 @@
-"""Cross-cutting HTTP behaviour: the content security policy, and a clear 503 when the
-database cannot be reached or stays locked (instead of a 500 and a stack trace)."""
+"""Cross-cutting HTTP behaviour: the client's address for the access log, the content
+security policy, and a clear 503 when the database cannot be reached or stays locked (instead
+of a 500 and a stack trace)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,24 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import translation
 
+from provenance.lib.identity import ENVIRON_KEY, client_address
+
 logger = logging.getLogger(__name__)
 
 UNAVAILABLE = "the database is unavailable or busy; nothing was stored, try again shortly"
+
+
+class ClientAddressMiddleware:
+    """The client's address (``provenance.lib.identity.client_address``: behind the trusted
+    proxies, the hop they appended) into the WSGI environ, where gunicorn's access log
+    (``ACCESS_LOG_FORMAT``) prints it instead of the proxy's."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request.META[ENVIRON_KEY] = client_address(request) or "-"
+        return self.get_response(request)
 
 
 class ContentSecurityPolicyMiddleware:

@@ -87,8 +87,15 @@ SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", HTTPS)
 # Behind a TLS-terminating proxy that sets X-Forwarded-Proto (never trust it otherwise).
-if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+BEHIND_TLS_PROXY = env_bool("DJANGO_BEHIND_TLS_PROXY", False)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Who is asking (provenance.lib.identity: every throttle, lockout, budget, guard cap and the
+# access log): REMOTE_ADDR unless this many proxies of the deployment's own append to
+# X-Forwarded-For, then the hop the outermost of them appended; a client's own hops are never
+# read. Unset: one behind a TLS proxy (it appends the client, as nginx, Caddy, Traefik and
+# HAProxy's forwardfor do), none otherwise.
+PROVENANCE_TRUSTED_PROXIES = env_int("PROVENANCE_TRUSTED_PROXIES", int(BEHIND_TLS_PROXY))
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -132,6 +139,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The client's address, behind the trusted proxies, for the access log (every request).
+    "provenance.middleware.ClientAddressMiddleware",
     # /healthz and /readyz for probes, before the HTTPS redirect and the Host check
     # (provenance/health.py); every other path goes on below.
     "provenance.health.HealthProbeMiddleware",
@@ -292,6 +301,9 @@ REST_KNOX = {
 AXES_FAILURE_LIMIT = env_int("PROVENANCE_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("PROVENANCE_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The address is the client's as every other counter sees it (behind the trusted proxies; an
+# IPv6 /64 as one), never the proxy's.
+AXES_CLIENT_IP_CALLABLE = "provenance.lib.identity.axes_client_address"
 # Beside that pair, in the same window (provenance/accounts/backends.py): failures from one
 # address across every username (a password sprayed over many accounts), and failures of one
 # username across every address (one account guessed from many). The second can keep a user
@@ -370,9 +382,24 @@ PROVENANCE_PUBLIC_ORGANIZATION = env_str("PROVENANCE_PUBLIC_ORGANIZATION", "Prov
 PROVENANCE_PUBLIC_POW_MAX_NUMBER = env_int("PROVENANCE_PUBLIC_POW_MAX_NUMBER", 300_000, minimum=1)
 PROVENANCE_PUBLIC_ADDRESS_PER_MIN = env_int("PROVENANCE_PUBLIC_ADDRESS_PER_MIN", 10, minimum=1)
 PROVENANCE_PUBLIC_GLOBAL_PER_MIN = env_int("PROVENANCE_PUBLIC_GLOBAL_PER_MIN", 600, minimum=1)
+# Between an address and everyone (provenance/public/budgets.py): one IPv4 /24 or IPv6 /48
+# spends at most this share of the global budget, one IPv6 /56 at most this share of its
+# /48's; each at least one address's budget.
+PROVENANCE_PUBLIC_NETWORK_SHARE = env_float("PROVENANCE_PUBLIC_NETWORK_SHARE", 0.1, 0.0, 1.0)
+PROVENANCE_PUBLIC_SITE_SHARE = env_float("PROVENANCE_PUBLIC_SITE_SHARE", 0.5, 0.0, 1.0)
+# The proof of work's largest number is multiplied by up to this factor as the global
+# anonymous budget fills (provenance/public/proof_of_work.py: 1 up to half of it, the full
+# factor when it is spent).
+PROVENANCE_PUBLIC_POW_FLOOD_FACTOR = env_int("PROVENANCE_PUBLIC_POW_FLOOD_FACTOR", 32, minimum=1)
 PROVENANCE_PUBLIC_PARTNER_PER_MIN = env_int("PROVENANCE_PUBLIC_PARTNER_PER_MIN", 120, minimum=1)
 PROVENANCE_PUBLIC_MAX_VARIANTS = env_int("PROVENANCE_PUBLIC_MAX_VARIANTS", 20, minimum=1)
 PROVENANCE_PUBLIC_VARIANT_WINDOW_S = env_int("PROVENANCE_PUBLIC_VARIANT_WINDOW_S", 86400, minimum=1)
+# Distinct texts answered to one requester within that window, whatever their families: an
+# address's (IPv4, or IPv6 /64) and a partner's.
+PROVENANCE_PUBLIC_MAX_TEXTS = env_int("PROVENANCE_PUBLIC_MAX_TEXTS", 200, minimum=1)
+PROVENANCE_PUBLIC_PARTNER_MAX_TEXTS = env_int(
+    "PROVENANCE_PUBLIC_PARTNER_MAX_TEXTS", 20_000, minimum=1
+)
 # Peer organizations (provenance.public.peers, docs/public.md): the discovery URLs of the
 # verifiers a public check also asks (the operator's choice only, never the caller's; at most
 # PROVENANCE_PUBLIC_MAX_PEERS), a partner key at some of them ("URL=KEY", comma-separated;
@@ -509,9 +536,9 @@ REST_FRAMEWORK = {
         "detect": env_str("PROVENANCE_DETECT_THROTTLE", "120/min"),
     },
     "EXCEPTION_HANDLER": "provenance.api_errors.exception_handler",
-    # The client's address (budgets and throttles): REMOTE_ADDR unless this many proxies of
-    # the deployment's own append to X-Forwarded-For; a client's own header is never trusted.
-    "NUM_PROXIES": env_int("PROVENANCE_TRUSTED_PROXIES", 0, minimum=0),
+    # DRF's own reading of the client's address, for any code of its that uses it; the
+    # product's throttles ask provenance.lib.identity.
+    "NUM_PROXIES": PROVENANCE_TRUSTED_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Provenance API",

@@ -21,6 +21,8 @@ from django.core.cache import cache as default_cache
 from rest_framework.request import Request
 from rest_framework.throttling import UserRateThrottle
 
+from provenance.lib.identity import client_scope
+
 # (cache key, requests allowed, period in seconds) of one scope for one caller.
 Window = tuple[str, int, int]
 READS = ("GET", "HEAD", "OPTIONS")
@@ -56,6 +58,11 @@ class RateThrottle(UserRateThrottle):
     def scopes(self, request: Request) -> tuple[str, ...]:
         return ("user",)
 
+    def get_ident(self, request: Request) -> str:
+        """A caller without an account: its scope (``provenance.lib.identity``), as every
+        other counter names it."""
+        return client_scope(request)
+
     def allow_request(self, request: Request, view: Any) -> bool:
         user = request.user
         ident: Any = user.pk if user and user.is_authenticated else None
@@ -83,6 +90,15 @@ def sliding_window(windows: list[Window], now: float) -> float | None:
         result: float | None = counted(windows, now)
         return result
     return sliding_window_in_memory(default_cache, windows, now)
+
+
+def window_count(key: str, period: int, now: float) -> int:
+    """How many requests ``key``'s window holds within the last ``period`` s (a read: it
+    records nothing), from Redis when the cache is the Redis one."""
+    counted = getattr(default_cache, "window_count", None)
+    if counted is not None:
+        return int(counted(key, period, now))
+    return sum(1 for t in default_cache.get(key, []) if t > now - period)
 
 
 class UserThrottle(RateThrottle):

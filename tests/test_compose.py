@@ -296,9 +296,12 @@ def test_the_compose_test_drives_the_documented_commands():
         '"createsuperuser"',
         '"/api/v1/checks"',
         '"/api/v1/audits"',
-        '"kill", "-s", "KILL"',
+        '"exec", container_id, "python", "-c", KILL_CELERY',
+        '"{{.RestartCount}}"',
     ):
         assert command in driver, command
+    # Docker treats `docker kill` and `docker stop` as a manual stop: no restart policy after.
+    assert '"docker", "kill"' not in driver and '"docker", "start"' not in driver
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^compose-test: setup\n\t@\$\(PY\) scripts/compose_test.py$", makefile, re.M)
 
@@ -336,3 +339,61 @@ def test_worker_and_sweeper_start_after_the_web_has_migrated():
         assert {dep["condition"] for dep in needs.values()} == {"service_healthy"}
         assert {"postgres", "redis"} <= set(needs)
     assert "manage.py migrate" in SERVICES["web"]["command"]
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_worker_runs_under_an_init_that_dies_with_celery():
+    # Without it celery is the container's PID 1, which nothing inside may SIGKILL.
+    assert SERVICES["worker"]["init"] is True
+    assert SERVICES["worker"]["restart"] == "unless-stopped"
+
+
+# PID 1 of a fresh PID namespace, as docker-init in the worker's container: a stand-in celery
+# and another process as its children; the compose test's kill code, run as `docker exec`
+# runs it (no parent inside the namespace: here PID 1 itself runs it).
+_FAKE_INIT = """
+import os, subprocess, sys
+assert os.getpid() == 1
+sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+celery = subprocess.Popen([*sleep, "celery", "-A", "provenance", "worker"])
+other = subprocess.Popen(sleep)
+exec(sys.argv[1])
+print("celery", celery.pid, celery.wait(10), "other", other.poll(), flush=True)
+other.kill()
+"""
+
+
+def test_the_compose_test_kills_celery_inside_the_container_and_nothing_else():
+    driver = _script("compose_test")
+    unshare = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]
+    if not shutil.which("unshare") or subprocess.run([*unshare, "true"]).returncode != 0:
+        pytest.skip("no PID namespaces here (unshare)")
+    done = subprocess.run(
+        [*unshare, sys.executable, "-c", _FAKE_INIT, driver.KILL_CELERY],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    killed, report = done.stdout.split("\n", 1)
+    assert report.split() == ["celery", killed, "-9", "other", "None"]
+
+
+def test_every_web_keeps_idle_connections_as_make_run_does():
+    """Longer than any wait the product asks of a polling client and than a proxy's idle
+    timeout (tests/provenance/test_polling.py): the compose web and the image's own command."""
+    from provenance.runner.embedded import WEB_KEEPALIVE_S
+
+    words = _words(SERVICES["web"]["command"])
+    assert words[words.index("--keep-alive") + 1] == str(WEB_KEEPALIVE_S)
+    cmd = re.search(r"^CMD (\[.*\])$", (REPO / "Dockerfile").read_text(), re.M)
+    assert cmd is not None
+    image = yaml.safe_load(cmd[1])
+    assert image[0] == "gunicorn" and image[image.index("--keep-alive") + 1] == str(WEB_KEEPALIVE_S)

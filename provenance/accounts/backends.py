@@ -1,6 +1,10 @@
 """The login throttle: django-axes' standalone backend, first of the authentication backends,
 with two counts of its own beside axes' pair.
 
+The address is the client's as every counter names it (``provenance.lib.identity``: behind
+the deployment's trusted proxies, the client they appended, never the proxy; an IPv6 /64 as
+one).
+
 It signs nobody in; it refuses a password sign-in at the forms (``/accounts/login/`` and
 ``/admin/login/``) before any password is read when:
 
@@ -27,19 +31,20 @@ from typing import Any
 
 from axes.backends import AxesStandaloneBackend
 from axes.exceptions import AxesBackendPermissionDenied
-from axes.helpers import get_client_ip_address
 from django.conf import settings
 from django.contrib.auth.signals import user_login_failed
 from django.core.cache import cache
 from django.dispatch import receiver
 from django.http import HttpRequest
 
+from provenance.lib.identity import client_scope
+
 _PREFIX = "login-failures:"
 
 
 def _counts(request: HttpRequest, username: str) -> list[tuple[str, int]]:
     """(cache key, limit) of the address's and the username's failure counts."""
-    address = get_client_ip_address(request) or "unknown"
+    address = client_scope(request) or "unknown"  # the one identity (behind the proxies)
     # Hashed: a cache key of bounded length and characters, whatever was typed.
     name = hashlib.sha256(username.casefold().encode("utf-8", "replace")).hexdigest()
     return [

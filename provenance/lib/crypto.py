@@ -2,7 +2,8 @@
 
 PROVENANCE_KEK holds one or more comma-separated Fernet keys: the first encrypts, all
 decrypt (so a KEK can be rotated by prepending a new one). Unset, the embedded default
-creates one in the data directory on first use, readable by the owner only.
+creates one in the data directory on first use, readable by the owner only, and refuses a
+file that another user owns or may write (``provenance.private_files``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from provenance.private_files import private_load_or_create, private_write
+from provenance.private_files import private_load_or_create, private_read, private_write
 
 
 class KeyDecryptionError(Exception):
@@ -66,7 +67,7 @@ def kek_file_prepend_new() -> Path:
 
 def kek_file_keep_first() -> None:
     path = _kek_file()
-    first = path.read_text().strip().split(",")[0]
+    first = private_read(path).split(",")[0]
     private_write(path, first)
     _fernet.cache_clear()
 

@@ -30,6 +30,7 @@ from detector.decision.combined import CORRECTION as COMBINED_CORRECTION
 from provenance.checks.api.base import read_upload
 from provenance.checks.models import Verdict
 from provenance.errors import PayloadTooLarge, ProblemError
+from provenance.lib.identity import client_address
 from provenance.public import proof_of_work, selectors, services
 from provenance.public.models import Partner
 
@@ -216,7 +217,7 @@ class VerifyApi(PublicApi):
         try:
             media = body_door(request)
             proof = request.META.get(POW_HEADER)
-            address = BaseThrottle().get_ident(request)
+            address = client_address(request)  # behind the trusted proxies, if any
             if partner is not None or proof:  # admitted on the headers alone
                 caller = services.Caller(address=address, partner=partner, proof=proof)
             elif media == MULTIPART:

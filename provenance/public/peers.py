@@ -72,12 +72,14 @@ class Fanout:
     """The peers asked about one text, in threads; ``lines()`` waits until the deadline.
     ``asked``: which of ``peers`` to ask (the others' lines are "not_asked")."""
 
-    def __init__(self, peers: list[Peer], text: str, asked: list[bool]) -> None:
+    def __init__(
+        self, peers: list[Peer], text: str, asked: list[bool], requester: str = ""
+    ) -> None:
         self.peers, self.asked = peers, asked
         self.deadline = time.monotonic() + settings.PROVENANCE_PUBLIC_PEER_TIMEOUT_S
         self.pool = concurrent.futures.ThreadPoolExecutor(max(1, sum(asked)), "peer")
         self.futures = {
-            i: self.pool.submit(ask, peer, text, self.deadline)
+            i: self.pool.submit(ask, peer, text, self.deadline, requester)
             for i, peer in enumerate(peers)
             if asked[i]
         }
@@ -98,23 +100,19 @@ class Fanout:
         return out
 
 
-def ask_all(text: str, *, solve: bool) -> Fanout:
-    """Ask the configured peers about ``text``: those with a partner key, and the others
-    (their proof of work solved here) only when ``solve``."""
+def ask_all(text: str, *, solve: bool, requester: str = "") -> Fanout:
+    """Ask the configured peers about ``text`` for ``requester``: those with a partner key,
+    and the others (their proof of work solved here) only when ``solve``."""
     peers = configured()
-    return Fanout(peers, text, [solve or peer.key is not None for peer in peers])
+    return Fanout(peers, text, [solve or peer.key is not None for peer in peers], requester)
 
 
-def none_asked() -> Fanout:
-    """No peer asked (a text this server did not test): every line "not_asked"."""
-    peers = configured()
-    return Fanout(peers, "", [False] * len(peers))
-
-
-def ask(peer: Peer, text: str, deadline: float) -> dict[str, Any]:
-    """One peer's line for ``text``: its verified answer, or why there is none."""
+def ask(peer: Peer, text: str, deadline: float, requester: str = "") -> dict[str, Any]:
+    """One peer's line for ``text``: its verified answer, or why there is none. An answered
+    line is cached for the same requester only: the peer's receipt holds the time it was
+    asked, which no other requester may learn."""
     digest = text_sha256(text)
-    cache_key = f"public:peer:answer:{_hash(peer.discovery)}:{digest}"
+    cache_key = f"public:peer:answer:{_hash(peer.discovery)}:{digest}:{requester}"
     cached = cache.get(cache_key)
     if cached is not None:
         return dict(cached)

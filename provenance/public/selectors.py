@@ -85,8 +85,13 @@ def discovery(request: Any) -> dict[str, Any]:
             "global_per_minute": settings.PROVENANCE_PUBLIC_GLOBAL_PER_MIN,
             "partner_per_minute": settings.PROVENANCE_PUBLIC_PARTNER_PER_MIN,
             "max_text_bytes": settings.PROVENANCE_MAX_TEXT_BYTES,
-            "min_tokens": rule.MIN_TOKENS,  # the decision's own minimum
+            # the public minimum: the guard's words (families.MIN_WORDS) and the decision's
+            # own tokens; a shorter text is refused, 400 too_short
+            "min_words": families_min_words(),
+            "min_tokens": rule.MIN_TOKENS,
             "max_variants": settings.PROVENANCE_PUBLIC_MAX_VARIANTS,
+            "max_texts": settings.PROVENANCE_PUBLIC_MAX_TEXTS,
+            "partner_max_texts": settings.PROVENANCE_PUBLIC_PARTNER_MAX_TEXTS,
             "variant_window_s": settings.PROVENANCE_PUBLIC_VARIANT_WINDOW_S,
         },
         "policy": {
@@ -108,6 +113,13 @@ def discovery(request: Any) -> dict[str, Any]:
             "correction": combined.CORRECTION,  # the combined claim's, the decision's
         },
     }
+
+
+def families_min_words() -> int:
+    """``families.MIN_WORDS`` (imported here: the guard's module imports this one)."""
+    from provenance.public.families import MIN_WORDS
+
+    return MIN_WORDS
 
 
 def strength_policy() -> str:

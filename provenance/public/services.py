@@ -12,7 +12,7 @@ import hashlib
 import json
 import secrets
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.conf import settings
@@ -39,7 +39,7 @@ from provenance.reports.models import SigningKey
 from provenance.reports.services import signing_key_active
 from provenance.scoring.service import KeyGroup, ScoringError, score_texts
 
-ANSWER_TTL_S = 86400  # the same text asked again within a day gets the same answer
+ANSWER_TTL_S = 86400  # the same text asked again within a day gets the same decision
 INCONCLUSIVE, WATERMARKED = "inconclusive", "watermarked"
 
 
@@ -93,12 +93,21 @@ class Caller:
 
 def admit(caller: Caller) -> None:
     """The caller's proof of work (anonymous) and budget: before anything of the body is
-    read (the API calls it on the headers alone where it can)."""
+    read (the API calls it on the headers alone where it can). An anonymous caller spends
+    its own address's budget here, and the shared ones (``shared_spend``) only once its body
+    holds something to check."""
     if caller.partner is not None:
         budgets.partner_spend(caller.partner)
     else:
         proof_of_work.solution_accept(caller.proof)
         budgets.anonymous_spend(caller.address)
+
+
+def shared_spend(caller: Caller) -> None:
+    """An anonymous caller's prefixes and the global budget (``budgets``), once its body
+    passed: an empty or malformed one spends nothing beyond its own address."""
+    if caller.partner is None:
+        budgets.anonymous_shared_spend(caller.address)
 
 
 def verify(
@@ -110,27 +119,31 @@ def verify(
     admitted: bool = False,
 ) -> dict[str, Any]:
     """A public check of ``text`` or of a ``document`` (its name and bytes, extracted as the
-    private API does): the caller's proof of work and budget first (``admit``; ``admitted``:
-    already done), then the answer. With peers configured (and ``ask_peers``), the answer
-    also holds one line per peer (``provenance.public.peers``) and the combined claim across
-    organizations (``detector.decision.combined.combine``); the local fields stay the local
-    answer's. Peers are asked only once this server's own checks passed (proof of work,
-    budget, a valid text not ``too_short`` by the decision's own minimum, the scrubbing
-    guard), and a peer's proof of work is solved only for a partner's check."""
+    private API does) for ``caller``: the caller's proof of work and budget first (``admit``;
+    ``admitted``: already done), then the answer. With peers configured (and ``ask_peers``),
+    the answer also holds one line per peer (``provenance.public.peers``) and the combined
+    claim across organizations (``detector.decision.combined.combine``); the local fields
+    stay the local answer's. Peers are asked only once this server's own checks passed (proof
+    of work, budget, a valid text of the public minimum, the scrubbing guard), and a peer's
+    proof of work is solved only for a partner's check. An anonymous caller's shared budgets
+    are spent once the body holds a text (or a document of an accepted type and size) to
+    check."""
     if not admitted:
         admit(caller)
     if document is not None:
         if text is not None:
             raise ProblemError("send exactly one of text and file")
-        text = document_read(*document)
-    text = text_validate(text)
-    local = LocalCheck(text, caller.requester)  # the guard first: it may refuse
+        document_precheck(document[0], len(document[1]))
+        shared_spend(caller)  # before the document is read: the reading is what it prices
+        text = text_validate(document_read(*document))
+    else:
+        text = text_validate(text)
+        families.public_minimum(text)  # a text too short to answer spends nothing shared
+        shared_spend(caller)
+    local = LocalCheck(text, caller)  # the minimum and the guard first: they may refuse
     if not ask_peers or not settings.PROVENANCE_PUBLIC_PEERS:
         return local.answer()
-    if local.tested:
-        fanout = peers.ask_all(text, solve=caller.partner is not None)
-    else:
-        fanout = peers.none_asked()
+    fanout = peers.ask_all(text, solve=caller.partner is not None, requester=caller.requester)
     answer = local.answer()  # the peers work while the local test runs
     lines = fanout.lines()
     local_line = {"organization": settings.PROVENANCE_PUBLIC_ORGANIZATION, "status": "answered"}
@@ -167,49 +180,56 @@ def document_read(filename: str, content: bytes) -> str:
 
 
 class LocalCheck:
-    """This server's answer for a valid text, in two steps: made, it has found the cached
-    answer or passed the scrubbing guard (``tested``: the text is not ``too_short``);
-    ``answer()`` then scores it where nothing was cached. Answers are cached for the same
-    text, the same published keys and the same signing key: a revoked signing key (a new
-    active one) ends the answers its receipts signed."""
+    """This server's answer for a valid text, in two steps: made, the text has passed the
+    public minimum (``public_minimum``: 400 ``too_short`` otherwise, before any scoring) and
+    the scrubbing guard for the caller (``families.guard``); ``answer()`` then decides it
+    (or reads the decision cached for the same text and the same published keys) and signs
+    a receipt of its own: this request's time, this server's active signing key. Only the
+    decision is cached, never a receipt: no requester is shown when, or that, anyone else
+    asked."""
 
-    def __init__(self, text: str, requester: str = "") -> None:
+    def __init__(self, text: str, caller: Caller) -> None:
+        families.public_minimum(text)  # no key read, nothing tokenized for a text too short
         self.text = text
         self.keys = published_key_list()
         if not self.keys:
             raise ProblemError("no model is published for public verification", status_code=503)
         self.digest = text_sha256(text)
-        with transaction.atomic():
-            self.signer = signing_key_active()
-        self.cache_key = f"public:answer:{self.digest}:{_keys_hash(self.keys)}:{self.signer.kid}"
-        self.cached = public_cache().get(self.cache_key)
-        self.short = False
-        if self.cached is not None:
-            self.tested = bool(self.cached.get("tokens_scored"))
-            return
-        try:
-            self.groups = prepare_keys(self.keys)
-        except ScoringError:
-            raise ProblemError("public verification is unavailable", status_code=503) from None
-        self.short = too_short(text, self.groups)
-        self.tested = not self.short
-        if self.tested:  # a text too short to test is no variant
-            families.family_observe(text, self.digest, requester)
+        self.cache_key = f"public:decision:{self.digest}:{_keys_hash(self.keys)}"
+        cached = public_cache().get(self.cache_key)
+        self.decided = Decided(**cached) if cached is not None else None
+        self.groups: list[KeyGroup] = []
+        if self.decided is None:
+            try:
+                self.groups = prepare_keys(self.keys)
+            except ScoringError:
+                raise ProblemError("public verification is unavailable", status_code=503) from None
+            if too_short(text, self.groups):
+                raise families.TooShort(f"fewer than {rule.MIN_TOKENS} tokens")
+        families.guard(text, self.digest, caller.requester, max_texts(caller))
 
     def answer(self) -> dict[str, Any]:
-        if self.cached is not None:
-            return dict(self.cached)
-        (decided,) = decisions(
-            [self.text], self.groups, threshold=settings.PROVENANCE_THRESHOLD, short=[self.short]
-        )
-        answer = _answer(self.digest, self.keys, decided, self.signer)
-        public_cache().set(self.cache_key, answer, ANSWER_TTL_S)
-        return answer
+        if self.decided is None:
+            (self.decided,) = decisions(
+                [self.text], self.groups, threshold=settings.PROVENANCE_THRESHOLD, short=[False]
+            )
+            public_cache().set(self.cache_key, asdict(self.decided), ANSWER_TTL_S)
+        with transaction.atomic():
+            signer = signing_key_active()
+        return _answer(self.digest, self.keys, self.decided, signer)
 
 
-def answer_for(text: str, requester: str = "") -> dict[str, Any]:
-    """The answer for a valid text (``LocalCheck``), cached."""
-    return LocalCheck(text, requester).answer()
+def max_texts(caller: Caller) -> int:
+    """The most distinct texts answered to ``caller`` within the guard's window."""
+    if caller.partner is not None:
+        return int(settings.PROVENANCE_PUBLIC_PARTNER_MAX_TEXTS)
+    return int(settings.PROVENANCE_PUBLIC_MAX_TEXTS)
+
+
+def answer_for(text: str, caller: Caller | None = None) -> dict[str, Any]:
+    """The local answer for a valid text (``LocalCheck``) to ``caller`` (by default one
+    anonymous address), already admitted, no peer asked."""
+    return LocalCheck(text, caller or Caller(address="")).answer()
 
 
 @dataclass(frozen=True)
@@ -224,7 +244,7 @@ class Decided:
 
 def too_short(text: str, groups: list[KeyGroup]) -> bool:
     """Too short to test under every published tokenizer, by the decision's own minimum
-    (``detector.decision.rule.too_short``): answered untested."""
+    (``detector.decision.rule.too_short``): refused with the public minimum's error."""
     return rule.too_short(len(g.loaded.encode_lazy(text)[0]) for g in groups)
 
 

@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from provenance import env as environment
+from provenance.lib.identity import ACCESS_LOG_FORMAT
+from provenance.private_files import NotPrivateError, private_dir, private_load_or_create
 from provenance.runner.redis_server import RedisServer, free_port
+from provenance.runner.startup import StartRefused, check_port, claim_data_dir
 from provenance.runner.supervisor import Child, CrashLoop, Supervisor, spawn
 
 DEMO_TEAM = "demo"
@@ -28,6 +31,14 @@ DEMO_USER = "demo"
 DEMO_KEY = "demo-smollm2"
 DEMO_PUBLIC_NAME = "SmolLM2 demo"  # the demo key's name on /verify/ and in discovery
 PUBLIC_CACHE_MAXMEMORY = "256mb"  # the public cache's Redis, as compose's `cache` service
+# Seconds the web keeps an idle keep-alive connection open (gunicorn's --keep-alive), here
+# and in the images (Dockerfile, docker-compose.yml, deploy/kubernetes): longer than any wait
+# the product tells a client to make between two requests (the audit page's 2 s, a 503's
+# Retry-After of 5 s) and than a proxy's idle timeout in front (ingress-nginx and AWS load
+# balancers: 60 s), so the server never closes a connection as the next request arrives.
+# gunicorn's default, 2 s, closed a client polling every 2 s under load ("Server
+# disconnected without sending a response"): tests/provenance/test_polling.py.
+WEB_KEEPALIVE_S = 75
 
 
 def _setup_django(redis_url: str) -> None:
@@ -39,15 +50,9 @@ def _setup_django(redis_url: str) -> None:
 
 
 def _demo_password(data_dir: Path) -> str:
-    """One random password per data directory, kept beside the database (mode 0600)."""
-    path = data_dir / "demo-login.txt"
-    if path.exists():
-        return path.read_text().strip()
-    password = secrets.token_urlsafe(12)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(password + "\n")
-    return password
+    """One random password per data directory, kept beside the database (0600; a file that
+    another user owns or may write is refused: its password would be theirs)."""
+    return private_load_or_create(data_dir / "demo-login.txt", lambda: secrets.token_urlsafe(12))
 
 
 def _demo_data(data_dir: Path) -> str:
@@ -129,8 +134,9 @@ def _web_args(host: str, port: int) -> list[str]:
     return [
         *(sys.executable, "-m", "gunicorn", "provenance.wsgi:application"),
         *("--bind", f"{host}:{port}", "--workers", str(web_workers())),
-        *("--threads", str(web_threads())),
+        *("--threads", str(web_threads()), "--keep-alive", str(WEB_KEEPALIVE_S)),
         *("--preload", "--access-logfile", "-", "--no-control-socket"),
+        *("--access-logformat", ACCESS_LOG_FORMAT),  # the client, not a proxy
     ]
 
 
@@ -183,10 +189,25 @@ def main() -> int:
     # mode comes from the umask at creation, nothing is chmod-ed afterwards.
     os.umask(0o077)
     data_dir = environment.data_dir()
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    host, port = environment.runner_address()
+    try:
+        # Before anything starts: a data directory that is ours alone, no other runner on
+        # it (the lock is held until this process ends), and the web's port free.
+        private_dir(data_dir)
+        lock = claim_data_dir(data_dir, f"http://{host}:{port}/")
+        check_port(host, port)
+    except (NotPrivateError, StartRefused) as exc:
+        print(f"  {exc}", file=sys.stderr, flush=True)
+        return 1
+    try:
+        return _run(data_dir, host, port)
+    finally:
+        os.close(lock)
+
+
+def _run(data_dir: Path, host: str, port: int) -> int:
     os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
     os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
-    host, port = environment.runner_address()
     redis = RedisServer(data_dir / "redis", port=free_port())
     # Public verification's answers and scrubbing guard: a Redis of their own, bounded.
     cache = RedisServer(data_dir / "cache", port=free_port(), maxmemory=PUBLIC_CACHE_MAXMEMORY)
@@ -217,6 +238,9 @@ def main() -> int:
             time.sleep(0.5)
     except CrashLoop as exc:
         print(str(exc), file=sys.stderr, flush=True)
+        return 1
+    except NotPrivateError as exc:  # a secret file another user owns or may write
+        print(f"  {exc}", file=sys.stderr, flush=True)
         return 1
     except (KeyboardInterrupt, _Stop):
         print("\nstopping…", flush=True)

@@ -184,3 +184,29 @@ def test_the_worker_autoscaler_reads_the_celery_queue():
         "provenance-datastores",
         "REDIS_PASSWORD",
     )
+
+
+def test_the_web_keeps_idle_connections_as_make_run_does():
+    """Longer than the ingress's idle upstream connections and any wait the product asks of a
+    polling client (tests/provenance/test_polling.py): one value for every web."""
+    from provenance.runner.embedded import WEB_KEEPALIVE_S
+
+    spec = _by_name(render("base"), "Deployment", "provenance-web")["spec"]["template"]["spec"]
+    (web,) = spec["containers"]
+    assert f"--keep-alive={WEB_KEEPALIVE_S}" in web["command"]
+
+
+def test_the_data_directory_is_made_by_the_app_inside_its_volume():
+    """An emptyDir is root's and writable by everyone (0777), which the app refuses as a data
+    directory: the data directory is one the app creates in it, 0700 and its own."""
+    docs = render("base")
+    config = _by_name(docs, "ConfigMap", "provenance-config")["data"]
+    data_dir = config["PROVENANCE_DATA_DIR"]
+    for name, spec in _pod_specs(docs):
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        for container in _containers(spec):
+            for mount in container.get("volumeMounts", []):
+                if "emptyDir" in volumes[mount["name"]]:
+                    assert data_dir != mount["mountPath"], name
+            mounted = [m["mountPath"] for m in container.get("volumeMounts", [])]
+            assert str(Path(data_dir).parent) in mounted, name

@@ -315,3 +315,14 @@ def test_serve_with_vllm_loads_the_gate_outermost_and_passes_enforce(
             authorize(client, body, enforce=gate.enforce, default_key=gate.default_key)
     else:
         assert authorize(client, body, enforce=gate.enforce, default_key=None)[0] is None
+
+
+def test_a_clients_file_others_can_write_is_refused(tmp_path):
+    """Anyone who can write the clients file grants themselves every key and opting out."""
+    path = tmp_path / "clients.json"
+    issue_token(path, "app", ["team-a"], opt_out=False)
+    path.chmod(0o666)
+    with pytest.raises(ClientsFileError, match=f"chmod go-w {path}"):
+        ClientRegistry.from_file(path)
+    with pytest.raises(ClientsFileError, match=f"chmod go-w {path}"):
+        issue_token(path, "planted-too", ["*"], opt_out=True)  # never carried into a new file

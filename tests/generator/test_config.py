@@ -145,3 +145,24 @@ def test_the_environment_readers_treat_empty_as_unset(monkeypatch):
     monkeypatch.setenv(config.DEFAULT_KEY_ENV, "team-a")
     monkeypatch.setenv(config.ENFORCE_ENV, "1")
     assert config.default_key() == "team-a" and config.enforce_watermark() is True
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o664, 0o646])
+def test_a_key_file_others_can_write_is_refused(tmp_path, mode):
+    """Anyone who can write the key file chooses the keys every reply is watermarked with."""
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps({"team-a": {"key": 1, "algorithm": "gumbel"}}))
+    path.chmod(mode)
+    with pytest.raises(KeyFileError, match=f"chmod go-w {path}"):
+        KeyStore.from_file(path)
+
+
+def test_a_key_file_made_writable_by_others_keeps_the_last_good_keys(tmp_path, caplog):
+    path = tmp_path / "keys.json"
+    _rewrite(path, {"team-a": {"key": 1}}, 10**18)
+    path.chmod(0o600)
+    store = KeyStore.from_file(path)
+    _rewrite(path, {"team-a": {"key": 2}}, 10**18 + 10**9)
+    path.chmod(0o666)
+    assert store.refreshed()["team-a"].key == 1
+    assert "chmod go-w" in caplog.text

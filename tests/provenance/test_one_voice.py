@@ -29,6 +29,7 @@ from provenance.checks.templatetags.provenance_tags import pvalue
 from provenance.keys.services import key_create, key_publish
 from provenance.playground.models import Conversation, Message
 from provenance.playground.services import reply_check
+from provenance.public.families import MIN_WORDS, words
 from provenance.public.services import partner_create
 from provenance.streams.models import Stream
 from tests.detector.decision.one_voice import KEY, corpus
@@ -209,8 +210,9 @@ def test_a_check_a_stream_and_public_verification_answer_alike_under_several_key
     one decision through a check, a stream and public verification: a closed stream's final
     answer, spans, best key, correction and stored false-positive rate are the check's; public
     verification answers the check's verdict, names the published model of the check's best
-    key with the band of its corrected p-value, and leaves untested exactly the texts the
-    decision's own minimum (``detector.decision.rule.too_short``) calls too short."""
+    key with the band of its corrected p-value, and refuses (400 ``too_short``) exactly the
+    texts under the public minimum: the decision's own (``detector.decision.rule.too_short``)
+    or the scrubbing guard's in words (``provenance.public.families.MIN_WORDS``)."""
     alice = api_for("alice")
     key_ids = [str(key.id) for key in several]
     for key in several:
@@ -251,13 +253,11 @@ def test_a_check_a_stream_and_public_verification_answer_alike_under_several_key
             assert final["best_key"] == check["best_key"] == "one-voice", name
             assert check["key_measured_fpr"] is not None  # the calibrated key's rate, stored
         # public verification of the same text (a partner: no proof of work); a check and a
-        # stream test a text however short, public verification answers one under the
-        # decision's minimum untested
+        # stream test a text however short, public verification answers none under the
+        # public minimum
         answer = public.post(PUBLIC_VERIFY, {"text": text}, format="json").json()
-        if too_short([len(tok.encode(text))]):
-            untested = (answer["verdict"], answer["model"], answer["strength"])
-            assert untested == ("inconclusive", None, None), name
-            assert answer["tokens_scored"] == 0, name
+        if too_short([len(tok.encode(text))]) or len(words(text)) < MIN_WORDS:
+            assert answer["code"] == "too_short" and "verdict" not in answer, name
             continue
         assert answer["verdict"] == check["verdict"], name
         best = check["hypotheses"][row.best_index]

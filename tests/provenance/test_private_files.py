@@ -60,3 +60,40 @@ def test_processes_starting_at_once_agree_on_one_value(tmp_path):
     ]
     values = {run.communicate(timeout=60)[0].strip() for run in runs}
     assert values == {path.read_text().strip()}
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o620, 0o602])
+def test_a_file_others_can_write_is_refused_with_its_fix(tmp_path, mode):
+    path = tmp_path / "secret.key"
+    private_write(path, "planted")
+    path.chmod(mode)
+    with pytest.raises(ValueError, match=f"chmod go-w {path}$"):
+        private_load_or_create(path, generated_secret_key)
+    assert path.stat().st_mode & 0o777 == mode  # left for its owner to look at
+
+
+def test_a_file_of_another_user_is_refused_with_its_fix(tmp_path, monkeypatch):
+    path = tmp_path / "kek.key"
+    private_write(path, "planted")
+    other = path.stat().st_uid + 1
+    monkeypatch.setattr(os, "geteuid", lambda: other)  # this process is another user now
+    monkeypatch.setattr(os, "getuid", lambda: other)
+    with pytest.raises(ValueError, match=f"chown {other} {path}"):
+        private_load_or_create(path, generated_secret_key)
+
+
+def test_a_directory_of_another_user_or_that_others_can_write_is_refused(tmp_path, monkeypatch):
+    from provenance.private_files import private_dir
+
+    opened = tmp_path / "open"
+    opened.mkdir()
+    opened.chmod(0o770)
+    with pytest.raises(ValueError, match=f"chmod go-w {opened}$"):
+        private_dir(opened)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    other = theirs.stat().st_uid + 1
+    monkeypatch.setattr(os, "geteuid", lambda: other)
+    monkeypatch.setattr(os, "getuid", lambda: other)
+    with pytest.raises(ValueError, match=f"chown {other} {theirs}"):
+        private_dir(theirs)

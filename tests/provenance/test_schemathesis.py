@@ -44,6 +44,7 @@ def test_no_generated_request_gets_a_5xx(
     key_publish(key=alice_key, public_name="Acme Assistant")  # none published would be 503
     monkeypatch.setattr(proof_of_work, "solution_accept", lambda proof: None)
     monkeypatch.setattr(budgets, "anonymous_spend", lambda address: None)
+    monkeypatch.setattr(budgets, "anonymous_shared_spend", lambda address: None)
     # A superuser on alice's team: the key registry and the playground are exercised too.
     root = user_create(
         username="root",

@@ -20,16 +20,28 @@ from tests.waiting import wait_until
 def gunicorn(env: dict[str, str], log: Path, *options: str) -> Iterator[str]:
     """The server's base URL; ``options``: gunicorn's (``--workers``, ``--threads``)."""
     port = free_port()
+    args = [sys.executable, "-m", "gunicorn", "provenance.wsgi:application"]
+    args += ["--bind", f"127.0.0.1:{port}", "--no-control-socket", *options]
+    with _serving(args, env, log, f"http://127.0.0.1:{port}") as url:
+        yield url
+
+
+@contextmanager
+def gunicorn_as_run(env: dict[str, str], log: Path) -> Iterator[str]:
+    """``make run``'s own gunicorn command line (``provenance.runner.embedded``, every option
+    it passes) on a free loopback port. Its processes and threads are read, as the runner
+    reads them, from this process's ``PROVENANCE_WEB_WORKERS`` and ``PROVENANCE_WEB_THREADS``."""
+    from provenance.runner.embedded import _web_args
+
+    port = free_port()
+    with _serving(_web_args("127.0.0.1", port), env, log, f"http://127.0.0.1:{port}") as url:
+        yield url
+
+
+@contextmanager
+def _serving(args: list[str], env: dict[str, str], log: Path, url: str) -> Iterator[str]:
     with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "provenance.wsgi:application"]
-            + ["--bind", f"127.0.0.1:{port}", "--no-control-socket", *options],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
+        process = subprocess.Popen(args, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
 
         def answers() -> bool:
             try:

@@ -8,8 +8,10 @@ import json
 import pytest
 
 from detector.reports.receipt import verify_receipt
+from provenance.public.families import MIN_WORDS
 from provenance.public.services import partner_create
 from tests.provenance.public.conftest import PUBLIC_NAME, VERIFY
+from tests.provenance.watermark import HUMAN_TEXT
 
 ANSWER = {"verdict", "model", "strength", "tokens_scored", "receipt"}
 
@@ -38,9 +40,11 @@ def test_a_human_text_names_no_model_and_no_strength(published, check, human_tex
     assert body["model"] is None and body["strength"] is None
 
 
-def test_a_short_text_is_inconclusive_without_a_test(published, check):
-    body = check("Too short.").json()
-    assert body == {**body, "verdict": "inconclusive", "tokens_scored": 0, "model": None}
+def test_a_text_under_the_public_minimum_is_refused_naming_it(published, check):
+    response = check("Too short.")
+    assert response.status_code == 400 and response.json()["code"] == "too_short"
+    assert f"at least {MIN_WORDS} words" in response.json()["detail"]
+    assert "verdict" not in response.json()
 
 
 def test_without_a_proof_of_work_there_is_no_verdict_but_a_challenge(published, anon, wm_text):
@@ -73,20 +77,21 @@ def test_a_wrong_solution_is_refused(published, anon, wm_text):
 
 def test_the_address_budget_answers_429_with_retry_after(published, check, settings):
     settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN = 3
-    codes = [check(f"short {i}").status_code for i in range(4)]
+    codes = [check(f"{HUMAN_TEXT} ({i})").status_code for i in range(4)]
     assert codes == [200, 200, 200, 429]
-    assert int(check("short x")["Retry-After"]) >= 1
+    assert int(check(f"{HUMAN_TEXT} (x)")["Retry-After"]) >= 1
 
 
 def test_the_global_budget_holds_across_addresses(published, check, settings):
     settings.PROVENANCE_PUBLIC_GLOBAL_PER_MIN = 2
-    codes = [check(f"short {i}", REMOTE_ADDR=f"10.0.0.{i}").status_code for i in range(3)]
+    codes = [check(f"{HUMAN_TEXT} ({i})", REMOTE_ADDR=f"10.0.0.{i}").status_code for i in range(3)]
     assert codes == [200, 200, 429]
 
 
-def test_the_same_text_gets_the_cached_answer(published, check, wm_text):
+def test_the_same_text_gets_the_same_decision_in_a_receipt_of_its_own(published, check, wm_text):
     first, second = check(wm_text).json(), check(wm_text).json()
-    assert first == second  # the same receipt: no fresh draw of anything
+    assert second.pop("receipt") != first.pop("receipt")  # this request's time and signature
+    assert first == second  # the same decision: no fresh draw of anything
 
 
 def test_the_receipt_verifies_against_the_published_jwks(published, check, wm_text, client):
@@ -107,7 +112,7 @@ def test_300_checks_in_a_row_from_one_partner_meet_its_budget(published, anon):
     partner, key = partner_create(name="Regulator")
     anon.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     codes = [anon.post(VERIFY, {"text": f"t {i}"}, format="json").status_code for i in range(300)]
-    assert codes[:120] == [200] * 120 and set(codes[120:]) == {429}
+    assert codes[:120] == [400] * 120 and set(codes[120:]) == {429}  # too short, yet spent
     assert partner.usage.count() == 300
     assert partner.usage.filter(status_code=429).count() == 180
 

@@ -21,6 +21,7 @@ from provenance.runner.processes import stop_process
 from provenance.runner.redis_server import free_port
 from tests.provenance.conftest import REPO, worker_env
 from tests.provenance.public.conftest import PUBLIC_NAME, solve
+from tests.provenance.watermark import HUMAN_TEXT
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -106,14 +107,14 @@ def test_a_partner_budget_holds_across_two_servers(servers, alice_key, fresh_bud
             answers.append(
                 client.post(
                     "/api/public/v1/verify",
-                    json={"text": f"partner check {i}"},
+                    json={"text": f"{HUMAN_TEXT} (partner check {i})"},
                     headers={"Authorization": f"Bearer {secret}"},
                 )
             )
     codes = [a.status_code for a in answers]
     assert codes == [200] * PARTNER_BUDGET + [429] * (CHECKS - PARTNER_BUDGET), codes
     assert all(n >= 2 for n in _accepted_by_each(servers, codes))  # both servers answered
-    assert {a.json()["verdict"] for a in answers[:PARTNER_BUDGET]} == {"inconclusive"}
+    assert {a.json()["model"] for a in answers[:PARTNER_BUDGET]} == {None}  # a human text
     _refusals_hold(answers[PARTNER_BUDGET:])
     logged = PartnerUsage.objects.filter(partner=partner)
     assert logged.filter(status_code=200).count() == PARTNER_BUDGET
@@ -136,10 +137,10 @@ def test_an_address_budget_holds_across_two_servers(servers, alice_key, fresh_bu
     answers: list[httpx.Response] = []
     replayed: Any = None
     for i in range(CHECKS):
-        answer, proof = _anonymous(servers[i % 2], f"anonymous check {i}")
+        answer, proof = _anonymous(servers[i % 2], f"{HUMAN_TEXT} (anonymous check {i})")
         answers.append(answer)
         if i == 0:
-            replayed, _ = _anonymous(servers[1], "anonymous check 0", proof)
+            replayed, _ = _anonymous(servers[1], f"{HUMAN_TEXT} (anonymous check 0)", proof)
     assert replayed.status_code == 403
     assert replayed.json()["code"] == "proof_of_work_required"
     codes = [a.status_code for a in answers]

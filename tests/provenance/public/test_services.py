@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from detector.decision import rule
+from detector.text.tokenizers import load_tokenizer
 from provenance.errors import Conflict, ProblemError
 from provenance.keys.services import key_create, key_publish, key_unpublish
 from provenance.public import services
-from provenance.public.families import VariantLimit
+from provenance.public.families import MIN_WORDS, TooShort, VariantLimit, words
 from provenance.public.models import ScrubEvent
 from provenance.public.selectors import published_keys
 from provenance.runner.embedded import DEMO_KEY, DEMO_PUBLIC_NAME, _demo_data
@@ -51,8 +52,16 @@ def test_a_partner_key_is_returned_once_and_stored_as_a_hash(db):
         services.partner_create(name=" ")
 
 
-def test_the_answer_is_cached_for_the_same_text(published, wm_text):
-    assert services.answer_for(wm_text) == services.answer_for(wm_text)
+def test_the_decision_is_cached_for_the_same_text_and_each_answer_signed_anew(
+    published, wm_text, monkeypatch
+):
+    first = services.answer_for(wm_text)
+    monkeypatch.setattr(services, "score_texts", lambda *a, **k: pytest.fail("scored again"))
+    second = services.answer_for(wm_text)
+    assert second["receipt"] != first["receipt"]  # its own time, its own signature
+    assert {k: v for k, v in second.items() if k != "receipt"} == {
+        k: v for k, v in first.items() if k != "receipt"
+    }
 
 
 def test_a_new_published_key_means_a_new_answer(published, wm_text, cast, tokenizer_row):
@@ -76,29 +85,36 @@ def test_a_scrubbing_loop_through_the_check_is_stopped_and_logged(published, wm_
     assert ScrubEvent.objects.count() == 1
 
 
-def test_a_short_text_is_not_counted_as_a_variant(published, settings):
+def test_a_text_under_the_public_minimum_is_refused_and_not_counted(published, settings, wm_text):
     settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 1
     for i in range(5):
-        assert services.answer_for(f"tiny text {i}")["verdict"] == "inconclusive"
+        with pytest.raises(TooShort) as refused:
+            services.answer_for(f"tiny text {i}")
+        assert refused.value.status_code == 400 and refused.value.code == "too_short"
+    assert services.answer_for(wm_text)["verdict"] == "watermarked"
 
 
-def test_the_minimum_length_is_the_decisions_own(published, monkeypatch):
-    """A text is answered untested exactly when the decision's own minimum
-    (``detector.decision.rule.too_short``) calls it too short, whatever that minimum is."""
-    untested = {"verdict": "inconclusive", "model": None, "strength": None, "tokens_scored": 0}
-    brief = watermarked_text(KEY_VALUE, 12, seed=3)  # 12 tokens, watermarked
-    assert {k: services.answer_for(brief)[k] for k in untested} == untested
+def _sized(tokens: int, seed: int) -> str:
+    """A watermarked text of ``tokens`` tokens and at least the public minimum of words."""
+    text = watermarked_text(KEY_VALUE, tokens, seed=seed)
+    assert len(words(text)) >= MIN_WORDS
+    return text
+
+
+def test_the_minimum_in_tokens_is_the_decisions_own(published, monkeypatch):
+    """A text of enough words is refused as too short exactly when the decision's own
+    minimum (``detector.decision.rule.too_short``) calls it too short, whatever that
+    minimum is: one public minimum, one error."""
+    brief = _sized(14, seed=3)  # 15 tokens, watermarked
+    with pytest.raises(TooShort, match="16 tokens"):
+        services.answer_for(brief)
     monkeypatch.setattr(rule, "MIN_TOKENS", 8)
-    lower = watermarked_text(KEY_VALUE, 12, seed=5)  # another text: no cached answer
-    answer = services.answer_for(lower)
-    assert (answer["verdict"], answer["model"], answer["tokens_scored"]) == (
-        "watermarked",
-        PUBLIC_NAME,
-        12,
-    )
+    answer = services.answer_for(brief)
+    assert (answer["verdict"], answer["model"]) == ("watermarked", PUBLIC_NAME)
+    assert answer["tokens_scored"] == len(load_tokenizer("default").encode(brief))
     monkeypatch.setattr(rule, "MIN_TOKENS", 40)
-    longer = watermarked_text(KEY_VALUE, 30, seed=6)
-    assert {k: services.answer_for(longer)[k] for k in untested} == untested
+    with pytest.raises(TooShort, match="40 tokens"):
+        services.answer_for(_sized(30, seed=6))
 
 
 def test_the_strength_is_the_decisions_own_band(published, wm_text, monkeypatch):

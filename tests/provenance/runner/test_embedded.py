@@ -189,3 +189,34 @@ def _paste_and_check(port: int, password: str, text: str) -> str:
             lambda: re.search(r'data-verdict="([a-z-]+)"', client.get(url).text), 60, 0.2
         )
         return found.group(1)
+
+
+def test_a_taken_port_is_named_before_anything_starts(tmp_path):
+    """Another program on the port: the runner says which port and how to choose another,
+    at once, instead of starting everything and crash-looping its web on the bind."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "PROVENANCE_DATA_DIR": str(tmp_path / "data")}
+        env.update(PROVENANCE_PORT=str(port), PROVENANCE_HOST="127.0.0.1", OMP_NUM_THREADS="1")
+        for name in ("DATABASE_URL", "REDIS_URL", "PROVENANCE_KEK", "DJANGO_SETTINGS_MODULE"):
+            env.pop(name, None)
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "provenance.runner.embedded"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            said, _ = runner.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # still running: stopped the way a user would
+            runner.send_signal(signal.SIGINT)
+            said = runner.communicate(timeout=60)[0]
+    assert runner.returncode == 1, said
+    assert f"port {port} on 127.0.0.1 is already in use" in said, said
+    suggested = re.search(r"PROVENANCE_PORT=(\d+) make run", said)
+    assert suggested and int(suggested[1]) != port, said
+    assert "web exited" not in said and not (tmp_path / "data" / "redis").exists()

@@ -1,6 +1,8 @@
 """A client's own X-Forwarded-For does not buy it a fresh address: public budgets (and every
 throttle keyed by address) count REMOTE_ADDR unless the deployment names its own proxies
-(``PROVENANCE_TRUSTED_PROXIES``), and then only the address those proxies appended."""
+(``PROVENANCE_TRUSTED_PROXIES``), and then only the address those proxies appended
+(``provenance.lib.identity``; tests/security/web/test_one_identity.py tries the same through
+the deployments' proxies for the sign-in lockouts)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from rest_framework.test import APIClient
 
 from provenance.keys.services import key_publish
 from tests.provenance.public.conftest import VERIFY, solve
+from tests.provenance.watermark import HUMAN_TEXT
 
 
 @pytest.fixture
@@ -31,13 +34,13 @@ def anonymous(alice_key, settings):
 
 
 def test_a_forged_forwarded_for_does_not_escape_the_address_budget(anonymous):
-    codes = [anonymous(f"text number {i}", f"203.0.113.{i}") for i in range(4)]
+    codes = [anonymous(f"{HUMAN_TEXT} ({i})", f"203.0.113.{i}") for i in range(4)]
     assert codes == [200, 200, 429, 429]
 
 
 def test_behind_a_named_proxy_the_address_it_appended_is_counted(anonymous, settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    settings.PROVENANCE_TRUSTED_PROXIES = 1
     # The client wrote the first hop; the deployment's proxy appended the second.
-    first = [anonymous(f"a {i}", f"198.51.100.7, 203.0.113.{1}") for i in range(3)]
-    other = [anonymous(f"b {i}", f"198.51.100.7, 203.0.113.{2}") for i in range(2)]
+    first = [anonymous(f"{HUMAN_TEXT} (a {i})", f"198.51.100.7, 203.0.113.{1}") for i in range(3)]
+    other = [anonymous(f"{HUMAN_TEXT} (b {i})", f"198.51.100.7, 203.0.113.{2}") for i in range(2)]
     assert first == [200, 200, 429] and other == [200, 200]
