@@ -28,6 +28,7 @@ from generator.auth import (
 )
 from generator.config import KeyFileError, KeyStore
 from generator.core import SamplingSettings, WatermarkRequestError
+from generator.credentials import CredentialsConfigError, ReplyCredentials
 from generator.floors import SamplingFloors
 from generator.types import GenerationRequest
 
@@ -111,6 +112,26 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument(
         "--no-auth", action="store_true", help="serve without tokens (a private test only)"
     )
+    srv.add_argument(
+        "--content-credentials",
+        action="store_true",
+        default=config.content_credentials(),
+        help="sign every watermarked reply with a C2PA manifest (needs --c2pa-cert/--c2pa-key);"
+        " without it, keys marked content_credentials and requests that ask are signed",
+    )
+    srv.add_argument(
+        "--c2pa-cert",
+        default=config.c2pa_cert(),
+        help="the organization's C2PA signing certificate chain (PEM, signer first)",
+    )
+    srv.add_argument(
+        "--c2pa-key", default=config.c2pa_key(), help="its private key (PEM, mode 0600)"
+    )
+    srv.add_argument(
+        "--organization",
+        default=config.c2pa_organization(),
+        help="the organization the manifests name (default: the certificate's O=)",
+    )
     tok = sub.add_parser("issue-token", help="add a client to a clients file; prints its token")
     tok.add_argument("--clients", required=True, help="the clients file (created if absent)")
     tok.add_argument("--name", required=True, help="the client's name (in the generation log)")
@@ -138,6 +159,16 @@ def _backend(args: argparse.Namespace, store: KeyStore) -> Any:
     from generator.hf import TransformersBackend
 
     return TransformersBackend(store, args.model, default_key=args.key)
+
+
+def _credentials_env(args: argparse.Namespace) -> dict[str, str]:
+    values = {
+        config.CONTENT_CREDENTIALS_ENV: "1" if args.content_credentials else "0",
+        config.C2PA_CERT_ENV: str(Path(args.c2pa_cert).resolve()) if args.c2pa_cert else "",
+        config.C2PA_KEY_ENV: str(Path(args.c2pa_key).resolve()) if args.c2pa_key else "",
+        config.C2PA_ORGANIZATION_ENV: args.organization or "",
+    }
+    return values
 
 
 def run_generate(args: argparse.Namespace) -> dict[str, Any]:
@@ -178,6 +209,10 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.key is not None and args.key not in store:
         raise WatermarkRequestError(f"unknown watermark key name {args.key!r}")
     auth = _auth(args)
+    credentials = ReplyCredentials.load(  # a bad certificate stops the server here
+        args.c2pa_cert, args.c2pa_key, args.organization, args.content_credentials
+    )
+    os.environ.update(_credentials_env(args))  # vLLM's process reads them (the headers)
     floors = SamplingFloors(args.min_top_k, args.min_temperature, args.min_top_p, args.max_min_p)
     if args.backend == "vllm":
         from generator.vllm_backend import serve_vllm
@@ -199,7 +234,12 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.key:
         os.environ[DEFAULT_KEY_ENV] = args.key
     app = create_app(
-        _backend(args, store), auth, enforce=args.enforce, default_key=args.key, floors=floors
+        _backend(args, store),
+        auth,
+        enforce=args.enforce,
+        default_key=args.key,
+        floors=floors,
+        credentials=credentials,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
@@ -218,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (
         KeyFileError,
         ClientsFileError,
+        CredentialsConfigError,
         WatermarkRequestError,
         FileNotFoundError,
         ValueError,

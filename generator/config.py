@@ -17,6 +17,7 @@ import logging
 import os
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,11 @@ MIN_TEMPERATURE_ENV = "PROVENANCE_MIN_TEMPERATURE"
 MIN_TOP_P_ENV = "PROVENANCE_MIN_TOP_P"
 MAX_MIN_P_ENV = "PROVENANCE_MAX_MIN_P"
 FLOOR_VARIABLES = (MIN_TOP_K_ENV, MIN_TEMPERATURE_ENV, MIN_TOP_P_ENV, MAX_MIN_P_ENV)
+# Content Credentials on replies (generator.credentials).
+CONTENT_CREDENTIALS_ENV = "PROVENANCE_CONTENT_CREDENTIALS"  # "1": every watermarked reply
+C2PA_CERT_ENV = "PROVENANCE_C2PA_CERT"  # the signing certificate chain, PEM (a path)
+C2PA_KEY_ENV = "PROVENANCE_C2PA_KEY"  # its private key, PEM (a path, private to the user)
+C2PA_ORGANIZATION_ENV = "PROVENANCE_C2PA_ORGANIZATION"  # else the certificate's O=
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -46,12 +52,46 @@ class KeyFileError(ValueError):
     """A key file or watermark configuration is malformed (the message never holds a key)."""
 
 
-def parse_entry(config: Any, name: str | None = None) -> KeyConfig:
-    """One key file entry in vLLM's JSON shape (``detector.core.config.KeyConfig.from_vllm``)."""
+def parse_entry(
+    config: Any, name: str | None = None, base_dir: str | os.PathLike[str] | None = None
+) -> KeyConfig:
+    """One key file entry in vLLM's JSON shape (``detector.core.config.KeyConfig.from_vllm``;
+    a ``key_file`` path is taken from ``base_dir``, the key file's folder)."""
     try:
-        return KeyConfig.from_vllm(config, name=name)
+        return KeyConfig.from_vllm(config, name=name, base_dir=base_dir)
     except (TypeError, ValueError) as exc:  # KeyConfig's messages name fields, never values
         raise KeyFileError(f"key {name or 'configuration'}: {exc}") from None
+
+
+# A key file entry's fields for this generator alone, beside vLLM's: never passed to vLLM.
+CONTENT_CREDENTIALS_FIELD = "content_credentials"  # true: every reply under this key is signed
+PUBLIC_ID_FIELD = "public_id"  # the key's public identifier (default: its name)
+OPTION_FIELDS = (CONTENT_CREDENTIALS_FIELD, PUBLIC_ID_FIELD)
+_PUBLIC_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+
+
+@dataclass(frozen=True)
+class KeyOptions:
+    """What the generator does with a key beyond sampling: whether its replies carry Content
+    Credentials, and the public identifier their soft binding names (never the key)."""
+
+    content_credentials: bool = False
+    public_id: str | None = None
+
+
+def _split_options(config: Any, name: str) -> tuple[Any, KeyOptions]:
+    if not isinstance(config, Mapping):
+        return config, KeyOptions()
+    rest = {k: v for k, v in config.items() if k not in OPTION_FIELDS}
+    credentials = config.get(CONTENT_CREDENTIALS_FIELD, False)
+    public_id = config.get(PUBLIC_ID_FIELD, name)
+    if not isinstance(credentials, bool):
+        raise KeyFileError(f"key {name}: {CONTENT_CREDENTIALS_FIELD} must be true or false")
+    if not isinstance(public_id, str) or not _PUBLIC_ID.fullmatch(public_id):
+        raise KeyFileError(
+            f"key {name}: {PUBLIC_ID_FIELD} must be 1-128 of letters, digits, '_.:-'"
+        )
+    return rest, KeyOptions(credentials, public_id)
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:
@@ -84,8 +124,11 @@ def read_private(path: Path) -> tuple[str, tuple[int, int, int], str | None]:
 class KeyStore(Mapping[str, KeyConfig]):
     """Named watermark settings; the generator looks keys up by name per request."""
 
-    def __init__(self, entries: Mapping[str, KeyConfig]) -> None:
+    def __init__(
+        self, entries: Mapping[str, KeyConfig], options: Mapping[str, KeyOptions] | None = None
+    ) -> None:
         self._entries = dict(entries)
+        self._options = dict(options or {})
         self._source: Path | None = None  # the key file, when loaded from one
         self._stamp: tuple[int, int, int] | None = None
 
@@ -104,20 +147,33 @@ class KeyStore(Mapping[str, KeyConfig]):
     def __repr__(self) -> str:
         return f"KeyStore(names={sorted(self._entries)})"
 
+    def options(self, name: str | None) -> KeyOptions:
+        """The generator's options for key ``name`` (the defaults for an unknown name)."""
+        if name is None:
+            return KeyOptions()
+        return self._options.get(name, KeyOptions(public_id=name))
+
     @classmethod
-    def from_mapping(cls, data: Any) -> KeyStore:
+    def from_mapping(cls, data: Any, base_dir: str | os.PathLike[str] | None = None) -> KeyStore:
         # ``{}`` is a store with no keys (every key retired): it serves only opted-out requests.
         if not isinstance(data, Mapping):
             raise KeyFileError("a key file must be a JSON object of named configurations")
-        if "key" in data and not isinstance(data["key"], Mapping):
+        if ("key" in data and not isinstance(data["key"], Mapping)) or (
+            "key_file" in data and not isinstance(data["key_file"], Mapping)
+        ):
             # A bare vLLM ``--watermark-config`` object: one key, named "default".
-            return cls({"default": parse_entry(data, name="default")})
-        entries = {}
-        for name, config in data.items():
+            config, options = _split_options(data, "default")
+            return cls(
+                {"default": parse_entry(config, name="default", base_dir=base_dir)},
+                {"default": options},
+            )
+        entries, all_options = {}, {}
+        for name, raw in data.items():
             if not isinstance(name, str) or not _NAME.match(name):
                 raise KeyFileError(f"invalid key name {name!r}: use letters, digits, '_.:-'")
-            entries[name] = parse_entry(config, name=name)
-        return cls(entries)
+            config, all_options[name] = _split_options(raw, name)
+            entries[name] = parse_entry(config, name=name, base_dir=base_dir)
+        return cls(entries, all_options)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> KeyStore:
@@ -134,7 +190,7 @@ class KeyStore(Mapping[str, KeyConfig]):
         except json.JSONDecodeError as exc:
             # The decoder's message quotes no document text, only a position.
             raise KeyFileError(f"key file {path} is not valid JSON (line {exc.lineno})") from None
-        store = cls.from_mapping(data)
+        store = cls.from_mapping(data, base_dir=path.parent)
         store._source, store._stamp = path, stamp
         return store
 
@@ -204,3 +260,19 @@ def record_dir() -> str | None:
 def floor_values() -> dict[str, str]:
     """The sampling floors' variables that are set (``SamplingFloors.from_env`` parses them)."""
     return {name: value for name in FLOOR_VARIABLES if (value := os.environ.get(name))}
+
+
+def content_credentials() -> bool:
+    return os.environ.get(CONTENT_CREDENTIALS_ENV) == "1"
+
+
+def c2pa_cert() -> str | None:
+    return _value(C2PA_CERT_ENV)
+
+
+def c2pa_key() -> str | None:
+    return _value(C2PA_KEY_ENV)
+
+
+def c2pa_organization() -> str | None:
+    return _value(C2PA_ORGANIZATION_ENV)

@@ -15,6 +15,11 @@ and a last event with no choices and a ``provenance`` object (key, watermarked, 
 tokenizer hash, expected log10 p) goes out just before it.
 Model and tokenizer come from ``$PROVENANCE_MODEL_NAME`` / ``$PROVENANCE_TOKENIZER_HASH``, set by
 ``python -m generator serve`` (else the hash is computed once from ``$PROVENANCE_MODEL_DIR``).
+With Content Credentials on (``generator.credentials``: the server flag, the key's entry or
+the request's ``content_credentials``, which is taken out of the body before vLLM reads it),
+a watermarked reply's text gets its C2PA text wrapper: a whole reply's JSON is rewritten with
+the wrapper at the end of each choice's text, and a stream gets one more event per choice,
+with the wrapper as its text, before the ``provenance`` event.
 Key values never appear: only names.
 """
 
@@ -28,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from generator import config, records
-from generator.config import DEFAULT_KEY_ENV, MODEL_DIR_ENV, MODEL_ENV, TOKENIZER_ENV
+from generator.config import DEFAULT_KEY_ENV, MODEL_DIR_ENV, MODEL_ENV, TOKENIZER_ENV, KeyStore
 from generator.core import WatermarkRequestError
+from generator.credentials import REQUEST_FIELD, ReplyCredentials
 from generator.floors import SamplingFloors
 
 __all__ = ["DEFAULT_KEY_ENV", "MODEL_DIR_ENV", "MODEL_ENV", "TOKENIZER_ENV"]  # re-exported
@@ -83,9 +89,17 @@ class ProvenanceHeaders:
     """Pure ASGI: buffer the request body, replay it, tag the response start (and end a
     stream with its ``provenance`` event)."""
 
-    def __init__(self, app: Any, floors: SamplingFloors | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        floors: SamplingFloors | None = None,
+        credentials: ReplyCredentials | None = None,
+        store: KeyStore | None = None,
+    ) -> None:
         self.app = app
         self.floors = floors if floors is not None else SamplingFloors.from_env()
+        self.credentials = credentials if credentials is not None else ReplyCredentials.from_env()
+        self.store = store if store is not None else KeyStore.from_env()
         directory = records.record_dir()
         if directory is not None:
             records.prepare(directory)  # a directory not private to us stops the server here
@@ -113,12 +127,19 @@ class ProvenanceHeaders:
             )
         except (ValueError, TypeError, WatermarkRequestError):
             name, marked, parsed = None, False, None  # the app answers it itself
+        requested = None
+        if isinstance(parsed, dict) and REQUEST_FIELD in parsed:
+            requested = parsed.pop(REQUEST_FIELD)  # ours: vLLM never sees it
+            body = json.dumps(parsed).encode()
+            scope = dict(scope, headers=_with_length(scope.get("headers", []), len(body)))
         token, directory = None, records.record_dir()
         if directory is not None and isinstance(parsed, dict):
             body, token = _ask_for_record(parsed, marked)
             scope = dict(scope, headers=_with_length(scope.get("headers", []), len(body)))
         streamed = isinstance(parsed, dict) and parsed.get("stream") is True
         tail = _StreamTail() if streamed else None
+        signing = self._signing(name, marked, requested)
+        held: list[dict[str, Any]] = []  # a whole reply to sign: its start and body, kept
         replayed = False
 
         async def replay() -> dict[str, Any]:
@@ -138,29 +159,87 @@ class ProvenanceHeaders:
             return marked, [], None
 
         async def tagged(message: dict[str, Any]) -> None:
-            nonlocal tail
+            nonlocal tail, signing
             if message["type"] == "http.response.start":
                 if message.get("status", 500) >= 400:
-                    tail = None  # an error: nothing was drawn
+                    tail, signing = None, None  # an error: nothing was drawn
                 else:
                     said, extra = marked, list[tuple[bytes, bytes]]()
                     if tail is None:  # a whole reply: its record is complete now
                         said, extra, _ = await drawn()
+                        signing = signing if said else None
                     message = dict(
                         message,
                         headers=list(message.get("headers", []))
                         + provenance_headers(name, said)
                         + extra,
                     )
+                    if signing is not None and tail is None:
+                        held.append(message)  # sent with the signed body
+                        return
             elif message["type"] == "http.response.body" and tail is not None:
                 events, done = tail.feed(message.get("body", b""), message.get("more_body", False))
                 if done is not None:  # the stream's end: state what its draw carried
                     said, _, expected = await drawn()
+                    if said and signing is not None:
+                        events += await asyncio.to_thread(tail.credential_events, signing)
                     events += tail.provenance_event(name, said, expected) + done
                 message = dict(message, body=events)
+            elif message["type"] == "http.response.body" and held:
+                held.append(message)
+                if message.get("more_body", False):
+                    return
+                start, *parts = held
+                assert signing is not None
+                signed = await asyncio.to_thread(
+                    _signed_body, b"".join(p.get("body", b"") for p in parts), signing
+                )
+                headers = _with_length(start.get("headers", []), len(signed))
+                await send(dict(start, headers=headers))
+                message = {"type": "http.response.body", "body": signed, "more_body": False}
             await send(message)
 
         await self.app(scope, replay, tagged)
+
+    def _signing(self, name: str | None, marked: bool, requested: object) -> _Signing | None:
+        """How a reply under key ``name`` is signed, or None when it is not."""
+        if not marked or name is None or self.credentials.credential is None:
+            return None
+        if self.store is not None:
+            self.store = self.store.refreshed()
+            options = self.store.options(name)
+        else:
+            options = config.KeyOptions(public_id=name)
+        if not self.credentials.wanted(options, requested):
+            return None
+        return _Signing(self.credentials, options)
+
+
+class _Signing:
+    """Signs one reply's texts (each choice's) for one key's options."""
+
+    def __init__(self, credentials: ReplyCredentials, options: config.KeyOptions) -> None:
+        self.credentials = credentials
+        self.options = options
+
+    def wrapper(self, text: str) -> str:
+        return self.credentials.wrapper(text, config.served_model(), self.options)
+
+
+def _signed_body(body: bytes, signing: _Signing) -> bytes:
+    """A whole reply's JSON with each choice's text followed by its wrapper (as it came, if
+    it is not a completion's JSON)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    for choice in data.get("choices") or [] if isinstance(data, dict) else []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            message["content"] += signing.wrapper(message["content"])
+        elif isinstance(choice, dict) and isinstance(choice.get("text"), str):
+            choice["text"] += signing.wrapper(choice["text"])
+    return json.dumps(data).encode()
 
 
 class _StreamTail:
@@ -171,6 +250,8 @@ class _StreamTail:
         self.buffer = b""
         self.last: dict[str, Any] = {}
         self.finished = False
+        self.texts: dict[int, str] = {}  # each choice's text so far (index -> text)
+        self.chat = False
 
     def feed(self, data: bytes, more: bool) -> tuple[bytes, bytes | None]:
         """(events to send now, the closing bytes once the end is reached, else None)."""
@@ -201,6 +282,35 @@ class _StreamTail:
                 return
             if isinstance(data, dict):
                 self.last = {k: data[k] for k in ("id", "object", "created", "model") if k in data}
+                self._accumulate(data.get("choices"))
+
+    def _accumulate(self, choices: Any) -> None:
+        for choice in choices if isinstance(choices, list) else []:
+            if not isinstance(choice, dict) or not isinstance(choice.get("index", 0), int):
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                self.chat = True
+                piece = delta.get("content")
+            else:
+                piece = choice.get("text")
+            if isinstance(piece, str):
+                index = choice.get("index", 0)
+                self.texts[index] = self.texts.get(index, "") + piece
+
+    def credential_events(self, signing: _Signing) -> bytes:
+        """One event per choice whose text is its Content Credentials wrapper."""
+        out = b""
+        for index, text in sorted(self.texts.items()):
+            wrapper = signing.wrapper(text)
+            if not wrapper:
+                continue
+            body: dict[str, Any] = (
+                {"delta": {"content": wrapper}} if self.chat else {"text": wrapper}
+            )
+            choice = {"index": index, **body, "finish_reason": None}
+            out += b"data: " + json.dumps({**self.last, "choices": [choice]}).encode() + b"\n\n"
+        return out
 
     def provenance_event(
         self, name: str | None, watermarked: bool, expected: float | None

@@ -14,6 +14,7 @@ probes) gives the number of keys, never their names.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -31,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 from generator import fields
 from generator.auth import AuthGate, ClientRegistry
 from generator.core import SamplingSettings, WatermarkRequestError
+from generator.credentials import REQUEST_FIELD, ReplyCredentials
 from generator.floors import SamplingFloors
 from generator.provenance_asgi import expected_header, provenance_headers
 from generator.types import Generation, GenerationRequest
@@ -64,6 +66,7 @@ _SUPPORTED = frozenset(
         "watermarking",
         "ignore_eos",
         "return_token_ids",
+        "content_credentials",
     }
 )
 
@@ -155,6 +158,8 @@ def parse_request(body: Any, chat: bool) -> tuple[GenerationRequest, bool]:
         req = GenerationRequest(prompt=prompt, **common)
     if body.get("n", 1) != 1:
         raise BadRequest("only n = 1 is supported")
+    if not isinstance(body.get(REQUEST_FIELD, False), bool):
+        raise BadRequest(f"{REQUEST_FIELD} must be true or false")
     return req, bool(body.get("stream", False))
 
 
@@ -199,11 +204,13 @@ def create_app(
     enforce: bool = False,
     default_key: str | None = None,
     floors: SamplingFloors | None = None,
+    credentials: ReplyCredentials | None = None,
 ) -> Any:
     """The app over a backend with ``generate``/``stream`` (TransformersBackend); behind
     ``generator.auth.AuthGate`` when a client registry is given (the CLI always gives one
-    unless told ``--no-auth``)."""
-    app = _app(backend)
+    unless told ``--no-auth``); replies signed as ``credentials`` says
+    (``generator.credentials``)."""
+    app = _app(backend, credentials or ReplyCredentials())
     if auth is None:
         return app
     return AuthGate(
@@ -211,7 +218,15 @@ def create_app(
     )
 
 
-def _app(backend: Any) -> Starlette:
+def _app(backend: Any, credentials: ReplyCredentials) -> Starlette:
+    def _wrapper(g: Generation, requested: object) -> str:
+        """The Content Credentials wrapper for a watermarked reply's text, or ""."""
+        if not g.watermarked or g.key_name is None or backend.store is None:
+            return ""
+        options = backend.store.options(g.key_name)
+        if not credentials.wanted(options, requested):
+            return ""
+        return credentials.wrapper(g.text, g.model, options)
 
     def _headers(g: Generation, whole: bool = True) -> dict[str, str]:
         pairs = provenance_headers(g.key_name, g.watermarked)[:2]
@@ -223,16 +238,27 @@ def _app(backend: Any) -> Starlette:
         }
 
     def _sse(
-        rid: str, first: Generation, steps: Iterator[Generation], chat: bool, ids: bool
+        rid: str,
+        first: Generation,
+        steps: Iterator[Generation],
+        chat: bool,
+        ids: bool,
+        requested: object,
     ) -> Iterator[bytes]:
         sent, count = "", 0
+        kind = "chat.completion.chunk" if chat else "text_completion"
         for g in _chain(first, steps):
             delta, sent = g.text[len(sent) :], g.text
             chunk = _envelope(rid, g, chat, _choice(g, chat, delta))
-            chunk["object"] = "chat.completion.chunk" if chat else "text_completion"
+            chunk["object"] = kind
             if ids:  # vLLM's ``return_token_ids``: the ids new in this chunk
                 chunk["choices"][0]["token_ids"] = list(g.token_ids[count:])
                 count = len(g.token_ids)
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        wrapper = _wrapper(g, requested)
+        if wrapper:  # the manifest over the text as sent, in one more event
+            chunk = _envelope(rid, g, chat, _choice(g, chat, wrapper))
+            chunk["object"] = kind
             yield f"data: {json.dumps(chunk)}\n\n".encode()
         tail = {"id": rid, "usage": _usage(g), "provenance": g.provenance()}
         yield f"data: {json.dumps(tail)}\n\n".encode()
@@ -253,13 +279,23 @@ def _app(backend: Any) -> Starlette:
                 first = await run_in_threadpool(next, steps)  # errors surface before the 200
                 return _ClosingStream(
                     steps,
-                    _sse(rid, first, steps, chat, body.get("return_token_ids") is True),
+                    _sse(
+                        rid,
+                        first,
+                        steps,
+                        chat,
+                        body.get("return_token_ids") is True,
+                        body.get(REQUEST_FIELD),
+                    ),
                     media_type="text/event-stream",
                     headers=_headers(first, whole=False),
                 )
             g = (await run_in_threadpool(backend.generate, [req]))[0]
         except WatermarkRequestError as exc:
             return _error(400, str(exc))
+        wrapper = await run_in_threadpool(_wrapper, g, body.get(REQUEST_FIELD))
+        if wrapper:
+            g = dataclasses.replace(g, text=g.text + wrapper)
         body = _envelope(rid, g, chat, _choice(g, chat)) | {"usage": _usage(g)}
         return JSONResponse(body, headers=_headers(g))
 

@@ -135,6 +135,7 @@ INSTALLED_APPS = [
     "provenance.reports",
     "provenance.streams",
     "provenance.public",
+    "provenance.softbinding",
     "provenance.metrics",
 ]
 
@@ -408,6 +409,11 @@ PROVENANCE_PUBLIC_MAX_PEERS = 8
 PROVENANCE_PUBLIC_PEERS = env_urls("PROVENANCE_PUBLIC_PEERS", PROVENANCE_PUBLIC_MAX_PEERS)
 PROVENANCE_PUBLIC_PEER_KEYS = env_url_keys("PROVENANCE_PUBLIC_PEER_KEYS", PROVENANCE_PUBLIC_PEERS)
 PROVENANCE_PUBLIC_PEER_TIMEOUT_S = env_float("PROVENANCE_PUBLIC_PEER_TIMEOUT_S", 10.0, 0.0, 60.0)
+# Content Credentials (docs/c2pa.md): the C2PA signing certificate chain and key (PEM paths;
+# manifests the resolution API recovers) and the trust anchors texts' credentials are judged by.
+PROVENANCE_C2PA_CERT = env_str("PROVENANCE_C2PA_CERT", "")
+PROVENANCE_C2PA_KEY = env_str("PROVENANCE_C2PA_KEY", "")
+PROVENANCE_C2PA_TRUST_ANCHORS = env_str("PROVENANCE_C2PA_TRUST_ANCHORS", "")
 # A key's calibration (manage.py keys_calibrate, the keys page): human texts per genre, and
 # the power measurement's size where the key's tokenizer has a model (prompts per temperature,
 # tokens per generated text; 0 prompts skips it). About 7 CPU s a key for the rates and 2.5 CPU

@@ -39,5 +39,6 @@ urlpatterns = [
     path("", include("provenance.reports.urls")),
     path("", include("provenance.streams.urls")),
     path("", include("provenance.public.urls")),
+    path("", include("provenance.softbinding.urls")),
     path("", include("provenance.metrics.urls")),
 ]

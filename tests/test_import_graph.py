@@ -180,7 +180,16 @@ def test_no_import_circle_in_the_product():
 
 
 # The detector's pipeline, bottom up: a stage imports only the stages below it (and itself).
-DETECTOR_STAGES = ["core", "text", "evidence", "reading", "decision", "reports", "cli"]
+DETECTOR_STAGES = [
+    "core",
+    "text",
+    "evidence",
+    "reading",
+    "decision",
+    "credentials",
+    "reports",
+    "cli",
+]
 
 
 def _stage(module: str) -> str | None:
@@ -227,6 +236,8 @@ APP_LAYERS = [
     # Surfaces built on checks: batches, streams, the playground, signed reports, public
     # verification, the operator's metrics.
     {"audits", "streams", "playground", "reports", "public", "metrics"},
+    # What stands on public verification: C2PA's soft binding resolution.
+    {"softbinding"},
     # Composing apps: what runs over all of the above (retention, the sweeper, the runner of
     # `make run`) and the project's entry points.
     {"retention", "sweeper", "runner", "health", "preload", "urls", "wsgi"},

@@ -16,9 +16,11 @@ break the Gamma null. Messages never contain a key value.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal
 
 from detector.core.prf import check_key
@@ -123,18 +125,31 @@ class KeyConfig:
         return key_int64(self.key)
 
     @classmethod
-    def from_vllm(cls, config: Mapping[str, Any], name: str | None = None) -> KeyConfig:
+    def from_vllm(
+        cls,
+        config: Mapping[str, Any],
+        name: str | None = None,
+        base_dir: str | os.PathLike[str] | None = None,
+    ) -> KeyConfig:
         """Parse vLLM's JSON shape; absent fields take upstream's defaults, unknown ones are
-        refused, the key must be a JSON integer (as upstream's)."""
+        refused, the key must be a JSON integer (as upstream's) or come from ``key_file``
+        (vLLM's next ``WatermarkConfig.key_file``: a file holding the key as a decimal
+        integer, read now; a relative path is taken from ``base_dir``, else the working
+        directory). One of the two, never both."""
         where = name or "the configuration"
         if not isinstance(config, Mapping):
             raise ValueError(f"{where} must be a JSON object")
-        unknown = sorted(set(config) - set(VLLM_FIELDS))
+        unknown = sorted(set(config) - set(INPUT_FIELDS))
         if unknown:
             raise ValueError(f"unknown watermark field(s) {unknown} in {where}")
-        if "key" not in config:
+        values = dict(config)
+        if "key_file" in values:
+            if "key" in values:
+                raise ValueError(f"{where} gives both key and key_file: give one")
+            values["key"] = read_key_file(values.pop("key_file"), base_dir, where)
+        if "key" not in values:
             raise ValueError(f"{where} has no key")
-        return cls(**dict(config), name=name)
+        return cls(**values, name=name)
 
     def to_vllm(self) -> dict[str, Any]:
         """vLLM's JSON shape with every field (holds the key value: a key file's entry)."""
@@ -143,6 +158,39 @@ class KeyConfig:
 
 
 VLLM_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(KeyConfig) if f.name != "name")
+# What a configuration may say: vLLM 0.34's fields, and vLLM main's ``key_file``, which names
+# where the key is rather than being part of the key (``from_vllm`` reads it into ``key``).
+KEY_FILE_FIELD = "key_file"
+INPUT_FIELDS: tuple[str, ...] = (*VLLM_FIELDS, KEY_FILE_FIELD)
+_DECIMAL_KEY = re.compile(r"[0-9]+")
+MAX_KEY_FILE_BYTES = 4096
+
+
+def read_key_file(
+    path: object, base_dir: str | os.PathLike[str] | None = None, where: str = "the configuration"
+) -> int:
+    """The key a ``key_file`` holds: one decimal integer in [0, 2**64), surrounding whitespace
+    ignored (ValueError otherwise; the message names the file, never its content)."""
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"{where}: key_file must be a path")
+    target = Path(path)
+    if not target.is_absolute() and base_dir is not None:
+        target = Path(base_dir) / target
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read(MAX_KEY_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot read key_file {target}: {exc.strerror}") from None
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        text = ""
+    if len(data) > MAX_KEY_FILE_BYTES or not _DECIMAL_KEY.fullmatch(text):
+        raise ValueError(f"{where}: key_file {target} must hold one decimal integer")
+    try:
+        return check_key(int(text))
+    except ValueError:
+        raise ValueError(f"{where}: the key in key_file {target} must lie in [0, 2**64)") from None
 
 
 def as_key_config(key: int | KeyConfig) -> KeyConfig:

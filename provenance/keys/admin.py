@@ -170,6 +170,7 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
     list_filter = ["status", "algorithm", "shared", "team", "tokenizer"]
     search_fields = ["name", "team__name", "tokenizer__name"]
     readonly_fields = [
+        "public_id",
         "status",
         "rotated_from",
         "created_by",
@@ -189,6 +190,7 @@ class WatermarkKeyAdmin(admin.ModelAdmin):
         "context_width",
         "deduplicate",
         "public_name",
+        "content_credentials",
         *readonly_fields,
         "published_at",
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django.conf import settings
@@ -70,6 +71,11 @@ class Tokenizer(models.Model):
         return bool(self.model_path)
 
 
+def new_public_id() -> str:
+    """A key's public identifier: 16 random bytes, URL-safe."""
+    return "pk-" + secrets.token_urlsafe(16)
+
+
 class WatermarkKey(models.Model):
     # The detector's algorithms (detector.core.config.ALGORITHMS), each labelled by its name.
     ALGORITHM_CHOICES = [(name, name) for name in ALGORITHMS]
@@ -111,6 +117,14 @@ class WatermarkKey(models.Model):
     # endpoint under its public name; its value never leaves, as for every key.
     public_name = models.CharField(max_length=200, blank=True, default="", db_default="")
     published_at = models.DateTimeField(null=True, blank=True)
+    # Content Credentials (docs/c2pa.md): the key's public identifier, which the manifests of
+    # its replies name as their soft binding's value (random: it reveals nothing of the key,
+    # its id or its team), and whether the playground's generator signs its replies.
+    public_id = models.CharField(max_length=40, unique=True, default=new_public_id, editable=False)
+    content_credentials = models.BooleanField(
+        default=False,
+        help_text="The generator signs this key's replies with a C2PA manifest.",
+    )
 
     class Meta:
         ordering = ["team__name", "name"]

@@ -339,7 +339,7 @@ def key_rotate(*, key: WatermarkKey, created_by: User | None = None) -> tuple[Wa
     if key.status != WatermarkKey.Status.ACTIVE:
         raise RegistryError("only an active key can be rotated")
     key_retire(key=key)
-    return key_create(
+    rotated, value = key_create(
         name=_rotated_name(key),
         team=key.team,
         tokenizer=key.tokenizer,
@@ -351,6 +351,10 @@ def key_rotate(*, key: WatermarkKey, created_by: User | None = None) -> tuple[Wa
         created_by=created_by,
         rotated_from=key,
     )
+    if key.content_credentials:  # its replies keep their Content Credentials
+        rotated.content_credentials = True
+        rotated.save(update_fields=["content_credentials"])
+    return rotated, value
 
 
 def _rotated_name(key: WatermarkKey) -> str:

@@ -16,6 +16,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from generator.config import CONTENT_CREDENTIALS_FIELD, PUBLIC_ID_FIELD
 from provenance.keys.models import WatermarkKey
 from provenance.keys.selectors import key_config
 
@@ -34,14 +35,24 @@ def active_keys() -> list[WatermarkKey]:
 def keyset_fingerprint() -> str:
     """Changes whenever the set of active keys (or their settings) changes; holds no value."""
     rows = WatermarkKey.objects.filter(status=WatermarkKey.Status.ACTIVE).order_by("id")
-    fields = rows.values_list("id", "name", "algorithm", "alpha", "context_width", "deduplicate")
+    fields = rows.values_list(
+        "id", "name", "algorithm", "alpha", "context_width", "deduplicate", "content_credentials"
+    )
     return hashlib.sha256(repr(list(fields)).encode()).hexdigest()
 
 
 def keyfile_content(keys: list[WatermarkKey]) -> dict[str, dict[str, object]]:
-    """vLLM's per-key JSON shape with every field (``KeyConfig.to_vllm``)."""
+    """vLLM's per-key JSON shape with every field (``KeyConfig.to_vllm``), and the generator's
+    own: the key's public identifier and whether its replies carry Content Credentials."""
     # key_config decrypts: the value goes to the file and nowhere else.
-    return {generator_key_name(key): key_config(key).to_vllm() for key in keys}
+    return {
+        generator_key_name(key): {
+            **key_config(key).to_vllm(),
+            CONTENT_CREDENTIALS_FIELD: key.content_credentials,
+            PUBLIC_ID_FIELD: key.public_id,
+        }
+        for key in keys
+    }
 
 
 def keyfile_write(path: str | os.PathLike[str]) -> int:

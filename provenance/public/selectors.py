@@ -10,6 +10,7 @@ from django.core.cache import BaseCache, caches
 from django.db.models import QuerySet
 from django.urls import reverse
 
+from detector.credentials.manifest import SOFT_BINDING_ALG, c2pa_soft_binding_value
 from detector.decision import combined, rule
 from detector.decision.decide import CORRECTION
 from detector.reports import receipt
@@ -56,6 +57,7 @@ def model_summary(key: WatermarkKey) -> dict[str, Any]:
         "prf": PRF_VERSION,
         "context_width": key.context_width,
         "status": key.status,
+        "soft_binding_value": c2pa_soft_binding_value(key.public_id),
     }
 
 
@@ -79,6 +81,7 @@ def discovery(request: Any) -> dict[str, Any]:
             "answer": list(ANSWER_FIELDS) + (["peers", "combined"] if peers else []),
         },
         "jwks_uri": url("jwks"),
+        "content_credentials": content_credentials(url("c2pa-supported-algorithms")),
         "receipt": {"schema": receipt.SCHEMA, "typ": receipt.TYP, "alg": ALGORITHM},
         "limits": {
             "anonymous_per_minute": settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN,
@@ -120,6 +123,18 @@ def families_min_words() -> int:
     from provenance.public.families import MIN_WORDS
 
     return MIN_WORDS
+def content_credentials(supported: str) -> dict[str, str]:
+    """Where the soft binding resolution API answers (``provenance.softbinding``), from the
+    address of its first route."""
+    base = supported.rsplit("services/", 1)[0]
+    return {
+        "soft_binding_alg": SOFT_BINDING_ALG,
+        "resolution_api": base,
+        "supported_algorithms": supported,
+        "by_content": base + "matches/byContent",
+        "by_binding": base + "matches/byBinding",
+        "manifests": base + "manifests/",
+    }
 
 
 def strength_policy() -> str:

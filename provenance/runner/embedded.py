@@ -79,13 +79,15 @@ def _demo_data(data_dir: Path) -> str:
     tokenizer = tokenizer_default()
     if not WatermarkKey.objects.filter(team=team, name=DEMO_KEY).exists():
         # PROVENANCE_DEMO_KEY lets a demo match a vLLM server started with a known key.
-        key_create(
+        created, _ = key_create(
             name=DEMO_KEY,
             team=team,
             tokenizer=tokenizer,
             value=environment.demo_key(),
             created_by=user,
         )
+        created.content_credentials = True  # its replies carry Content Credentials
+        created.save(update_fields=["content_credentials"])
     key = WatermarkKey.objects.get(team=team, name=DEMO_KEY)
     if not key.public_name:  # once: an admin's later unpublish stays
         key_publish(key=key, public_name=DEMO_PUBLIC_NAME)
@@ -224,6 +226,7 @@ def _run(data_dir: Path, host: str, port: int) -> int:
         password = _demo_data(data_dir)
         # The throttles count in the same Redis: one count for every web process.
         env = {**os.environ, "REDIS_URL": redis.url, "PROVENANCE_CACHE_URL": redis.url}
+        env.update(_content_credentials(data_dir))
         env["PROVENANCE_PUBLIC_CACHE_URL"] = cache.url
         children, generator = _children(data_dir, redis, env, host, port, cache)
         supervisor = Supervisor(children)
@@ -286,6 +289,33 @@ class _Sweeper:
             identities_confirm()
         except Exception as exc:  # a locked database: the next tick tries again
             print(f"  sweeper: {type(exc).__name__}; retrying later", file=sys.stderr)
+
+
+def _content_credentials(data_dir: Path) -> dict[str, str]:
+    """The C2PA signing certificate of the web and the playground's generator: the
+    operator's (``PROVENANCE_C2PA_CERT``/``_KEY``), else a development one made once under
+    the data directory, which no C2PA validator trusts (and the pages say so)."""
+    from django.conf import settings
+
+    from detector.credentials.certificates import development_certificate
+    from provenance.private_files import private_dir, private_write
+
+    if settings.PROVENANCE_C2PA_CERT:
+        return {}
+    folder = data_dir / "c2pa"
+    private_dir(folder)
+    cert, key, anchor = folder / "signer.pem", folder / "signer.key", folder / "ca.pem"
+    if not (cert.is_file() and key.is_file()):
+        made = development_certificate(settings.PROVENANCE_PUBLIC_ORGANIZATION)
+        private_write(key, made.credential.key_pem.decode().strip())
+        private_write(anchor, made.ca_pem.decode().strip())
+        private_write(cert, made.credential.chain_pem.decode().strip())
+    print(
+        f"  Content Credentials: signed with a development certificate ({cert}),"
+        " untrusted: no C2PA validator trusts it",
+        flush=True,
+    )
+    return {"PROVENANCE_C2PA_CERT": str(cert), "PROVENANCE_C2PA_KEY": str(key)}
 
 
 def _playground_generator(data_dir: Path, env: dict[str, str]) -> Any:

@@ -126,7 +126,7 @@ def test_every_variable_the_generator_reads_is_named_in_config_and_documented():
     from generator import config
 
     names = {value for key, value in vars(config).items() if key.endswith("_ENV")}
-    assert len(names) == 12 and all(name.startswith("PROVENANCE_") for name in names)
+    assert len(names) == 16 and all(name.startswith("PROVENANCE_") for name in names)
     page = (Path(__file__).resolve().parents[2] / "docs" / "generator.md").read_text()
     assert {name for name in names if f"`{name}`" not in page} == set()
 
@@ -166,3 +166,23 @@ def test_a_key_file_made_writable_by_others_keeps_the_last_good_keys(tmp_path, c
     path.chmod(0o666)
     assert store.refreshed()["team-a"].key == 1
     assert "chmod go-w" in caplog.text
+def test_a_key_files_own_fields_stay_with_the_generator(tmp_path):
+    from generator.config import KeyOptions
+
+    (tmp_path / "team-a.key").write_text("42\n")
+    path = tmp_path / "keys.json"
+    path.write_text(
+        '{"team-a": {"key_file": "team-a.key", "content_credentials": true, "public_id": "pub-1"},'
+        ' "team-b": {"key": 9}}'
+    )
+    store = KeyStore.from_file(path)
+    assert store["team-a"].key == 42  # key_file read from the key file's folder
+    assert store.options("team-a") == KeyOptions(True, "pub-1")
+    assert store.options("team-b") == KeyOptions(False, "team-b")
+    assert "content_credentials" not in store["team-a"].to_vllm()
+    for bad in (
+        '{"k": {"key": 1, "public_id": "a b"}}',
+        '{"k": {"key": 1, "content_credentials": 1}}',
+    ):
+        with pytest.raises(KeyFileError):
+            KeyStore.from_mapping(json.loads(bad))

@@ -228,3 +228,91 @@ def test_a_missing_record_leaves_the_settings_answer(env, tmp_path, monkeypatch)
         r = c.post("/v1/chat/completions", json={"messages": []})
     assert r.headers["x-provenance-watermarked"] == "true"
     assert "x-provenance-expected-log10-p" not in r.headers
+
+
+# --- Content Credentials on vLLM's replies ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def signer():
+    from detector.credentials.certificates import development_certificate
+    from generator.credentials import ReplyCredentials
+
+    dev = development_certificate("Acme")
+    return dev, ReplyCredentials(dev.credential, "Acme")
+
+
+def _signing_app(signer, seen, reply, *, stream=False):
+    from generator.config import KeyStore
+
+    store = KeyStore.from_mapping(
+        {
+            "team-a": {"key": 5, "public_id": "pub-a"},
+            "team-c": {"key": 6, "content_credentials": True},
+        }
+    )
+
+    async def engine(scope, receive, send):
+        body = json.loads((await receive())["body"])
+        seen.append(body)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        if stream:
+            for piece in reply:
+                event = {
+                    "id": "c1",
+                    "object": "chat.completion.chunk",
+                    "model": "m",
+                    "choices": [{"index": 0, "delta": {"content": piece}}],
+                }
+                raw = f"data: {json.dumps(event)}\n\n".encode()
+                await send({"type": "http.response.body", "body": raw, "more_body": True})
+            await send(
+                {"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False}
+            )
+            return
+        data = {"choices": [{"index": 0, "message": {"role": "assistant", "content": reply}}]}
+        raw = json.dumps(data).encode()
+        await send({"type": "http.response.body", "body": raw[:10], "more_body": True})
+        await send({"type": "http.response.body", "body": raw[10:], "more_body": False})
+
+    return ProvenanceHeaders(engine, credentials=signer[1], store=store)
+
+
+def test_a_whole_reply_is_signed_when_asked_and_vllm_never_sees_the_field(env, signer):
+    from detector.credentials.manifest import key_id_of_soft_binding_value
+    from detector.credentials.reading import read_text
+
+    seen: list[dict] = []
+    c = TestClient(_signing_app(signer, seen, "Rain on the roof."))
+    body = {"messages": [], "vllm_xargs": {"watermark_key": "team-a"}, "content_credentials": True}
+    r = c.post("/v1/chat/completions", json=body)
+    assert "content_credentials" not in seen[0]
+    content = r.json()["choices"][0]["message"]["content"]
+    assert content.startswith("Rain on the roof.\ufeff")
+    assert int(r.headers["content-length"]) == len(r.content)
+    credentials = read_text(content, signer[0].ca_pem.decode())
+    assert credentials.valid and credentials.trusted
+    assert key_id_of_soft_binding_value(credentials.soft_binding["value"]) == "pub-a"
+    unsigned = c.post("/v1/chat/completions", json={**body, "content_credentials": False})
+    assert unsigned.json()["choices"][0]["message"]["content"] == "Rain on the roof."
+    opted_out = {**body, "vllm_xargs": {"watermarking": False}}
+    r = c.post("/v1/chat/completions", json=opted_out)  # not watermarked: never signed
+    assert r.json()["choices"][0]["message"]["content"] == "Rain on the roof."
+
+
+def test_a_keys_entry_signs_its_streamed_replies_in_one_more_event(env, signer):
+    from detector.credentials.reading import read_text
+
+    seen: list[dict] = []
+    c = TestClient(_signing_app(signer, seen, ["Rain ", "on the ", "roof."], stream=True))
+    body = {"messages": [], "stream": True, "vllm_xargs": {"watermark_key": "team-c"}}
+    with c.stream("POST", "/v1/chat/completions", json=body) as r:
+        lines = [ln for ln in r.iter_lines() if ln.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    events = [json.loads(ln[6:]) for ln in lines[:-1]]
+    text = "".join(
+        choice["delta"]["content"] for event in events for choice in event.get("choices", [])
+    )
+    assert text.startswith("Rain on the roof.\ufeff")
+    assert events[-1]["provenance"]["watermarked"] is True  # the provenance event stays last
+    assert read_text(text, signer[0].ca_pem.decode()).valid

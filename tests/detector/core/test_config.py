@@ -206,3 +206,51 @@ def test_a_vllm_0_34_config_is_accepted_with_enforce():
     with pytest.raises(ValueError, match="enforce must be true or false") as err:
         KeyConfig.from_vllm({"key": SECRET, "enforce": "yes"}, name="team-a")
     assert str(SECRET) not in str(err.value)
+
+
+# --- vLLM main's key_file: the key as a decimal integer in a file ------------------------------
+
+
+def test_a_key_file_holds_the_key_as_a_decimal_integer(tmp_path):
+    from detector.core.config import read_key_file
+
+    (tmp_path / "key").write_text("  18446744073709551615\n")
+    config = KeyConfig.from_vllm({"key_file": str(tmp_path / "key"), "context_width": 2})
+    assert config.key == 2**64 - 1 and config.context_width == 2
+    relative = KeyConfig.from_vllm({"key_file": "key"}, name="k", base_dir=tmp_path)
+    assert relative.key == 2**64 - 1
+    assert "key_file" not in relative.to_vllm()  # the entry it writes holds the key itself
+    assert read_key_file(str(tmp_path / "key")) == 2**64 - 1
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("0x2a", "one decimal integer"),
+        ("-1", "one decimal integer"),
+        ("4 2", "one decimal integer"),
+        ("", "one decimal integer"),
+        (str(2**64), "must lie in"),
+        ("1" * 5000, "one decimal integer"),
+    ],
+)
+def test_a_key_file_that_is_not_one_decimal_key_is_refused_without_its_content(
+    tmp_path, content, message
+):
+    path = tmp_path / "key"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message) as caught:
+        KeyConfig.from_vllm({"key_file": str(path)}, name="team-a")
+    assert "team-a" in str(caught.value)
+    if content.strip():
+        assert content.strip()[:8] not in str(caught.value).replace(str(path), "")
+
+
+def test_key_and_key_file_together_or_a_missing_file_are_refused(tmp_path):
+    (tmp_path / "key").write_text("42")
+    with pytest.raises(ValueError, match="both key and key_file"):
+        KeyConfig.from_vllm({"key": 42, "key_file": str(tmp_path / "key")})
+    with pytest.raises(ValueError, match="cannot read key_file"):
+        KeyConfig.from_vllm({"key_file": str(tmp_path / "absent")})
+    with pytest.raises(ValueError, match="must be a path"):
+        KeyConfig.from_vllm({"key_file": 42})
