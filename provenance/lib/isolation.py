@@ -189,7 +189,10 @@ def call(
     document of a process, or the one after a kill) does not count against ``seconds``
     unless ``until`` (``time.monotonic()``) is given: then nothing goes past it (a batch's
     deadline)."""
-    reader = _pool.lease()
+    try:
+        reader = _pool.lease()
+    except OSError:  # no process could be started (out of processes or memory)
+        raise ReaderFailed("no document reader could be started") from None
     sent = done = False
     try:
         wait = START_SECONDS if until is None else until - time.monotonic()
