@@ -255,6 +255,7 @@ def test_a_reader_holds_none_of_the_products_secrets(monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgres://user:db-sentinel@host/db")
     reader = isolation._Reader()
     try:
+        assert reader.wait_ready(60)  # started (its environment is readable once it runs)
         environment = Path(f"/proc/{reader.process.pid}/environ").read_bytes()
     finally:
         reader.close()
