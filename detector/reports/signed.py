@@ -86,8 +86,12 @@ def verify_typed(token: str, jwks: dict[str, Any], typ: str, schema: str, what: 
     or a public verification's receipt: ``detector.reports.receipt``)."""
     token = token.strip()
     kid = _header_kid(token)
+    if not kid:
+        # Without a kid, a key set of one key verifies with that key, and the revoked list
+        # (a list of kids) is never read: every report this server signs names its key.
+        raise ReportError(f"the {what} names no signing key (no kid in its header)")
     revoked = jwks.get("revoked") if isinstance(jwks, dict) else None
-    if kid is not None and isinstance(revoked, list) and kid in revoked:
+    if isinstance(revoked, list) and kid in revoked:
         raise ReportError(f"the {what} was signed with key {kid}, which its issuer revoked")
     try:
         keys = KeySet.import_key_set(jwks)  # type: ignore[arg-type]

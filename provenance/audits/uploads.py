@@ -12,6 +12,7 @@ first (``UploadRefused``); the audit then holds no texts.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
@@ -85,31 +86,34 @@ def staged_texts(
 ) -> list[dict[str, str]]:
     """An audit's ``texts`` (``client_id``, ``text``) from (kind, name, content) files: a
     zip's documents under their paths in it, a document under its name, a CSV's rows under
-    their id column (else ``name:row``). Raises ``UploadRefused`` naming every bad file."""
+    their id column (else ``name:row``). Raises ``UploadRefused`` naming every bad file.
+    Every file of the upload is read within one budget (``PROVENANCE_ARCHIVE_SECONDS``), so
+    no upload holds a worker longer, however many files it holds."""
+    deadline = time.monotonic() + document_limits().max_archive_seconds
     texts: list[dict[str, str]] = []
     problems: list[ProblemError] = []
     plain: list[tuple[str, bytes]] = []
     for kind, name, content in files:
         try:
             if kind == "archive":
-                texts += _archive_texts(name, content)
+                texts += _archive_texts(name, content, deadline)
             elif kind == "table":
-                texts += _table_texts(name, content, text_column, id_column)
+                texts += _table_texts(name, content, text_column, id_column, deadline)
             else:
                 plain.append((name, content))
         except ProblemError as exc:
             problems.append(exc)
     if plain:
-        texts += _document_texts(plain, problems)
+        texts += _document_texts(plain, problems, deadline)
     problems += _text_problems(texts)
     if problems:
         raise UploadRefused(problems)
     return texts
 
 
-def _archive_texts(name: str, content: bytes) -> list[dict[str, str]]:
+def _archive_texts(name: str, content: bytes, deadline: float) -> list[dict[str, str]]:
     try:
-        return archive_texts(content)
+        return archive_texts(content, deadline)
     except ProblemError as exc:
         if getattr(exc, "filename", "") == "archive":  # the zip itself: named as uploaded
             exc.filename = name  # type: ignore[attr-defined]
@@ -118,10 +122,11 @@ def _archive_texts(name: str, content: bytes) -> list[dict[str, str]]:
 
 
 def _table_texts(
-    name: str, content: bytes, text_column: str, id_column: str
+    name: str, content: bytes, text_column: str, id_column: str, deadline: float
 ) -> list[dict[str, str]]:
+    limits = document_limits()
     try:
-        rows = tables.extract_table(name, content, document_limits(), text_column, id_column)
+        rows = tables.extract_table(name, content, limits, text_column, id_column, deadline)
     except tables.TableError as exc:
         problem = document_problem(exc)
         problem.column, problem.row = exc.column, exc.row  # type: ignore[attr-defined]
@@ -130,10 +135,10 @@ def _table_texts(
 
 
 def _document_texts(
-    files: list[tuple[str, bytes]], problems: list[ProblemError]
+    files: list[tuple[str, bytes]], problems: list[ProblemError], deadline: float
 ) -> list[dict[str, str]]:
     try:
-        found = archives.extract_files(files, document_limits())
+        found = archives.extract_files(files, document_limits(), deadline)
     except documents.DocumentError as exc:  # a limit of the whole upload
         problems.append(document_problem(exc))
         return []

@@ -22,11 +22,15 @@ Extraction runs on the workers, and every input still bounds its cost: file and 
 sizes (the zip reader stops each member at its declared size), the inflated size of a .docx
 and of its XML, PDF pages, pypdf's per-page parsing budget, the extracted text of a PDF (read no
 further than the check's text limit), and a wall-clock budget checked between PDF pages and
-between archive members.
+between archive members. Those checks give a precise refusal where they look; the deadline
+itself holds everywhere: ``extract`` reads each document in a separate process
+(``provenance.lib.isolation``) that is killed when the deadline passes, inside a page, a
+regular expression or an encoding guess alike.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import time
@@ -81,10 +85,37 @@ def extract(
     filename: str, content: bytes, limits: Limits, deadline: float | None = None
 ) -> Document:
     """The text of one document; raises ``DocumentError`` naming what is wrong. ``deadline``
-    (``time.monotonic()``) defaults to ``limits.max_seconds`` from now."""
+    (``time.monotonic()``) defaults to ``limits.max_seconds`` from the moment a reader takes
+    the document; a given one (a batch's) also bounds the wait for a reader. The document is
+    read in a separate process (``provenance.lib.isolation``) that is killed at the deadline,
+    so no parser's loop, inside one page or one encoding guess, runs past it."""
+    from provenance.lib import isolation
+
+    name, _ = precheck(filename, len(content), limits)
+    if deadline is None:  # a reader's start is not the document's time (``isolation.call``)
+        seconds = limits.max_seconds
+    else:
+        in_time(name, deadline, limits.max_seconds)
+        seconds = deadline - time.monotonic()
+    request = {"filename": filename, "limits": dataclasses.asdict(limits)}
+    try:
+        answer = isolation.call("document", request, content, seconds, deadline)
+    except isolation.Overrun:
+        raise DocumentError(name, too_slow_reason(limits.max_seconds), "too_slow") from None
+    except isolation.ReaderFailed:
+        reason = "reading it stopped the reader (it needs more memory or time than allowed)"
+        raise DocumentError(name, reason, "too_complex") from None
+    if "document" in answer:
+        return Document(**answer["document"])
+    if "error" in answer:
+        raise DocumentError(**answer["error"])
+    raise DocumentError(name, "the document cannot be read", "corrupt")
+
+
+def read(filename: str, content: bytes, limits: Limits, deadline: float) -> Document:
+    """``extract`` in this process: the reading itself, checking ``deadline`` only where its
+    loops look (what the reader process runs; callers use ``extract``)."""
     name, kind = precheck(filename, len(content), limits)
-    if deadline is None:
-        deadline = time.monotonic() + limits.max_seconds
     text = _READERS[kind](name, content, limits, deadline)
     if "\x00" in text:
         text = text.replace("\x00", "")
@@ -108,8 +139,12 @@ def precheck(filename: str, size: int, limits: Limits) -> tuple[str, str]:
 
 def in_time(name: str, deadline: float, seconds: float) -> None:
     if time.monotonic() > deadline:
-        reason = f"reading it took longer than the limit of {seconds:g} s; send smaller files"
-        raise DocumentError(name, reason, "too_slow")
+        raise DocumentError(name, too_slow_reason(seconds), "too_slow")
+
+
+def too_slow_reason(seconds: float) -> str:
+    """The reason of a ``too_slow`` refusal."""
+    return f"reading it took longer than the limit of {seconds:g} s; send smaller files"
 
 
 # --- readers ------------------------------------------------------------------------------
@@ -154,6 +189,7 @@ def _html(name: str, content: bytes, limits: Limits, deadline: float) -> str:
     from lxml import etree
 
     markup = UnicodeDammit(content, is_html=True).unicode_markup
+    in_time(name, deadline, limits.max_seconds)
     try:
         root = lxml.html.document_fromstring(markup if markup is not None else content)
     except etree.ParserError:  # "Document is empty": nothing but whitespace or comments
@@ -363,3 +399,56 @@ def _pdf_pages(name: str, reader: Any, limits: Limits, deadline: float) -> list[
 
 
 _READERS = {"txt": _plain, "md": _plain, "html": _html, "docx": _docx, "pdf": _pdf}
+
+
+# --- in the reader process (``provenance.lib.isolation``) -----------------------------------
+
+
+def isolated_read(request: dict[str, Any], content: bytes, seconds: float) -> dict[str, Any]:
+    """``read`` as the reader process runs it for ``extract``: the request and the answer
+    as JSON."""
+    limits = Limits(**request["limits"])
+    try:
+        found = read(request["filename"], content, limits, time.monotonic() + seconds)
+    except DocumentError as exc:
+        return {"error": {"filename": exc.filename, "reason": exc.reason, "code": exc.code}}
+    return {"document": dataclasses.asdict(found)}
+
+
+def isolated_warm_up() -> None:
+    """Before a reader says it is ready: the libraries imported, and a small PDF and HTML
+    page read (pypdf's layout mode loads more on its first page)."""
+    import docx  # noqa: F401
+
+    limits = Limits(max_bytes=len(_WARM_PDF), max_pages=1)
+    deadline = time.monotonic() + 60
+    read("warm.pdf", _WARM_PDF, limits, deadline)
+    read("warm.html", b"<p>warm</p>", limits, deadline)
+
+
+def _pdf_of(stream: bytes) -> bytes:
+    """A one-page PDF showing ``stream`` in Helvetica (``_WARM_PDF``, a reader's first)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+_WARM_PDF = _pdf_of(b"BT /F1 12 Tf 72 720 Td (warm) Tj ET")

@@ -3,21 +3,25 @@ column, with an optional id column.
 
 Plain Python, no Django. A CSV is a batch like a zip archive and is held to an archive's
 limits (``documents.Limits``: ``max_archive_bytes`` for the file, ``max_files`` rows,
-``max_archive_seconds`` to read it). The file is UTF-8 (a BOM is dropped); the delimiter is
-found among comma, semicolon, tab and bar; the first row names the columns (matched without
-regard to case or surrounding spaces). Rows with every cell empty are skipped. A refusal is a
-``TableError`` (a ``DocumentError``) naming the file, and the row where there is one.
+``max_archive_seconds`` to read it, in a reader process killed at the deadline, as
+``provenance.lib.documents`` reads documents). The file is UTF-8 (a BOM is dropped); the
+delimiter is found among comma, semicolon, tab and bar; the first row names the columns
+(matched without regard to case or surrounding spaces). Rows with every cell empty are
+skipped. A refusal is a ``TableError`` (a ``DocumentError``) naming the file, and the row
+where there is one.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from provenance.lib.documents import DocumentError, Limits, in_time
+from provenance.lib.documents import DocumentError, Limits, in_time, too_slow_reason
 
 # Tried in this order when the sample does not decide (``csv.Sniffer``).
 DELIMITERS = ",;\t|"
@@ -44,14 +48,78 @@ class TableError(DocumentError):
 
 
 def extract_table(
-    filename: str, content: bytes, limits: Limits, text_column: str = "", id_column: str = ""
+    filename: str,
+    content: bytes,
+    limits: Limits,
+    text_column: str = "",
+    id_column: str = "",
+    deadline: float | None = None,
 ) -> list[Row]:
     """One ``Row`` per non-blank row of a CSV file. ``text_column`` defaults to ``text``;
     ``id_column`` to ``id`` or ``client_id`` when the file has one, else each row's client
-    id is the file's name and its row number (``posts.csv:2``)."""
+    id is the file's name and its row number (``posts.csv:2``). Read in a reader process
+    killed at ``deadline`` (``time.monotonic()``; default ``limits.max_archive_seconds``
+    from the moment a reader takes the file), as documents are: guessing the dialect
+    (``csv.Sniffer``'s regular expressions) can take tens of seconds on 60 KB."""
+    from provenance.lib import isolation
+
     if len(content) > limits.max_archive_bytes:
         reason = f"the file is {len(content)} bytes; the limit is {limits.max_archive_bytes}"
         raise TableError(filename, reason, "too_large")
+    if deadline is None:
+        seconds = limits.max_archive_seconds
+    else:
+        in_time(filename, deadline, limits.max_archive_seconds)
+        seconds = deadline - time.monotonic()
+    request = {
+        "filename": filename,
+        "limits": dataclasses.asdict(limits),
+        "text_column": text_column,
+        "id_column": id_column,
+    }
+    try:
+        answer = isolation.call("table", request, content, seconds, deadline)
+    except isolation.Overrun:
+        reason = too_slow_reason(limits.max_archive_seconds)
+        raise TableError(filename, reason, "too_slow") from None
+    except isolation.ReaderFailed:
+        reason = "reading it stopped the reader (it needs more memory or time than allowed)"
+        raise TableError(filename, reason, "too_complex") from None
+    if "rows" in answer:
+        return [Row(client_id, text) for client_id, text in answer["rows"]]
+    if "error" in answer:
+        raise TableError(**answer["error"])
+    raise TableError(filename, "the file cannot be read", "corrupt")
+
+
+def isolated_read(request: dict[str, Any], content: bytes, seconds: float) -> dict[str, Any]:
+    """``read_table`` as the reader process runs it for ``extract_table`` (JSON in and out)."""
+    limits = Limits(**request["limits"])
+    deadline = time.monotonic() + seconds
+    try:
+        rows = read_table(
+            request["filename"],
+            content,
+            limits,
+            request["text_column"],
+            request["id_column"],
+            deadline,
+        )
+    except TableError as exc:
+        error = {"filename": exc.filename, "reason": exc.reason, "code": exc.code}
+        return {"error": {**error, "column": exc.column, "row": exc.row}}
+    return {"rows": [[row.client_id, row.text] for row in rows]}
+
+
+def read_table(
+    filename: str,
+    content: bytes,
+    limits: Limits,
+    text_column: str,
+    id_column: str,
+    deadline: float,
+) -> list[Row]:
+    """``extract_table`` in this process (what the reader process runs)."""
     try:
         decoded = content.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -62,7 +130,6 @@ def extract_table(
     # limit only ever grows, so other readers in the process lose nothing.
     csv.field_size_limit(max(csv.field_size_limit(), len(decoded) + 1))
     reader = csv.reader(io.StringIO(decoded, newline=""), _dialect(decoded))
-    deadline = time.monotonic() + limits.max_archive_seconds
     try:
         return _rows(filename, reader, limits, text_column, id_column, deadline)
     except csv.Error as exc:

@@ -33,6 +33,7 @@ from django.views.decorators.debug import sensitive_variables
 from provenance.accounts.models import Team
 from provenance.celery import publish
 from provenance.errors import ProblemError
+from provenance.lib.addresses import wrapped_ipv4
 from provenance.lib.crypto import decrypt_bytes, encrypt_bytes
 from provenance.webhooks.models import TeamWebhook, WebhookDelivery
 
@@ -125,27 +126,34 @@ def _addresses(host: str, port: int) -> tuple[_Address, ...]:
     return tuple(dict.fromkeys(found))  # in the resolver's order, each once
 
 
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix: the IPv4 in the tail
+# Not globally reachable whatever ``ipaddress`` says of them in this Python: the local-use
+# NAT64 prefix (RFC 8215) and the IPv4-compatible and IPv4-translated forms (their IPv4
+# inside is vetted too, ``wrapped_ipv4``).
+_NOT_GLOBAL = tuple(
+    ipaddress.ip_network(net) for net in ("64:ff9b:1::/48", "::/96", "::ffff:0:0:0/96")
+)
 
 
 def _reached(address: _Address) -> list[_Address]:
-    """The addresses a connection to ``address`` may end at: an IPv4-mapped address is its
-    IPv4 address; a 6to4 (2002::/16) or NAT64 address is itself and the IPv4 inside it."""
-    if not isinstance(address, ipaddress.IPv6Address):
-        return [address]
-    if address.ipv4_mapped is not None:
-        return [address.ipv4_mapped]
-    if address.sixtofour is not None:
-        return [address, address.sixtofour]
-    if address in _NAT64:
-        return [address, ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)]
-    return [address]
+    """The addresses a connection to ``address`` may end at: itself and every IPv4 address
+    it may stand for (``provenance.lib.addresses.wrapped_ipv4``: mapped, compatible,
+    translated, NAT64, 6to4, Teredo, ISATAP)."""
+    return [address, *wrapped_ipv4(address)]
+
+
+def _public(address: _Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:  # the IPv4 address itself, on the wire
+            return True
+        if any(address in net for net in _NOT_GLOBAL):
+            return False
+    return address.is_global and not address.is_multicast
 
 
 def _address_allowed(address: _Address) -> None:
     # Globally reachable only (ipaddress's is_global: not private, loopback, link-local,
     # shared 100.64.0.0/10 such as cloud metadata at 100.100.100.200, ...), never multicast.
-    public = all(a.is_global and not a.is_multicast for a in _reached(address))
+    public = all(_public(a) for a in _reached(address))
     if not public and not settings.PROVENANCE_WEBHOOK_ALLOW_PRIVATE:
         raise CallbackRefused(
             f"callback_url resolves to {address}, a private, loopback or link-local address "

@@ -120,3 +120,34 @@ def docx_with_xml_padding(paragraphs: list[str], padding: int) -> bytes:
                 data = data.replace(b"<w:body>", b"<w:body>" + b" " * padding, 1)
             archive.writestr(info.filename, data)
     return out.getvalue()
+
+
+def crowded_pdf(commands: int) -> bytes:
+    """A one-page PDF whose content stream shows ``commands`` one-letter strings, each far to
+    the right of the last and on (almost) the same line: a few hundred bytes compressed, and
+    work for pypdf's layout mode that grows faster than the commands (an attack on reading
+    time within one page, where a deadline checked between pages never looks)."""
+    import zlib
+
+    stream = zlib.compress(b"BT /F1 1 Tf " + b"5000 -0.01 Td (a) Tj " * commands + b"ET", level=9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)

@@ -111,10 +111,11 @@ def document_extract(filename: str, content: bytes) -> documents.Document:
         raise document_problem(exc) from None
 
 
-def archive_texts(content: bytes) -> list[dict[str, str]]:
-    """An audit's ``texts`` from a zip of documents, each file's name as its client_id."""
+def archive_texts(content: bytes, deadline: float | None = None) -> list[dict[str, str]]:
+    """An audit's ``texts`` from a zip of documents, each file's name as its client_id
+    (``deadline``: the end of the upload's time budget, ``archives.extract_archive``)."""
     try:
-        found = archives.extract_archive(content, document_limits())
+        found = archives.extract_archive(content, document_limits(), deadline)
     except documents.DocumentError as exc:
         raise document_problem(exc) from None
     return [{"client_id": doc.filename, "text": doc.text} for doc in found]

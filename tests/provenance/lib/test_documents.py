@@ -5,6 +5,7 @@ by the task bodies, as a worker does)."""
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
@@ -119,9 +120,14 @@ def test_deeply_nested_html_does_not_recurse():
 
 
 def test_a_pdf_page_past_the_parsing_budget_is_refused(monkeypatch):
+    """The budget as the reader process applies it (``documents.read``: the reading itself,
+    run here so that the budget can be lowered)."""
     monkeypatch.setattr(documents, "_PDF_PAGE_BUDGET", 2_000)
-    assert documents.extract("ok.pdf", make.dense_pdf(100), LIMITS).text == "a" * 100
-    error = _refusal("dense.pdf", make.dense_pdf(1_000))
+    deadline = time.monotonic() + 60
+    assert documents.read("ok.pdf", make.dense_pdf(100), LIMITS, deadline).text == "a" * 100
+    with pytest.raises(documents.DocumentError) as refused:
+        documents.read("dense.pdf", make.dense_pdf(1_000), LIMITS, deadline)
+    error = refused.value
     assert error.code == "too_complex" and error.too_large and "too complex" in error.message
 
 

@@ -1,7 +1,10 @@
+# ruff: noqa: F811  (the public tests' fixtures, imported by name)
 """Slow documents cannot pin the web: an uploaded document or archive is read by a worker,
 never in the request. The request answers in a fraction of the document's reading time
 (measured here on the same bytes), and the worker reads it, then scores its text; a client
-that waits still gets today's answers (201 with the verdict, or the refusal's 400/413)."""
+that waits still gets today's answers (201 with the verdict, or the refusal's 400/413).
+Wherever a document is read (a worker, or public verification's request), the reading is cut
+at its deadline, even inside one page."""
 
 from __future__ import annotations
 
@@ -15,6 +18,13 @@ from provenance.checks.models import Check, Upload
 from provenance.checks.services.validation import document_limits
 from provenance.lib import documents
 from tests.provenance import documents as make
+from tests.provenance.public.conftest import (  # noqa: F401  (fixtures, found by name)
+    VERIFY,
+    _small_proof_of_work,
+    anon,
+    published,
+    solve,
+)
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -116,3 +126,154 @@ def test_a_client_that_waits_gets_the_verdict_or_the_refusal_as_before(
     failed = Check.objects.get(filename="scan.pdf")  # what a client that did not wait reads
     assert failed.status == "failed" and failed.failure_code == "document_image_only"
     assert failed.text == "" and not Upload.objects.exists()
+
+
+# --- a deadline that holds inside a page --------------------------------------------------
+#
+# A 778-byte PDF whose one page holds 3,000 far-apart text commands costs pypdf's
+# layout mode tens of seconds inside one page (work that grows faster than the commands),
+# where a deadline checked between pages never looks. Every document is read in a separate
+# process killed at the deadline: public verification's slot and a worker are free again at
+# the limit.
+
+LIMIT_S = 1.0  # the document limit these tests set
+MARGIN_S = 1.5  # what answering may take beyond the limit (a killed reader, a busy machine)
+
+
+@pytest.fixture
+def reader_started() -> None:
+    """A reader process waiting, as in a process that has read a document before (the
+    first document of a process also waits for its reader to start, outside the limit)."""
+    documents.extract("warm.txt", b"warm", document_limits())
+
+
+def _crowded() -> bytes:
+    content = make.crowded_pdf(3000)  # the attack as proven: over 30 s of reading
+    assert len(content) < 1024  # the attack's shape: a tiny file
+    return content
+
+
+def test_a_page_that_reads_past_the_limit_is_refused_at_the_limit(settings, reader_started):
+    settings.PROVENANCE_DOCUMENT_SECONDS = LIMIT_S
+    started = time.perf_counter()
+    with pytest.raises(documents.DocumentError) as refused:
+        documents.extract("crowded.pdf", _crowded(), document_limits())
+    took = time.perf_counter() - started
+    assert refused.value.code == "too_slow" and "limit of 1 s" in refused.value.message
+    assert took < LIMIT_S + MARGIN_S, took
+
+
+def test_a_small_document_is_still_read(settings, wm_text):
+    """The separate reader changes nothing a good document shows."""
+    settings.PROVENANCE_DOCUMENT_SECONDS = LIMIT_S
+    for name, content in [("essay.pdf", make.pdf([wm_text])), ("essay.txt", wm_text.encode())]:
+        read = documents.extract(name, content, document_limits())
+        assert read.filename == name and " ".join(wm_text.split()) in " ".join(read.text.split())
+    with pytest.raises(documents.DocumentError) as refused:
+        documents.extract("scan.pdf", make.image_only_pdf(), document_limits())
+    assert refused.value.code == "image_only"
+
+
+def test_public_verification_gives_its_slot_back_at_the_limit(
+    published, anon, settings, reader_started
+):
+    """No sign-in: the crowded page is refused with 413 ``document_too_slow`` at the limit,
+    and every slot of the process is free again when the answer comes."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from provenance.public import services
+
+    settings.PROVENANCE_DOCUMENT_SECONDS = LIMIT_S
+    proof = solve(anon.get("/api/public/v1/challenge").json())
+    upload = SimpleUploadedFile("crowded.pdf", _crowded(), content_type="application/pdf")
+    started = time.perf_counter()
+    response = anon.post(VERIFY, {"file": upload}, format="multipart", HTTP_X_PROVENANCE_POW=proof)
+    took = time.perf_counter() - started
+    assert response.status_code == 413, response.content
+    assert response.json()["code"] == "document_too_slow"
+    assert took < LIMIT_S + MARGIN_S, took
+    slots = settings.PROVENANCE_PUBLIC_DOCUMENT_SLOTS
+    taken = [services.EXTRACTIONS.acquire(blocking=False) for _ in range(slots)]
+    for _ in taken:
+        services.EXTRACTIONS.release()
+    assert all(taken)
+
+
+def test_an_audit_worker_is_free_at_the_archive_limit(settings, reader_started):
+    """What an audit's task runs (``staged_texts``): a zip of crowded pages, several of them
+    uploaded at once, and more than one zip in one upload are read within the archive limit
+    (one budget for the whole upload), each page refused by name as too slow."""
+    from provenance.audits import uploads
+
+    settings.PROVENANCE_DOCUMENT_SECONDS = LIMIT_S
+    settings.PROVENANCE_ARCHIVE_SECONDS = archive_s = 2.5
+    crowded = _crowded()
+    archive = make.zipped({f"essay-{i}.pdf": crowded for i in range(4)})
+    for files in (
+        [("archive", "essays.zip", archive)],
+        [("document", f"essay-{i}.pdf", crowded) for i in range(4)],
+        [("archive", f"essays-{i}.zip", archive) for i in range(3)],
+    ):
+        started = time.perf_counter()
+        with pytest.raises(uploads.UploadRefused) as refused:
+            uploads.staged_texts(files)
+        took = time.perf_counter() - started
+        assert took < archive_s + MARGIN_S, (files[0][1], took)
+        codes = {problem.code for problem in refused.value.problems}
+        assert codes == {"document_too_slow"}, refused.value.problems
+
+
+def test_html_encoding_guess_is_cut_at_the_limit(settings, reader_started):
+    """A large HTML file with no declared encoding and bytes that are not UTF-8: guessing its
+    encoding (charset detection) is work too, read under the same deadline."""
+    from bs4 import UnicodeDammit
+
+    settings.PROVENANCE_DOCUMENT_SECONDS = limit = 0.1
+    settings.PROVENANCE_MAX_DOCUMENT_BYTES = 40 * 1024 * 1024
+    words = b"caf\xe9 na\xefve r\xe9sum\xe9 \x93quoted\x94 "
+    content = b"<html><body><p>" + words * (36_000_000 // len(words)) + b"</p></body></html>"
+    started = time.perf_counter()
+    UnicodeDammit(content, is_html=True)
+    guessing = time.perf_counter() - started
+    assert guessing > limit + MARGIN_S, guessing  # the premise: the guess alone takes longer
+    started = time.perf_counter()
+    with pytest.raises(documents.DocumentError) as refused:
+        documents.extract("page.html", content, document_limits())
+    took = time.perf_counter() - started
+    assert refused.value.code == "too_slow"
+    assert took < limit + MARGIN_S, (took, guessing)
+
+
+def test_a_reader_holds_none_of_the_products_secrets(monkeypatch):
+    """A reader parses hostile files: it gets what Python needs of the environment, never the
+    settings' secrets."""
+    from pathlib import Path
+
+    from provenance.lib import isolation
+
+    monkeypatch.setenv("PROVENANCE_KEK", "kek-sentinel")
+    monkeypatch.setenv("DATABASE_URL", "postgres://user:db-sentinel@host/db")
+    reader = isolation._Reader()
+    try:
+        assert reader.wait_ready(60)  # started (its environment is readable once it runs)
+        environment = Path(f"/proc/{reader.process.pid}/environ").read_bytes()
+    finally:
+        reader.close()
+    assert b"PATH=" in environment
+    assert b"kek-sentinel" not in environment and b"db-sentinel" not in environment
+
+
+def test_a_csv_whose_dialect_guess_runs_away_is_cut_at_the_limit(settings, reader_started):
+    """A CSV file is a batch too: 60 KB of ``,"`` costs ``csv.Sniffer``'s regular expressions
+    tens of seconds before the first row is read, under the upload's deadline all the same."""
+    from provenance.audits import uploads
+
+    settings.PROVENANCE_ARCHIVE_SECONDS = archive_s = 1.0
+    content = b"text\n" + b',"' * 30_000
+    started = time.perf_counter()
+    with pytest.raises(uploads.UploadRefused) as refused:
+        uploads.staged_texts([("table", "posts.csv", content)])
+    took = time.perf_counter() - started
+    assert [problem.code for problem in refused.value.problems] == ["document_too_slow"]
+    assert refused.value.problems[0].message.startswith("posts.csv: ")
+    assert took < archive_s + MARGIN_S, took

@@ -4,6 +4,7 @@ that the report was signed with a revoked key."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -53,3 +54,25 @@ def test_revoking_the_active_key_starts_a_new_one(api_for, alice_key, wm_text):
     call_command("report_key_revoke", "--", kid)
     fresh = _report(alice, wm_text)
     assert verify(fresh, alice.get("/.well-known/jwks.json").json()).kid != kid
+
+
+def test_a_report_without_a_kid_is_refused():
+    """A report whose protected header names no key would verify against the one key of a
+    verifier's set without the revoked list ever being read: refused, whatever the set."""
+    from joserfc import jws
+
+    from detector.reports.signed import ALGORITHM, SCHEMA, TYP, canonical_json, generate_signing_key
+
+    key = generate_signing_key()
+    public = key.as_dict(private=False)
+    payload = canonical_json({"schema": SCHEMA, "text": {"sha256": "0" * 64}})
+    no_kid = jws.serialize_compact({"alg": ALGORITHM, "typ": TYP}, payload, key, [ALGORITHM])
+    revoked = {"keys": [public], "revoked": [key.kid]}
+    with pytest.raises(ReportError, match="names no signing key"):
+        verify(no_kid, revoked)
+    with pytest.raises(ReportError, match="names no signing key"):
+        verify(no_kid, {"keys": [public]})
+    header = json.dumps({"alg": ALGORITHM, "typ": TYP, "kid": [key.kid]}).encode()
+    odd_kid = base64.urlsafe_b64encode(header).rstrip(b"=").decode() + no_kid[no_kid.index(".") :]
+    with pytest.raises(ReportError, match="names no signing key"):
+        verify(odd_kid, revoked)
