@@ -167,9 +167,9 @@ class RowState:
         self.prompt_ids = list(prompt_ids or [])
         self.output_ids = output_ids
         # ``rng``: a test's own generator, for a reproducible routing; never a request's seed.
-        self.rng = rng or torch.Generator().manual_seed(
-            int.from_bytes(os.urandom(8), "little") >> 1
-        )
+        if rng is None:
+            rng = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+        self.rng = rng
         self._keys = self._subkeys(settings)
         # Filled by keyed_draw when ``record``: a digamma over the vocabulary per step, which
         # the servers that report a reply's expected evidence pay and vLLM's engine does not.
