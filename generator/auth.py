@@ -13,20 +13,24 @@ whether it may opt out::
 use (the same answer whether that key exists or not) or a refused opt-out, including the
 opt-out by other means: sampling settings below the floors of ``generator.floors`` (top_k 1, a
 top_p or min_p that keeps one token, a near-zero temperature, beam search), under which the
-keyed draw has no real choice and the reply would carry nothing, alone or together. Every
-field of the body is read against the allowlist of ``generator.fields``: a field it does not
-list is a 403 naming it, and one that lets the client see or steer the distribution outside
-the keyed draw (``logprobs``, ``echo``, ``logit_bias``, structured output, ``n > 1``, ...) is
-refused like the settings above. A key is chosen only by a non-empty name the token may use,
-or by the server's default where the token may use it and no name is given: an explicit null,
-an empty string or a non-string is the same 403 as another team's name. It then rewrites
-the request's ``vllm_xargs`` to exactly what it authorized, so no field it did not read (a
-duplicate JSON key, a top-level ``watermarking``, an xargs entry) reaches the engine. Only the
-generation routes, the model list and the health probes pass; every other route of vLLM's
-server (adapters, tokenizer, responses, websockets) is closed. Each generation is logged:
-client, key name, model, token count, request id; never the prompt, and only values the gate
-validated (a model name other than the served one, or a key name a key file could not hold,
-is logged as ``other`` / ``invalid``).
+keyed draw has no real choice and the reply would carry nothing, alone or together. Every field
+of the body is read against the allowlist of ``generator.fields``: a field it does not list is
+a 403 naming it, and one that lets the client see or steer the distribution outside the keyed
+draw (``logprobs``, ``echo``, ``logit_bias``, structured output, ``n > 1``, ...) is refused
+like the settings above, and so is a list of several prompts, which asks for several
+completions as ``n`` does (they would share one draw record). A key is chosen only by a
+non-empty name the token may use, or by the server's default where the token may use it and no
+name is given: an explicit null, an empty string or a non-string is the same 403 as another
+team's name. It then rewrites the request's ``vllm_xargs`` to exactly what it authorized, so no
+field it did not read (a duplicate JSON key, a top-level ``watermarking``, an xargs entry)
+reaches the engine, and writes every sampling setting of a watermarked request at the value it
+judged (an unset one at ``generator.fields.SAMPLING_DEFAULTS``): vLLM fills unset settings from
+the model's ``generation_config`` after the gate, which could lower them below the floors
+unseen. Only the generation routes, the model list and the health probes pass; every other
+route of vLLM's server (adapters, tokenizer, responses, websockets) is closed. Each generation
+is logged: client, key name, model, token count, request id; never the prompt, and only values
+the gate validated (a model name other than the served one, or a key name a key file could not
+hold, is logged as ``other`` / ``invalid``), each through ``generator.config.printable``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import hmac
 import json
 import logging
 import os
-import re
 import secrets
 import tempfile
 import time
@@ -55,7 +58,6 @@ GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
 OPEN_PATHS = ("/health", "/ping")  # liveness probes carry no data
 TOKEN_PATHS = ("/v1/models", "/version")
 ANY_KEY = "*"
-_KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")  # generator.config's key names
 log = logging.getLogger("generator.access")
 
 
@@ -221,6 +223,11 @@ def authorize(
         verb = "lets" if len(steering) == 1 else "let"
         listed = ", ".join(repr(name) for name in steering)
         reason = f"{listed} {verb} the client see or steer the distribution outside the keyed draw"
+    if reason is None and (count := fields.prompts(body.get("prompt"))) > 1:
+        reason = (
+            f"'prompt' holds {count} prompts: {count} completions in one request, which would "
+            "share one draw record (send one prompt per request)"
+        )
     if reason and not opting_out:  # an opt-out by other means: the same permissions
         if enforce:
             raise AccessDenied(403, f"watermarking is enforced on this server: {reason}")
@@ -237,12 +244,17 @@ def authorize(
     if name is None and not named:
         if enforce:
             raise AccessDenied(403, "watermarking is enforced on this server: name a key")
+        if not client.opt_out:  # a keyless request is served unwatermarked or not at all
+            raise AccessDenied(403, "this token may not opt out of watermarking: name a key")
         return None, clean | {"vllm_xargs": rest}
     if not isinstance(name, str) or not name or not client.may_use(name):
         # One answer whether the key exists or not (the gate never looks at the key store),
         # and for a null, an empty or a non-string name: none of them falls to the default.
         raise AccessDenied(403, "this token may not use the requested watermark key")
-    return name, clean | {"vllm_xargs": rest | {"watermark_key": name}}
+    # The settings judged above, written out: vLLM would fill unset ones from the model's
+    # generation_config, which the floors never saw.
+    judged = {k: v for k, v in fields.SAMPLING_DEFAULTS.items() if clean.get(k) is None}
+    return name, clean | judged | {"vllm_xargs": rest | {"watermark_key": name}}
 
 
 def _error(status: int, message: str) -> tuple[dict[str, Any], bytes]:
@@ -357,9 +369,9 @@ class AuthGate:
         finally:
             log.info(
                 "generation client=%s key=%s model=%s status=%s tokens=%s request_id=%s ms=%.0f",
-                client.name,
-                _logged_key(name),
-                _logged_model(clean.get("model")),
+                config.printable(client.name),
+                config.printable(_logged_key(name)),
+                config.printable(_logged_model(clean.get("model"))),
                 tally.status,
                 tally.tokens(),
                 request_id,
@@ -371,7 +383,7 @@ def _logged_key(name: str | None) -> str:
     """A key name fit for the log: a client with ``*`` may send any string, even a newline."""
     if name is None:
         return "none"
-    return name if _KEY_NAME.match(name) else "invalid"
+    return name if config.valid_key_name(name) else "invalid"
 
 
 def _logged_model(requested: Any) -> str:

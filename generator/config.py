@@ -7,7 +7,9 @@ with every field of upstream's ``WatermarkConfig``; a bare upstream config objec
 (``{"algorithm": "gumbel", "key": 42}``) is one key named ``default``. The file is the only way
 keys enter the generator: never the command line, never a request, and never a file that its
 group or others may write (refused, naming the fix). Key values never appear in a repr, a log
-line or an error message; names do.
+line or an error message; names do. A key name is matched whole (``valid_key_name``); every
+log line of the generator shows a value that a client or a file supplied through
+``printable``, so no such value can end the line or forge another.
 """
 
 from __future__ import annotations
@@ -45,7 +47,28 @@ C2PA_CERT_ENV = "PROVENANCE_C2PA_CERT"  # the signing certificate chain, PEM (a 
 C2PA_KEY_ENV = "PROVENANCE_C2PA_KEY"  # its private key, PEM (a path, private to the user)
 C2PA_ORGANIZATION_ENV = "PROVENANCE_C2PA_ORGANIZATION"  # else the certificate's O=
 log = logging.getLogger(__name__)
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # matched whole: valid_key_name
+
+
+def valid_key_name(name: object) -> bool:
+    """Whether ``name`` can name a key: letters, digits and ``_.:-``, 1 to 128 of them, the
+    first a letter or digit. Matched whole: ``re.match`` with ``$`` admits a trailing newline."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
+
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(32), 127)} | {
+    ord("\\"): "\\\\",
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+}
+
+
+def printable(value: object) -> str:
+    """``value`` as one log line may show it: backslashes, control characters (newlines
+    included) and everything beyond ASCII escaped as Python writes them (``\\\\``, ``\\n``,
+    ``\\x1b``, ``\\u2028``), without quotes. A name that needs no escaping is shown as it is."""
+    return str(value).translate(_ESCAPES).encode("ascii", "backslashreplace").decode("ascii")
 
 
 class KeyFileError(ValueError):
@@ -169,7 +192,7 @@ class KeyStore(Mapping[str, KeyConfig]):
             )
         entries, all_options = {}, {}
         for name, raw in data.items():
-            if not isinstance(name, str) or not _NAME.match(name):
+            if not valid_key_name(name):
                 raise KeyFileError(f"invalid key name {name!r}: use letters, digits, '_.:-'")
             config, all_options[name] = _split_options(raw, name)
             entries[name] = parse_entry(config, name=name, base_dir=base_dir)

@@ -139,6 +139,13 @@ class DrawRecord:
 class RowState:
     """One request's watermark state: its settings, its token history, its own randomness.
 
+    That randomness (a dual key's routing) is drawn fresh for every row, never from the
+    request's ``seed``: a seed chosen by the client would fix the routing, and a search over
+    seeds offline finds one that routes more tokens to key B, whose score a detector counts
+    with weight ``alpha``. The keyed draw itself takes no seed (the PRF reads the key, the
+    context and the token only), so a request's ``seed`` changes nothing a watermarked reply
+    carries.
+
     ``output_ids`` may be a live list the backend keeps appending to (vLLM's V1 interface hands
     out such a reference); the state catches up lazily before each draw.
     """
@@ -149,20 +156,20 @@ class RowState:
         sampling: SamplingSettings,
         prompt_ids: Sequence[int] | None,
         output_ids: list[int],
-        seed: int | None = None,
         key_name: str | None = None,
         *,
         record: bool = False,
+        rng: torch.Generator | None = None,
     ) -> None:
         self.settings = settings
         self.sampling = sampling
         self.key_name = key_name
         self.prompt_ids = list(prompt_ids or [])
         self.output_ids = output_ids
-        self.rng = torch.Generator()
-        self.rng.manual_seed(
-            seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
-        )
+        # ``rng``: a test's own generator, for a reproducible routing; never a request's seed.
+        if rng is None:
+            rng = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+        self.rng = rng
         self._keys = self._subkeys(settings)
         # Filled by keyed_draw when ``record``: a digamma over the vocabulary per step, which
         # the servers that report a reply's expected evidence pay and vLLM's engine does not.

@@ -18,6 +18,17 @@ each field decided on purpose):
   opt out), with a 403 naming it.
 
 ``vllm_xargs`` holds only ``watermark_key`` (a non-empty name) and ``watermarking``.
+
+A request asks for ``completions(body)`` completions: ``n`` per prompt, and a ``prompt`` list of
+strings or of token-id lists is one prompt per entry, as vLLM serves it. The engine keeps one
+draw record per request, so several completions would share it: the gate counts a list of
+prompts as it counts ``n`` (refused wherever watermarking is enforced), and the headers'
+middleware asks no record for such a request.
+
+vLLM fills the sampling settings a request leaves unset from the model's ``generation_config``
+after the gate has judged them; ``SAMPLING_DEFAULTS`` are the values the gate judges an unset
+setting at (vLLM's own neutral ones), and the gate writes them into every watermarked request
+it passes on.
 """
 
 from __future__ import annotations
@@ -29,6 +40,17 @@ from typing import Any
 MAX_TOKENS = 8192
 MAX_INT64 = 2**63 - 1
 XARGS = ("watermark_key", "watermarking")
+# An unset sampling setting, as the floors judge it: vLLM's neutral defaults (its request
+# models' ``_DEFAULT_SAMPLING_PARAMS``, ``generator.core.SamplingSettings``).
+SAMPLING_DEFAULTS: dict[str, float | int] = {
+    "temperature": 1.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "min_p": 0.0,
+    "repetition_penalty": 1.0,
+    "frequency_penalty": 0.0,
+    "presence_penalty": 0.0,
+}
 
 
 class FieldRefused(Exception):
@@ -236,6 +258,24 @@ FIELDS: dict[str, Field] = {
     "response_format": Field(_object, "an object", lambda v: v == {"type": "text"}),
     "structured_outputs": Field(_object, "an object", _never),
 }
+
+
+def prompts(value: Any) -> int:
+    """How many prompts a ``prompt`` value holds, as vLLM splits it: a string or one list of
+    token ids is one prompt; a list of strings or of token-id lists, one per entry."""
+    if isinstance(value, list) and value and not all(isinstance(v, int) for v in value):
+        return len(value)
+    return 1
+
+
+def completions(body: Mapping[str, Any]) -> int:
+    """How many completions ``body`` asks for: ``n`` (or ``best_of``) for each prompt. Any
+    JSON is read (a value vLLM would refuse counts as one)."""
+
+    def count(value: Any) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+
+    return prompts(body.get("prompt")) * max(count(body.get("n")), count(body.get("best_of")))
 
 
 def check(body: Mapping[str, Any], chat: bool) -> list[str]:

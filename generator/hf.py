@@ -93,9 +93,7 @@ class TransformersBackend:
                 request.extra_args(), request.sampling, self.store, self.default_key
             )
             if settings is not None:
-                return name, RowState(
-                    settings, request.sampling, prompt, output, request.seed, name, record=True
-                )
+                return name, RowState(settings, request.sampling, prompt, output, name, record=True)
         return None, _Plain(request.sampling, prompt, output)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:

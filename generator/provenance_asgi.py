@@ -12,7 +12,10 @@ before its first token: there ``x-provenance-watermarked`` follows the request's
 false for an opt-out and for settings under the floors of ``generator.floors`` (which the gate
 refuses wherever watermarking is enforced); its record is read when ``data: [DONE]`` passes,
 and a last event with no choices and a ``provenance`` object (key, watermarked, model,
-tokenizer hash, expected log10 p) goes out just before it.
+tokenizer hash, expected log10 p) goes out just before it. A request for several completions
+(``n`` above 1, a list of prompts: ``generator.fields.completions``) gets no record, since the
+engine keeps one per request and its completions would share it: its headers follow the
+request's settings, as a stream's do.
 Model and tokenizer come from ``$PROVENANCE_MODEL_NAME`` / ``$PROVENANCE_TOKENIZER_HASH``, set by
 ``python -m generator serve`` (else the hash is computed once from ``$PROVENANCE_MODEL_DIR``).
 With Content Credentials on (``generator.credentials``: the server flag, the key's entry or
@@ -32,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from generator import config, records
+from generator import config, fields, records
 from generator.config import DEFAULT_KEY_ENV, MODEL_DIR_ENV, MODEL_ENV, TOKENIZER_ENV, KeyStore
 from generator.core import WatermarkRequestError
 from generator.credentials import REQUEST_FIELD, ReplyCredentials
@@ -328,13 +331,13 @@ class _StreamTail:
 
 def _ask_for_record(parsed: dict[str, Any], marked: bool) -> tuple[bytes, str | None]:
     """The request body to pass on, and the record token put in it: a fresh one for a
-    watermarked request, none otherwise (a client's own value dropped)."""
+    watermarked request of one completion, none otherwise (a client's own value dropped)."""
     xargs = parsed.get("vllm_xargs")
     xargs = dict(xargs) if isinstance(xargs, dict) else xargs
     token = None
     if isinstance(xargs, dict):
         xargs.pop(records.RECORD_ARG, None)
-    if marked:
+    if marked and fields.completions(parsed) == 1:
         token = records.new_token()
         xargs = {**(xargs if isinstance(xargs, dict) else {}), records.RECORD_ARG: token}
     if xargs is not None:

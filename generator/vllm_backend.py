@@ -179,6 +179,11 @@ def serve_vllm(
         "--max-model-len",
         "2048",
         "--enforce-eager",
+        # vLLM's neutral defaults for what a request leaves unset, not the model's
+        # generation_config: the sampling drawn is the sampling the gate and the headers read
+        # (the gate also writes it out: generator.fields.SAMPLING_DEFAULTS).
+        "--generation-config",
+        "vllm",
         "--logits-processors",
         PROCESSOR_FQCN,
         "--middleware",

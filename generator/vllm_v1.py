@@ -54,9 +54,7 @@ def build_row(
         return None
     # The headers' middleware asked for the draw's record (a non-streaming reply).
     token = records.record_token(params.extra_args) if records.record_dir() else None
-    row = RowState(
-        settings, sampling, prompt, output, seed=params.seed, key_name=name, record=bool(token)
-    )
+    row = RowState(settings, sampling, prompt, output, key_name=name, record=bool(token))
     row.record_token = token
     return row
 

@@ -51,7 +51,6 @@ class _Pending:
     name: str | None
     settings: KeyConfig
     sampling: SamplingSettings
-    seed: int | None
     record_token: str | None = None  # the headers' middleware asked for the draw's record
 
 
@@ -64,7 +63,7 @@ def _resolve(params: Any, store: KeyStore | None) -> _Pending | None:
         return None
     extra = getattr(params, "extra_args", None)
     token = records.record_token(extra) if records.record_dir() else None
-    return _Pending(name, settings, sampling, getattr(params, "seed", None), token)
+    return _Pending(name, settings, sampling, token)
 
 
 class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
@@ -116,9 +115,7 @@ class WatermarkLogitsProcessorV2(_V2Base):  # type: ignore[misc,valid-type]
         if row is None:
             p = self.pending.pop(slot)
             prompt = self.req_states.all_token_ids.gpu[slot, :prompt_len].tolist()
-            row = RowState(
-                p.settings, p.sampling, prompt, [], p.seed, p.name, record=bool(p.record_token)
-            )
+            row = RowState(p.settings, p.sampling, prompt, [], p.name, record=bool(p.record_token))
             row.record_token = p.record_token
             self.rows[slot] = row
         done = prompt_len + len(row.output_ids)

@@ -188,3 +188,26 @@ def test_a_key_files_own_fields_stay_with_the_generator(tmp_path):
     ):
         with pytest.raises(KeyFileError):
             KeyStore.from_mapping(json.loads(bad))
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("team-a", "team-a"),
+        ("a\nb", "a\\nb"),
+        ("a\r\nb", "a\\r\\nb"),
+        ("a\\nb", "a\\\\nb"),  # a literal backslash cannot pass for an escape
+        ("\x1b[2J", "\\x1b[2J"),
+        ("é\u2028\x85", "\\xe9\\u2028\\x85"),
+    ],
+)
+def test_printable_escapes_everything_that_could_end_or_forge_a_log_line(value, shown):
+    from generator.config import printable
+
+    assert printable(value) == shown and printable(value).isprintable()
+
+
+@pytest.mark.parametrize("name", ["team-a\n", "", "-lead", "a b", "a" * 129, 7, None])
+def test_a_key_name_is_matched_whole(name):
+    from generator.config import valid_key_name
+
+    assert not valid_key_name(name)
+    assert valid_key_name("k12-team.a:1_x") and valid_key_name("a" * 128)

@@ -31,7 +31,6 @@ def _row(output=None, prompt=None, sampling=None, **settings) -> RowState:
         sampling or SamplingSettings(),
         prompt or [],
         output if output is not None else [],
-        seed=settings.get("seed", 0),
     )
 
 
@@ -214,7 +213,7 @@ def test_keys_above_two_to_the_63_round_trip_through_the_kernel():
 
 def _recorded(sampling: SamplingSettings, steps: int = 6, seed: int = 4) -> RowState:
     """A recording row driven for ``steps`` keyed draws over random logits."""
-    row = RowState(KeyConfig(key=KEY), sampling, [], [], seed=0, record=True)
+    row = RowState(KeyConfig(key=KEY), sampling, [], [], record=True)
     for step in range(steps):
         chosen = watermark_step(_logits(1, 300, seed + step), [row], penalties=True)
         row.output_ids.append(int(chosen[0]))

@@ -147,3 +147,40 @@ def test_every_field_of_vllms_request_models_is_decided():
         assert not undecided, (model.__name__, sorted(undecided))
     assert not refused & set(FIELDS)
     assert fields.XARGS == ("watermark_key", "watermarking")
+
+
+def test_the_sampling_the_gate_judges_unset_is_vllms_neutral_default_and_the_cores():
+    """One set of defaults: what the gate writes for an unset setting is what the core
+    applies and what vLLM's request models fall back to without a model's defaults."""
+    from dataclasses import fields as dataclass_fields
+
+    from generator.core import SamplingSettings
+
+    core = {f.name: f.default for f in dataclass_fields(SamplingSettings)}
+    assert fields.SAMPLING_DEFAULTS == core
+    protocol = pytest.importorskip("vllm.entrypoints.openai.chat_completion.protocol")
+    completion = pytest.importorskip("vllm.entrypoints.openai.completion.protocol")
+    for model in (protocol.ChatCompletionRequest, completion.CompletionRequest):
+        assert (
+            model.__private_attributes__["_DEFAULT_SAMPLING_PARAMS"].default
+            == fields.SAMPLING_DEFAULTS
+        )
+
+
+@pytest.mark.parametrize(
+    ("body", "count"),
+    [
+        ({"prompt": "x"}, 1),
+        ({"prompt": [5, 6, 7]}, 1),  # one prompt of token ids
+        ({"prompt": ["x"]}, 1),
+        ({"prompt": ["x", "y", "z"]}, 3),
+        ({"prompt": [[5], [6]]}, 2),
+        ({"prompt": ["x", "y"], "n": 3}, 6),
+        ({"messages": [{"role": "user", "content": "x"}], "n": 2}, 2),
+        ({"prompt": "x", "best_of": 4, "n": 2}, 4),
+        ({"prompt": "x", "n": "9"}, 1),  # what vLLM would refuse counts as one
+        ({"prompt": "x", "n": True}, 1),
+    ],
+)
+def test_completions_counts_one_per_prompt_per_n(body, count):
+    assert fields.completions(body) == count

@@ -379,3 +379,110 @@ def test_our_servers_stream_ends_with_the_whole_draws_provenance(our_server):
     final = json.loads(lines[-2])["provenance"]
     assert final["watermarked"] is True and final["key"] == "team-a"
     assert final["expected_log10_p"] is not None and final["expected_log10_p"] < 0
+
+
+# --- several completions in one request --------------------------------------------------------
+
+MANY_PROMPTS = {
+    "64 prompts": [PROMPT] * 64,
+    "2 prompts": [PROMPT, "Describe a city under the sea."],
+    "2 token-id prompts": [[504, 3458, 314], [504, 3458, 315]],
+}
+
+
+@pytest.mark.parametrize("prompts", list(MANY_PROMPTS))
+def test_a_list_of_prompts_counts_as_n_and_is_refused_where_watermarking_is_enforced(
+    clients, prompts
+):
+    """``n: 2`` was refused, ``prompt: [P] * 64`` served: 64 completions under one draw
+    record. A list of prompts asks for one completion per prompt, as ``n`` does."""
+    registry, tokens = clients
+    for who, enforce in (("free", True), ("a-only", False)):
+        engine = _Engine()
+        app = _stack(registry, engine, enforce=enforce)
+        body = _body("completion", prompt=MANY_PROMPTS[prompts])
+        status, _, content = _post(app, body, tokens[who], "/v1/completions")
+        message = json.loads(content)["error"]["message"]
+        assert status == 403 and engine.seen == [], (prompts, who)
+        assert "'prompt'" in message and "completions" in message
+        assert ("enforced" if enforce else "may not opt out") in message
+
+
+@pytest.mark.parametrize("prompt", [[PROMPT], [504, 3458, 314], [[504, 3458, 314]]])
+def test_one_prompt_in_a_list_is_one_completion(clients, prompt):
+    registry, tokens = clients
+    engine = _Engine()
+    app = _stack(registry, engine, enforce=True)
+    status, _, _ = _post(
+        app, _body("completion", prompt=prompt), tokens["a-only"], "/v1/completions"
+    )
+    assert status == 200 and engine.seen[0]["prompt"] == prompt
+
+
+@pytest.mark.parametrize("extra", [{"prompt": [PROMPT, PROMPT]}, {"n": 3}])
+def test_completions_served_together_never_share_one_draw_record(
+    clients, tmp_path, monkeypatch, extra
+):
+    """Unenforced, a client that may opt out may ask for several completions; the engine's
+    processor writes one record per request token, so the completions would overwrite each
+    other's record and the headers would state one of them for all. No record is asked for:
+    the headers follow the request's settings, as a stream's do."""
+    monkeypatch.setenv(records.RECORD_DIR_ENV, str(tmp_path / "records"))
+    registry, tokens = clients
+    engine = _Engine(DrawRecord(keyed=60, with_choice=58, excess=40.0))
+    app = _stack(registry, engine, enforce=False)
+    status, headers, _ = _post(app, _body("completion", **extra), tokens["free"], "/v1/completions")
+    assert status == 200
+    assert records.RECORD_ARG not in engine.seen[0]["vllm_xargs"]
+    assert "x-provenance-expected-log10-p" not in headers
+    assert headers["x-provenance-watermarked"] == "true"
+
+
+# --- names, matched whole; what the log prints ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["team-a\n", "team-a\r\n", "team-a\u2028", "team a", "team-a\x00"])
+def test_a_key_file_refuses_a_name_with_a_trailing_newline_or_any_other_character(name):
+    """``^...$`` admits one trailing newline: such a name loaded, and a ``*`` client could
+    then name it."""
+    from generator.config import KeyFileError, KeyStore
+
+    with pytest.raises(KeyFileError, match="invalid key name"):
+        KeyStore.from_mapping({name: {"key": KEY_A}})
+
+
+@pytest.mark.parametrize(
+    "key", ["team-a\n", "team-a\n generation client=admin key=team-b", "é\x1b[2J"]
+)
+def test_a_client_supplied_name_never_writes_a_raw_newline_into_the_access_log(
+    tmp_path, caplog, key
+):
+    """A ``*`` client named the key ``"team-a\\n"``: the pattern admitted it, and the access
+    log line broke in two. Every value the line prints is escaped, the client's name too."""
+    path = tmp_path / "clients.json"
+    token = issue_token(path, "evil\nclient=admin", ["*"], opt_out=True)
+    registry = ClientRegistry.from_file(path)
+    app = _stack(registry, _Engine(), enforce=False)
+    body = _body(model="m\nodel", vllm_xargs={"watermark_key": key})
+    with caplog.at_level("INFO", logger="generator.access"):
+        status, _, _ = _post(app, body, token)
+    lines = [r.getMessage() for r in caplog.records if r.name == "generator.access"]
+    assert status == 200 and len(lines) == 1
+    line = lines[0]
+    assert line.isprintable() and line.isascii(), line
+    assert " key=invalid " in line and "client=evil\\nclient=admin " in line
+
+
+def test_a_token_that_may_not_opt_out_must_name_a_key_where_the_server_has_no_default(clients):
+    """Found by the gate's property tests: unenforced, with no server default, a keyless
+    request from such a token was passed on (the engine's processor then refused it, and a
+    server without the processor would have served it unwatermarked)."""
+    registry, tokens = clients
+    engine = _Engine()
+    app = _stack(registry, engine, enforce=False, default_key=None)
+    for xargs in ({}, None):
+        status, _, content = _post(app, _body(vllm_xargs=xargs), tokens["a-only"])
+        assert status == 403 and engine.seen == []
+        assert "name a key" in json.loads(content)["error"]["message"]
+    status, _, _ = _post(app, _body(vllm_xargs={}), tokens["free"])  # it may opt out
+    assert status == 200

@@ -65,7 +65,7 @@ def test_a_registry_key_keeps_every_field_through_the_key_file_generator_and_det
     assert generated.context_width == width and generated.deduplicate == dedup
     # The generator draws with the key file's entry; the detector tests the registry's.
     out: list[int] = []
-    row = RowState(generated, SamplingSettings(), [], out, seed=1)
+    row = RowState(generated, SamplingSettings(), [], out, rng=torch.Generator().manual_seed(1))
     logits = torch.randn(80, 257, generator=torch.Generator().manual_seed(2)) * 3
     for step in range(80):
         out.append(int(watermark_step(logits[step : step + 1], [row], penalties=False)[0]))
