@@ -201,6 +201,9 @@ FIELDS: dict[str, Field] = {
     "stream_options": Field(_stream_options, "{include_usage, continuous_usage_stats}"),
     "seed": Field(lambda v: _is_int(v, -MAX_INT64 - 1, MAX_INT64), "a 64-bit integer"),
     "user": Field(_string(256), "a string of at most 256 characters"),
+    # ours: sign this reply with Content Credentials (generator.credentials); taken out of
+    # the body before vLLM reads it
+    "content_credentials": Field(_boolean, "true or false"),
     # the sampling the keyed draw applies (the floors of generator.floors judge them)
     "temperature": Field(lambda v: _is_number(v, 0.0, 5.0), "a number in [0, 5]"),
     "top_k": Field(lambda v: _is_int(v, -1, 1 << 20), "an integer >= -1"),
