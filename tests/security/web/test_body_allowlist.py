@@ -176,3 +176,12 @@ def test_every_api_view_reads_its_body_through_the_one_parser():
     for pattern, view in views:
         assert list(view.parser_classes) == list(api_input.PARSERS), (pattern, view)
         assert view.content_negotiation_class is api_input.BodyNegotiation, (pattern, view)
+
+
+def test_json_nested_past_the_parsers_depth_is_a_400_not_a_500(api_for, alice_key, client):
+    deep = '{"text": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    assert _raw(api_for("alice"), "/detect", deep).status_code == 400
+    response = client.generic(
+        "POST", "/api/public/v1/verify", deep.encode(), content_type="application/json"
+    )
+    assert response.status_code == 400
