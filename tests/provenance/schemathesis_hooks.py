@@ -3,8 +3,9 @@
 
 - ``undeclared_fields_refused``: a generated body holding a field the operation does not
   declare (the schema closes every request object with ``additionalProperties: false``, so
-  the negative phases add such fields) is never accepted: 400 naming the field, or a refusal
-  answered before the body is read (``BEFORE_THE_BODY``).
+  the negative phases add such fields) is never accepted: 400 naming the field (or naming a
+  query parameter generated wrong as well, checked first), or a refusal answered before the
+  body is read (``BEFORE_THE_BODY``).
 - ``duplicate_keys_refused``: every JSON object body the API read (accepted, or refused with
   400) is sent again with its first key repeated, a different value first and the sent one
   last (a parser where the last one wins reads the same body again); the answer must be 400
@@ -88,11 +89,24 @@ def undeclared_fields_refused(ctx: Any, response: Any, case: Any) -> bool | None
         return True
     detail = _detail(response)
     # The message names the first few, sorted; a leaf inside a declared object is named whole.
+    # A query parameter generated wrong as well may be refused first (checked before the body).
     named = [name for name in undeclared if repr(name[:60]) in detail]
-    assert response.status_code == 400 and named, (
+    assert response.status_code == 400 and (named or _refused_outside_the_body(case, detail)), (
         f"undeclared {undeclared[:5]} answered {response.status_code}: {detail[:300]}"
     )
     return True
+
+
+def _refused_outside_the_body(case: Any, detail: str) -> bool:
+    """Whether the refusal is about a part other than the body: schemathesis generated one
+    against its schema, or the message names a query parameter the case sent (one checked
+    before the body, such as ``wait`` or ``maxResults``)."""
+    components = getattr(getattr(case, "meta", None), "components", None) or {}
+    negative = any(
+        str(getattr(location, "value", location)) != "body" and info.mode.is_negative
+        for location, info in components.items()
+    )
+    return negative or any(str(name) in detail for name in (case.query or {}))
 
 
 @schemathesis.check
