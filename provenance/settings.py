@@ -513,6 +513,14 @@ REST_FRAMEWORK = {
     # JSON only: DRF's browsable HTML carries inline style the CSP forbids; /api/docs/ is the
     # interactive view.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Every body is an allowlist, all the way down, read by one set of parsers (duplicate
+    # JSON keys refused); a route that declares no body refuses one (provenance.api_input).
+    "DEFAULT_PARSER_CLASSES": [
+        "provenance.api_input.JSONParser",
+        "provenance.api_input.FormParser",
+        "provenance.api_input.MultiPartParser",
+    ],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "provenance.api_input.BodyNegotiation",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -534,6 +542,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema and docs are for signed-in users (scripts send their token).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Request bodies say what the parsers enforce: no undeclared property, at any depth.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "provenance.api_input.request_bodies_closed",
+    ],
 }
 
 # The rate limits (DRF throttles) count in this cache. A redis:// URL gives one count across

@@ -9,7 +9,6 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,7 +23,6 @@ from detector.core.config import (
 from detector.text import mistral
 from provenance.accounts.auth import AuthenticatedRequest
 from provenance.accounts.selectors import team_for_user
-from provenance.api_input import StrictInput
 from provenance.errors import ProblemError
 from provenance.keys import selectors, services
 from provenance.keys.models import Tokenizer, WatermarkKey
@@ -161,7 +159,7 @@ class KeyCalibrationOutput(serializers.Serializer):
     )
 
 
-class KeyInput(StrictInput):
+class KeyInput(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     tokenizer_id = serializers.IntegerField(required=False)
     value = serializers.CharField(
@@ -290,10 +288,9 @@ class TokenizerListCreateApi(APIView):
     a Hugging Face ``tokenizer.json`` as multipart field ``file``, or a built-in by name."""
 
     permission_classes = [ManageKeys]
-    parser_classes = [MultiPartParser, JSONParser]
     queryset = Tokenizer.objects.none()  # for the permission class's model lookup
 
-    class InputSerializer(StrictInput):
+    class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100)
         file = serializers.FileField(required=False, help_text="a Hugging Face tokenizer.json")
         builtin = serializers.ChoiceField(

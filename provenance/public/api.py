@@ -6,7 +6,9 @@ challenge and ``POST /api/public/v1/verify``. Partners authenticate with
 The verify route's doors, each shut unless opened here: the media types ``BODY_LIMITS``
 names, each with its largest ``Content-Length`` (checked before a byte of the body is read;
 no length, 411); the proof of work and the budget from the headers before a multipart body
-is read (a file needs the header); the fields ``FIELDS``."""
+is read (a file needs the header); the fields ``VerifyApi.InputSerializer`` declares, each
+once (the API's parsers, ``provenance.api_input``: a JSON body is refused before its proof
+is checked)."""
 
 from __future__ import annotations
 
@@ -36,7 +38,6 @@ from provenance.public.models import Partner
 
 POW_HEADER = "HTTP_X_PROVENANCE_POW"
 JSON, MULTIPART = "application/json", "multipart/form-data"
-FIELDS = frozenset({"text", "file", "pow", "peers"})
 ENVELOPE = 64 * 1024  # a body's bytes beyond its text or file: fields, boundaries, headers
 
 
@@ -228,9 +229,6 @@ class VerifyApi(PublicApi):
                 caller = services.Caller(address=address, proof=_data(request).get("pow"))
             services.admit(caller)
             data = _data(request)
-            unknown = sorted(str(name) for name in data if name not in FIELDS)
-            if unknown:
-                raise ProblemError(f"unknown fields: {', '.join(unknown[:3])}")
             text, upload = data.get("text"), data.get("file")
             document = None
             if upload is not None and hasattr(upload, "read"):

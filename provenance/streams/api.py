@@ -13,7 +13,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from provenance.accounts.auth import AuthenticatedRequest
-from provenance.api_input import StrictInput
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
     CappedListField,
@@ -63,7 +62,7 @@ class StreamCreateApi(APIView):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="StreamInput")
-    class InputSerializer(StrictInput):
+    class InputSerializer(serializers.Serializer):
         key_ids = KeyIdsField()
 
     @extend_schema(request=InputSerializer, responses={201: StateOutput})
@@ -84,7 +83,7 @@ class StreamAppendApi(APIView):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="StreamAppendInput")
-    class InputSerializer(StrictInput):
+    class InputSerializer(serializers.Serializer):
         text = serializers.CharField(
             required=False, allow_blank=True, trim_whitespace=False, help_text="a text delta"
         )

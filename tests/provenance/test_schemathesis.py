@@ -1,5 +1,7 @@
 """schemathesis over the OpenAPI schema against a live server (a separate process drives
-it): bounded examples, every operation, and not one 5xx answer."""
+it): bounded examples, every operation, positive and negative data (wrong types, missing and
+undeclared fields), not one 5xx answer, every undeclared field refused with 400 naming it and
+every accepted JSON body refused once a key is repeated (tests/provenance/schemathesis_hooks.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from tests.provenance import capture
 from tests.provenance.conftest import point_celery_at
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-MAX_EXAMPLES = 15  # per operation: the whole run stays around a minute on two cores
+MAX_EXAMPLES = 10  # per operation: the whole run stays around a minute on two cores
+HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
+CHECKS = "not_a_server_error,undeclared_fields_refused,duplicate_keys_refused"
 REVOKING = r"^/api/v1/token/"  # the token revocation routes
 
 
@@ -54,6 +58,8 @@ def test_no_generated_request_gets_a_5xx(
         team=cast["acme"],
     )
     _, token = AuthToken.objects.create(user=root)
+    tally = tmp_path / "tally.txt"
+    tally.touch()
     done = subprocess.run(
         [
             *_schemathesis(),
@@ -66,7 +72,9 @@ def test_no_generated_request_gets_a_5xx(
             "--exclude-path-regex",
             REVOKING,
             "--checks",
-            "not_a_server_error",
+            CHECKS,
+            "--mode",
+            "all",
             "--max-examples",
             str(MAX_EXAMPLES),
             "--seed",
@@ -88,7 +96,11 @@ def test_no_generated_request_gets_a_5xx(
             str(tmp_path),
         ],
         cwd=tmp_path,
-        env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
+        env={
+            **os.environ,
+            "SCHEMATHESIS_HOOKS": str(HOOKS),
+            "PROVENANCE_SCHEMATHESIS_TALLY": str(tally),
+        },
         capture_output=True,
         text=True,
         timeout=600,
@@ -98,8 +110,9 @@ def test_no_generated_request_gets_a_5xx(
     suite = ElementTree.parse(next(tmp_path.glob("*.xml"))).getroot()
     operations = _operations(live_server.url, token)
     assert operations >= 21 and suite.get("tests") == str(operations), summary  # all exercised
-    # The only check is not_a_server_error: a failure is a 5xx answer.
-    assert suite.get("failures") == "0", summary
+    # A failure is a 5xx answer, an undeclared field not refused, or a repeated key accepted.
+    failed = [(f.get("message") or "") + (f.text or "")[:600] for f in suite.iter("failure")]
+    assert suite.get("failures") == "0", "\n".join(failed)[:8000] + summary
     # An error is a request that got no answer at all. The test server's own HTTP parser
     # (Python's http.server, under Django's live server) drops some generated requests, such
     # as an over-long header line, before the app sees them: that is no 5xx. Anything else is.
@@ -107,6 +120,28 @@ def test_no_generated_request_gets_a_5xx(
         assert "Connection" in (error.get("message", "") + (error.text or "")), summary
     assert done.returncode == 0 or suite.get("errors") != "0", summary
     assert "Authentication failed" not in done.stdout and "Rate limited" not in done.stdout
+    # The added checks ran: bodies with undeclared fields on most operations that take one,
+    # and a repeated key on the JSON bodies of every operation that takes one.
+    checked = [line.split() for line in tally.read_text().splitlines()]
+    bodies = _operations_with_a_body(live_server.url, token)
+    undeclared = {(method, path) for check, method, path, _ in checked if check == "undeclared"}
+    repeated = {(method, path) for check, method, path, _ in checked if check == "duplicate"}
+    assert len(undeclared) >= len(bodies) - 2, (sorted(undeclared), sorted(bodies))
+    assert len(repeated) >= len(bodies) - 2, (sorted(repeated), sorted(bodies))
+
+
+def _operations_with_a_body(base: str, token: str) -> set[tuple[str, str]]:
+    import httpx
+
+    schema = httpx.get(
+        f"{base}/api/schema/?format=json", headers={"Authorization": f"Token {token}"}
+    ).json()
+    return {
+        (method.upper(), path)
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+        if isinstance(operation, dict) and "requestBody" in operation
+    }
 
 
 def _operations(base: str, token: str) -> int:

@@ -23,7 +23,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from provenance.accounts.auth import AuthenticatedRequest
-from provenance.api_input import StrictInput
 from provenance.checks import selectors, services
 from provenance.checks.api.base import (
     DETECT_THROTTLES,
@@ -200,7 +199,7 @@ class CheckListCreateApi(TieredApi, GenericAPIView):
         return selectors.checks_for_user(self.request.user)  # type: ignore[arg-type]  # signed in
 
     @extend_schema_serializer(component_name="CheckInput")
-    class InputSerializer(StrictInput):
+    class InputSerializer(serializers.Serializer):
         text = TextField(required=False)
         file = serializers.FileField(
             required=False,

@@ -11,7 +11,6 @@ from rest_framework.response import Response
 
 from detector.decision.decide import gamma_summary
 from provenance.accounts.auth import AuthenticatedRequest
-from provenance.api_input import StrictInput
 from provenance.checks import services
 from provenance.checks.api.base import DETECT_THROTTLES, TextField, TieredApi, body_size_guard
 from provenance.checks.api.checks import ContentCredentialsOutput, SpanOutput
@@ -24,7 +23,7 @@ class DetectApi(TieredApi):
     throttle_classes = DETECT_THROTTLES
 
     @extend_schema_serializer(component_name="DetectInput")
-    class InputSerializer(StrictInput):
+    class InputSerializer(serializers.Serializer):
         text = TextField()
 
     @extend_schema_serializer(component_name="DetectOutput")
