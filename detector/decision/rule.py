@@ -31,6 +31,21 @@ def flags(log10_p: float, threshold: float, num_scored: int) -> bool:
     return bool(num_scored > 0 and log10_p <= threshold_log10(threshold))
 
 
+# The model-free decision's split of alpha between its two tests of one hypothesis: the
+# global Gamma sum at GAMMA_SHARE * alpha, the span scan at the rest (weighted Bonferroni),
+# chosen from the false-positive rates over 400 keys (docs/benchmarks-power.md, "The split
+# between the Gamma sum and the span scan").
+GAMMA_SHARE = 0.5
+GAMMA_FACTOR_LOG10 = -math.log10(GAMMA_SHARE)  # what the Gamma sum's p-value is multiplied by
+SCAN_FACTOR_LOG10 = -math.log10(1.0 - GAMMA_SHARE)  # and the scan's
+
+
+def document_log10_p(global_log10_p: float, scan_log10_p: float) -> float:
+    """A hypothesis's model-free document p-value from its global Gamma test's and its span
+    scan's: ``min(p_global / GAMMA_SHARE, p_scan / (1 - GAMMA_SHARE))``, capped at 1."""
+    return min(0.0, global_log10_p + GAMMA_FACTOR_LOG10, scan_log10_p + SCAN_FACTOR_LOG10)
+
+
 def with_weighted(log10_p: float, weighted_log10_p: float | None) -> float:
     """A hypothesis's decision p-value from its Gamma-side p-value (global, or localized) and,
     when a model read the text, the weighted test's: ``2 min(p, p_weighted)`` (Bonferroni over
