@@ -21,8 +21,9 @@ common pairs unscored):
 
 Every text is read at T = 0.7 / top-p 0.9 (the target cell's sampling). Decisions at alpha
 1%, one key: ``model-free`` is the product's decision without a reading (the Gamma sum and
-the span scan, ``detector.decision.rule.document_log10_p``); ``+ <reading>`` is the product's
-decision with that reading (``2 min(p_document, p_weighted)``, ``rule.with_weighted``).
+the span scan, ``2 min(p_gamma, p_scan)``, ``detector.evidence.localize``); ``<reading>`` is
+the product's decision with that reading (``2 min(p_document, p_weighted)``,
+``rule.with_weighted``).
 
 CPU: ``--cpu-texts`` 300-token chunks (half prose, half code), each read alone as a pasted
 check reads it, process time (``time.process_time``), best of ``--repeats``, median over
@@ -54,10 +55,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.bench_generate import KEY  # noqa: E402
+from benchmarks.bench_split import document_log10_p  # noqa: E402
 from benchmarks.generations import cache_dir, fingerprint  # noqa: E402
 from detector.core.config import as_key_config  # noqa: E402
 from detector.core.stats import gamma_sf  # noqa: E402
-from detector.decision.rule import LOG10_2, document_log10_p  # noqa: E402
+from detector.decision.rule import LOG10_2  # noqa: E402
 from detector.evidence import scan  # noqa: E402
 from detector.evidence.detection import detect_config  # noqa: E402
 from detector.evidence.localize import exp_scores  # noqa: E402
@@ -73,6 +75,7 @@ MIX = {"prose": 0.7, "code": 0.2, "watermarked": 0.1}
 TARGETS = {100: 0.65, 200: 0.85}
 FPR_LIMIT, WORST_LIMIT, CPU_LIMIT = 0.012, 0.03, 0.3
 CPU_LENGTH = 300
+GAMMA_SHARE = 0.5  # the product's split of alpha today (detector.evidence.localize)
 
 
 class Scored:
@@ -120,7 +123,7 @@ def decisions(s: Scored, weights: np.ndarray | None) -> dict[int, bool]:
     """The product's flag after each prefix: model-free, or with the reading's weights."""
     out = {}
     for n in PREFIXES:
-        doc = document_log10_p(s.gamma[n], s.scan[n])
+        doc = float(document_log10_p(np.array([s.gamma[n], s.scan[n]]), GAMMA_SHARE))
         if weights is not None:
             wlp = weighted_log10_p(s, weights, n, LOG10_T - LOG10_2)
             doc = min(0.0, LOG10_2 + min(doc, wlp))
@@ -133,7 +136,6 @@ def scored_weights(reading: ModelReading, s: Scored, width: int = 4) -> np.ndarr
 
 
 def load_texts(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.bench_power import human_chunks
     from benchmarks.bench_public import catalog_chunks
     from benchmarks.corpus import english_prose
     from benchmarks.robustness.edits import edit
@@ -151,15 +153,27 @@ def load_texts(args: argparse.Namespace) -> dict[str, Any]:
         for ids in cells["creative"]
         for _ in range(args.edit_draws)
     ]
-    human = {g: c for g, c in human_chunks(args.chunks, 200).items()}
+    from benchmarks.dispersion import chunks as cut
+    from benchmarks.dispersion import genre_documents, split
+
+    held_out = {  # tokenized once: each genre's held-out half
+        g: split([np.asarray(tok.encode(d), np.int64) for d in docs])[1]
+        for g, docs in genre_documents().items()
+    }
+
+    def human_chunks(limit: int, size: int) -> dict[str, list[np.ndarray]]:
+        return {g: cut(docs, size, limit) for g, docs in held_out.items()}
+
+    human = human_chunks(args.chunks, 200)
     for language in ("ja", "ko", "zh_Hans"):
         found = catalog_chunks(tok, language, args.chunks, 200)
         human[f"cjk {language}"] = [np.asarray(tok.encode(t), np.int64) for t in found]
     per = max(1, args.cpu_texts // 2)
     cpu = human_chunks(per, CPU_LENGTH)
+    longer = human_chunks(args.undecided, CPU_LENGTH)
     checks = {
-        "prose": human_chunks(args.undecided, CPU_LENGTH)["prose"],
-        "code": human_chunks(args.undecided, CPU_LENGTH)["code"],
+        "prose": longer["prose"],
+        "code": longer["code"],
         "watermarked": cells["code"],
     }
     return {
