@@ -259,12 +259,12 @@ def main() -> None:
     model_dir = str(embedded_model_dir())
     keys = [int(k) for k in np.random.default_rng(7).integers(1, 2**63, args.keys)]
     if args.read_only:
-        for name in names:
-            reading = load_reading(name, model_dir if needs_model(name) else None)
+        for only in names:
+            reading = load_reading(only, model_dir if needs_model(only) else None)
             for group, texts in [*data["power"].items(), *data["human"].items()]:
                 label = group if group in data["power"] else f"human {group}"
-                read_cached(name, lambda r=reading: r, label, texts)
-            print(f"{name} read in {time.process_time() - c0:.0f} s CPU", flush=True)
+                read_cached(only, lambda r=reading: r, label, texts)
+            print(f"{only} read in {time.process_time() - c0:.0f} s CPU", flush=True)
         return
 
     # Scoring, shared by every reading: the benchmark key on the power cells, the random keys
@@ -279,8 +279,8 @@ def main() -> None:
         c1 = time.process_time()
         row: dict[str, Any] = {}
 
-        def reader(name: str | None = name) -> Any:
-            return load_reading(name, model_dir if needs_model(name) else None)
+        def reader(n: str = name or "") -> Any:
+            return load_reading(n, model_dir if needs_model(n) else None)
 
         for cell, texts in data["power"].items():
             reads = None if name is None else read_cached(name, reader, cell, texts)

@@ -118,7 +118,7 @@ def measure(args: argparse.Namespace, path: Path) -> None:
     if code.is_file():
         texts = [np.asarray(x, np.int64) for x in json.loads(code.read_text())["token_ids"]]
         arrays["power/code"] = pvalues(texts, KEY, table)[None]
-    np.savez_compressed(path, **arrays)
+    np.savez_compressed(path, **arrays)  # type: ignore[arg-type]
     print(
         f"scored in {time.time() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU; "
         f"saved {path}",

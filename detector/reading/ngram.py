@@ -254,7 +254,7 @@ def ensure_counts(tokenizer: Any) -> Path:
     t0 = time.process_time()
     counts = build_counts(tokenizer)
     tmp = path.with_name(path.stem + ".tmp.npz")
-    np.savez(tmp, **counts)
+    np.savez(tmp, **counts)  # type: ignore[arg-type]
     tmp.replace(path)
     want |= {"tokens": int(counts["tokens"]), "cpu_seconds": round(time.process_time() - t0)}
     stamp.write_text(json.dumps(want, indent=1) + "\n")
