@@ -261,8 +261,9 @@ def main() -> None:
     if args.read_only:
         for only in names:
             reading = load_reading(only, model_dir if needs_model(only) else None)
-            for group, texts in [*data["power"].items(), *data["human"].items()]:
-                label = group if group in data["power"] else f"human {group}"
+            groups = [*data["power"].items()]
+            groups += [(f"human {g}", texts) for g, texts in data["human"].items()]
+            for label, texts in groups:
                 read_cached(only, lambda r=reading: r, label, texts)
             print(f"{only} read in {time.process_time() - c0:.0f} s CPU", flush=True)
         return
