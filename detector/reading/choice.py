@@ -4,7 +4,8 @@ The weighted test stays valid for any weights computed from the text alone, so a
 chosen by what it buys (power per CPU second, docs/benchmarks-power.md), not by how close it
 comes to the model's. ``READINGS`` names those the product may be set to (of
 ``detector.reading.readings``, which also holds the readings measured and not adopted: early
-exit, n-gram); ``load_reading`` loads one, once per process. A worker with a CUDA device reads with torch on it whatever is named.
+exit, n-gram); ``load_reading`` loads one, once per process. A worker with a CUDA device
+reads with torch on it whatever is named.
 """
 
 from __future__ import annotations
