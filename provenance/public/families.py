@@ -210,12 +210,15 @@ def family_observe(
     owners = {v: found[_key(v)] for v in unique if _key(v) in found}
     families = matching(kept, owners) or [text_sha256]
     family = families[0]
-    store.set_many({_key(v): family for v in unique if v not in owners}, timeout=window)
+    # Every shingle written, a seen one with its family as it was (its window starts anew):
+    # the same work whether or not anyone asked the text before, so the time of an answer
+    # does not tell a requester that someone else did.
+    store.set_many({_key(v): owners.get(v, family) for v in unique}, timeout=window)
     members = f"public:family:texts:{family}"
     hashes = store.get(members) or []
     if text_sha256 not in hashes and len(hashes) < MAX_LOGGED:
         hashes = [*hashes, text_sha256]
-        store.set(members, hashes, window)
+    store.set(members, hashes, window)
     # One more variant of the most-asked family, for the requester and for each prefix: each
     # family the text is in counts up to it (atomic increments, so concurrent checks only
     # ever count more).
