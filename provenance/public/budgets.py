@@ -54,20 +54,26 @@ def requester(address: str, partner: Partner | None = None) -> str:
     return f"address:{digest}"
 
 
-def guard_prefixes(address: str, partner: Partner | None = None) -> list[tuple[str, float]]:
+def guard_prefixes(address: str, partner: Partner | None = None) -> list[tuple[str, float, float]]:
     """The IPv6 prefixes around an anonymous requester that the scrubbing guard counts too,
-    each as the caches name it (a hash) with how many addresses' worth of texts its budget
-    buys (its limit over an address's): its /56 and /48, held at will by one subscriber as
-    its /64 is. None for a partner, an IPv4 address (its /24 is its neighbours') or what is
-    not an address."""
+    each as the caches name it (a hash), with how many requesters' worth of texts, then of
+    variants of one text, it is answered: its /56, one subscriber's prefix, held at will as
+    its /64 is, the variants of one requester and the texts its budget buys (its limit over
+    an address's); its /48, often one organization's, both as its budget buys. None for a
+    partner, an IPv4 address (its /24 is its neighbours') or what is not an address."""
     levels = scope_levels(address)
     if partner is not None or len(levels) != len(IPV6_LEVELS):
         return []
     floor = settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN
+    (site, site_limit), (network, network_limit) = prefix_limits(address)
     return [
-        (f"prefix:{hashlib.sha256(prefix.encode()).hexdigest()[:32]}", limit / floor)
-        for prefix, limit in prefix_limits(address)
+        (_guard_name(site), site_limit / floor, 1.0),
+        (_guard_name(network), network_limit / floor, network_limit / floor),
     ]
+
+
+def _guard_name(prefix: str) -> str:
+    return f"prefix:{hashlib.sha256(prefix.encode()).hexdigest()[:32]}"
 
 
 def _address_key(address: str) -> str:

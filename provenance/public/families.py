@@ -196,12 +196,12 @@ def matching(kept: list[int], owners: dict[int, str]) -> list[str]:
 
 
 def family_observe(
-    text: str, text_sha256: str, requester: str = "", prefixes: Sequence[str] = ()
+    text: str, text_sha256: str, requester: str = "", prefixes: Sequence[tuple[str, int]] = ()
 ) -> str:
     """Count ``text`` in its families for ``requester`` and for each of ``prefixes`` (the
-    IPv6 prefixes around it: ``budgets.guard_prefixes``), and return the family's id (the
-    SHA-256 of its first text); VariantLimit once the requester, or one of its prefixes, has
-    had its answers of one of them for the window."""
+    IPv6 prefixes around it, ``budgets.guard_prefixes``, each with its own cap), and return
+    the family's id (the SHA-256 of its first text); VariantLimit once the requester, or one
+    of its prefixes, has had its answers of one of them for the window."""
     store = public_cache()
     window = settings.PROVENANCE_PUBLIC_VARIANT_WINDOW_S
     kept = fingerprints(text)
@@ -222,13 +222,13 @@ def family_observe(
     # One more variant of the most-asked family, for the requester and for each prefix: each
     # family the text is in counts up to it (atomic increments, so concurrent checks only
     # ever count more).
-    top, each = 0, family
-    for who in (requester, *prefixes):
+    over: tuple[int, str] | None = None
+    for who, cap in [(requester, settings.PROVENANCE_PUBLIC_MAX_VARIANTS), *prefixes]:
         counted, most = _variant_count(families, who)
-        if counted > top:
-            top, each = counted, most
-    if top > settings.PROVENANCE_PUBLIC_MAX_VARIANTS:
-        _log_once(each, top, store.get(f"public:family:texts:{each}") or hashes)
+        if counted > cap and over is None:
+            over = (counted, most)
+    if over is not None:
+        _log_once(over[1], over[0], store.get(f"public:family:texts:{over[1]}") or hashes)
         raise VariantLimit(window)
     return str(family)
 
@@ -293,24 +293,26 @@ def guard(
     text_sha256: str,
     requester: str,
     max_texts: int,
-    prefixes: Sequence[tuple[str, float]] = (),
+    prefixes: Sequence[tuple[str, float, float]] = (),
 ) -> None:
     """The guard of one public text about to be answered to ``requester``: nothing when it
     was answered this text before (a marker in the public cache: an evicted one only counts
     the text once more), else its families' counts (VariantLimit) and the requester's total
     (TextLimit, at most ``max_texts``). ``prefixes``: the IPv6 prefixes around an anonymous
-    requester (``budgets.guard_prefixes``), each counted the same way, its variants under the
-    same cap and its total under ``max_texts`` times its weight: the /64s of one /56 are one
-    subscriber's, and buy no more variants of a text than one of them."""
+    requester (``budgets.guard_prefixes``: each with its weight in requesters for texts and
+    for variants), each counted the same way, under ``max_texts`` and ``max_variants`` times
+    its weights: the /64s of one /56 are one subscriber's, and buy no more variants of a text
+    than one of them."""
     if answered_before(text_sha256, requester):
         return
+    variants = settings.PROVENANCE_PUBLIC_MAX_VARIANTS
     fresh = [
-        (who, int(max_texts * weight))  # a weight of one address's budget at least
-        for who, weight in prefixes
+        (who, int(max_texts * texts), int(variants * each))  # weights of one requester at least
+        for who, texts, each in prefixes
         if not answered_before(text_sha256, who)  # another /64 of the prefix asked it
     ]
-    family_observe(text, text_sha256, requester, [who for who, _ in fresh])
-    for who, limit in [(requester, max_texts), *fresh]:
+    family_observe(text, text_sha256, requester, [(who, cap) for who, _, cap in fresh])
+    for who, limit in [(requester, max_texts), *((who, limit) for who, limit, _ in fresh)]:
         texts_observe(who, limit)
-    for who in [requester, *(who for who, _ in fresh)]:
+    for who in [requester, *(who for who, _, _ in fresh)]:
         answered(text_sha256, who)

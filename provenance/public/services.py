@@ -92,7 +92,7 @@ class Caller:
         return budgets.requester(self.address, self.partner)
 
     @property
-    def prefixes(self) -> list[tuple[str, float]]:
+    def prefixes(self) -> list[tuple[str, float, float]]:
         """The IPv6 prefixes around the caller the scrubbing guard counts too
         (budgets.guard_prefixes)."""
         return budgets.guard_prefixes(self.address, self.partner)

@@ -120,6 +120,24 @@ def test_edits_from_the_slash_64s_of_one_slash_56_share_the_variant_cap(
     assert check(edits[-1], REMOTE_ADDR="2001:db8:1::1").status_code == 200
 
 
+def test_the_slash_56s_of_one_slash_48_share_its_budgets_share_of_variants(
+    published, check, settings
+):
+    """A /48 (often one organization) is answered the variants of a text its budget buys in
+    requesters: six at the default shares, so a scrubber with a /48 of its own gets six
+    requesters' variants, not 65,536."""
+    settings.PROVENANCE_PUBLIC_MAX_VARIANTS = 3
+    settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN = 10
+    settings.PROVENANCE_PUBLIC_GLOBAL_PER_MIN = 600  # a /48: 60 a minute, six addresses'
+    edits = _one_word_edits(30)
+    codes = [
+        check(text, REMOTE_ADDR=f"2001:db8:0:{(i // 3) * 0x100:x}::1").status_code
+        for i, text in enumerate(edits)
+    ]
+    assert codes.count(200) == 18, codes  # ten /56s, three each, six requesters' worth
+    assert check(edits[-1], REMOTE_ADDR="2001:db8:1::1").status_code == 200  # another /48
+
+
 def test_the_slash_64s_of_one_slash_56_share_a_total_of_texts(published, check, settings):
     settings.PROVENANCE_PUBLIC_MAX_TEXTS = 2
     settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN = 10
