@@ -1,4 +1,4 @@
-"""The model-agnostic statistics of ``detector.evidence.gof`` against the Gamma sum, on the power
+"""The model-agnostic statistics of ``benchmarks.research.gof`` against the Gamma sum, on the power
 benchmark's cells, with the false-positive rates and per-key dispersion of the same run.
 
 Texts: the cached generations of ``bench_power`` (SmolLM2-135M-Instruct on vLLM with the
@@ -45,8 +45,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.bench_generate import KEY  # noqa: E402
 from benchmarks.generations import cache_dir  # noqa: E402
+from benchmarks.research import gof  # noqa: E402
 from detector.core.config import as_key_config  # noqa: E402
-from detector.evidence import gof, scan  # noqa: E402
+from detector.evidence import scan  # noqa: E402
 from detector.evidence.detection import detect_config  # noqa: E402
 from detector.evidence.localize import exp_scores  # noqa: E402
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -140,6 +141,11 @@ def env_model_assist(name: str) -> bool | str:
 
 
 # --- Read at call time, outside Django's settings -------------------------------------------
+
+
+def environment_subset(keep: Callable[[str], bool]) -> dict[str, str]:
+    """The variables whose names ``keep`` admits (a child process's whole environment)."""
+    return {name: value for name, value in os.environ.items() if keep(name)}
 
 
 def data_dir() -> Path:

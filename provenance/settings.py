@@ -39,15 +39,11 @@ DATA_DIR = data_dir()
 private_dir(DATA_DIR)
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
-# The embedded default (make run, tests) may generate what production must configure: with no
-# DJANGO_SECRET_KEY it makes a random one once, kept in the data directory beside the KEK
-# (secret.key, 0600; provenance.private_files), so no two instances share one and none is
-# published. Production must set its own.
+# Without DJANGO_SECRET_KEY the embedded default (make run, tests) makes a random one once, kept
+# in the data directory (secret.key, 0600; provenance.private_files); production sets its own.
 PROVENANCE_EMBEDDED = env_bool("PROVENANCE_EMBEDDED", True)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
-# Values that are public (the embedded default's former constant, .env.example's placeholder):
-# never a secret, anyone could sign sessions, password-reset links and
-# proofs of work with them. Refused everywhere, the embedded default included.
+# Published values (a former constant, .env.example's placeholder): refused everywhere.
 PLACEHOLDER_SECRET_KEYS = frozenset(
     {"embedded-development-only-not-secret", "change-me-to-a-long-random-string"}
 )
@@ -91,11 +87,8 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", HTTPS)
 BEHIND_TLS_PROXY = env_bool("DJANGO_BEHIND_TLS_PROXY", False)
 if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Who is asking (provenance.lib.identity: every throttle, lockout, budget, guard cap and the
-# access log): REMOTE_ADDR unless this many proxies of the deployment's own append to
-# X-Forwarded-For, then the hop the outermost of them appended; a client's own hops are never
-# read. Unset: one behind a TLS proxy (it appends the client, as nginx, Caddy, Traefik and
-# HAProxy's forwardfor do), none otherwise.
+# Who is asking (provenance.lib.identity, docs/callers.md): the proxies of the deployment's own
+# that append to X-Forwarded-For. Unset: one behind a TLS proxy, none otherwise.
 PROVENANCE_TRUSTED_PROXIES = env_int("PROVENANCE_TRUSTED_PROXIES", int(BEHIND_TLS_PROXY))
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -303,8 +296,7 @@ REST_KNOX = {
 AXES_FAILURE_LIMIT = env_int("PROVENANCE_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("PROVENANCE_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-# The address is the client's as every other counter sees it (behind the trusted proxies; an
-# IPv6 /64 as one), never the proxy's.
+# The client's address as every other counter sees it (docs/callers.md), never the proxy's.
 AXES_CLIENT_IP_CALLABLE = "provenance.lib.identity.axes_client_address"
 # Beside that pair, in the same window (provenance/accounts/backends.py): failures from one
 # address across every username (a password sprayed over many accounts), and failures of one
@@ -417,8 +409,7 @@ PROVENANCE_MODEL_ASSIST: bool | str = env_model_assist("PROVENANCE_MODEL_ASSIST"
 PROVENANCE_ASSIST_MAX_TOKENS = env_int("PROVENANCE_ASSIST_MAX_TOKENS", 0, minimum=0)
 # The reading a CPU worker reads with (detector.reading.choice.READINGS); CUDA reads with torch.
 PROVENANCE_READING = env_choice("PROVENANCE_READING", tuple(_READINGS))
-# Seconds of reading a team's audits may spend per UTC day; past it an audit's undecided
-# texts keep their model-free verdict (reading "skipped"). 0: no reading for audits.
+# Reading seconds a team's audits may spend per UTC day (0: none; docs/audits.md).
 PROVENANCE_AUDIT_READING_SECONDS = env_int("PROVENANCE_AUDIT_READING_SECONDS", 600, minimum=0)
 # The detector is an oracle for forging and scrubbing: texts per user per UTC day, counted
 # from the audit log (checks, audit texts and /detect calls alike).
@@ -513,8 +504,7 @@ REST_FRAMEWORK = {
     # JSON only: DRF's browsable HTML carries inline style the CSP forbids; /api/docs/ is the
     # interactive view.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # Every body is an allowlist, all the way down, read by one set of parsers (duplicate
-    # JSON keys refused); a route that declares no body refuses one (provenance.api_input).
+    # Every body an allowlist, all the way down, through one set of parsers (api_input).
     "DEFAULT_PARSER_CLASSES": [
         "provenance.api_input.JSONParser",
         "provenance.api_input.FormParser",
@@ -531,8 +521,7 @@ REST_FRAMEWORK = {
         "detect": env_str("PROVENANCE_DETECT_THROTTLE", "120/min"),
     },
     "EXCEPTION_HANDLER": "provenance.api_errors.exception_handler",
-    # DRF's own reading of the client's address, for any code of its that uses it; the
-    # product's throttles ask provenance.lib.identity.
+    # DRF's own reading of the client's address (the product asks provenance.lib.identity).
     "NUM_PROXIES": PROVENANCE_TRUSTED_PROXIES,
 }
 SPECTACULAR_SETTINGS = {

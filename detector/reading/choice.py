@@ -2,8 +2,10 @@
 
 The weighted test stays valid for any weights computed from the text alone, so a reading is
 chosen by what it buys (power per CPU second, docs/benchmarks-power.md), not by how close it
-comes to the model's. ``READINGS`` names those the product can run; ``load_reading`` loads
-one, once per process. A worker with a CUDA device reads with torch on it whatever is named.
+comes to the model's. ``READINGS`` names those the product may be set to (of
+``detector.reading.readings``, which also holds the readings measured and not adopted: early
+exit, n-gram); ``load_reading`` loads one, once per process. A worker with a CUDA device
+reads with torch on it whatever is named.
 """
 
 from __future__ import annotations
@@ -27,17 +29,16 @@ class ReadingUnavailable(RuntimeError):
 
 def load_reading(model_dir: str, name: str = DEFAULT_READING) -> Any:
     """The reading ``name`` of the model in ``model_dir`` (a ``ModelAssist``: ``read(ids)``),
-    loaded once per process; torch on a CUDA device whatever ``name`` says."""
+    loaded once per process through ``detector.reading.readings``'s loader; torch on a CUDA
+    device whatever ``name`` says."""
     from detector.core.scoring import cuda_available
-    from detector.reading.model import ModelDirError, load_assist
-    from detector.reading.ort import OrtUnavailable, load_ort_assist
+    from detector.reading import readings
+    from detector.reading.model import ModelDirError
+    from detector.reading.ort import OrtUnavailable
 
     if name not in READINGS:
         raise ValueError(f"unknown reading {name!r}; expected one of {list(READINGS)}")
-    runtime, variant = READINGS[name]
     try:
-        if runtime == "torch" or cuda_available():
-            return load_assist(model_dir)
-        return load_ort_assist(model_dir, variant)
+        return readings.load_reading("torch-f32" if cuda_available() else name, model_dir)
     except (ModelDirError, OrtUnavailable) as exc:
         raise ReadingUnavailable(str(exc)) from exc

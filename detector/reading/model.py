@@ -358,6 +358,52 @@ def _excess_rows(logits: Any, targets: Any, top_p: float) -> tuple[Any, Any]:
     return excess, torch.where(q_top > 0, q_top, q_t)
 
 
+EARLY_EXIT_FLOOR = 1e-3  # above the weighted test's SUSPECT_PROBABILITY (no suspected edits)
+
+
+class EarlyExitAssist(ModelAssist):
+    """``ModelAssist``'s reading from the first ``layers`` decoder layers: their hidden
+    state goes through the model's final norm and its head, the rest of the body is never
+    run. Its ``q`` is not the model's, but it is a function of the text alone, so the
+    weighted test stays exact under the null; what it buys in power and costs in CPU is
+    measured beside the full reading (``benchmarks/bench_readings.py``)."""
+
+    def __init__(self, model_dir: str | os.PathLike[str], *, layers: int, **kwargs: Any) -> None:
+        import torch
+
+        super().__init__(model_dir, **kwargs)
+        total = len(self.model.model.layers)
+        if not 1 <= layers <= total:
+            raise ValueError(f"layers must lie in [1, {total}]")
+        self.layers = layers
+        self.model.model.layers = torch.nn.ModuleList(list(self.model.model.layers)[:layers])
+        self.model.config.num_hidden_layers = layers
+
+    def __repr__(self) -> str:
+        return f"<EarlyExitAssist {self.path.name} {self.layers} layers on {self.device}>"
+
+    def read(
+        self, docs: Sequence[ArrayLike], *, temperature: float = 1.0, top_p: float = 1.0
+    ) -> list[ModelReading]:
+        """``ModelAssist.read`` from the first layers, the observed score capped at
+        ``f(EARLY_EXIT_FLOOR)``: an intermediate state read through the final head finds
+        most tokens far less likely than the model does (on SmolLM2-135M at 24 of 30 layers,
+        six in ten of its code answers' tokens below the suspected-edit probability), so
+        this reading suspects no edits and only lowers the weight of the tokens it finds
+        likely."""
+        cap = float(observed_score_of(_scalar(EARLY_EXIT_FLOOR)))
+        return [
+            ModelReading(r.expected, np.minimum(r.observed, cap))
+            for r in super().read(docs, temperature=temperature, top_p=top_p)
+        ]
+
+
+def _scalar(x: float) -> Any:
+    import torch
+
+    return torch.tensor(x, dtype=torch.float64)
+
+
 @functools.lru_cache(maxsize=4)
 def load_assist(model_dir: str) -> ModelAssist:
     """One ``ModelAssist`` per model directory and process (workers load a model once)."""

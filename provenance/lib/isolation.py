@@ -37,6 +37,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from provenance import env as environment
+
 IDLE_READERS = 2  # readers kept waiting in one process
 READER_USES = 200  # documents one reader reads before it is replaced
 START_SECONDS = 60.0  # the longest a reader may take to start (imports on a loaded machine)
@@ -61,7 +63,7 @@ class _Reader:
     def __init__(self) -> None:
         child_reads, parent_writes = os.pipe()
         parent_reads, child_writes = os.pipe()
-        env = {name: value for name, value in os.environ.items() if _passed_on(name)}
+        env = environment.environment_subset(_passed_on)
         env |= {"OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         try:
             self.process = subprocess.Popen(

@@ -20,6 +20,7 @@ from django.utils.translation import gettext
 
 from detector.core.config import KeyConfig
 from detector.evidence.stream import EvidenceStream
+from detector.text.wrapper import without_wrappers
 from provenance.accounts.selectors import is_auditor, team_for_user
 from provenance.checks.models import Check
 from provenance.checks.services import check_create
@@ -311,8 +312,9 @@ class _Reply:
         self.text += chunk.text
         if chunk.token_ids is not None:
             self.ids.extend(chunk.token_ids)
-        elif chunk.text:
+        elif chunk.text and without_wrappers(chunk.text)[0]:
             self.exact = False  # the server sent no ids: count the text's tokens instead
+        # (a C2PA wrapper's event, Content Credentials after the last token, holds no token)
         if not grew:
             return None
         self.reading = self._read()

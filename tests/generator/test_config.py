@@ -188,6 +188,8 @@ def test_a_key_files_own_fields_stay_with_the_generator(tmp_path):
     ):
         with pytest.raises(KeyFileError):
             KeyStore.from_mapping(json.loads(bad))
+
+
 @pytest.mark.parametrize(
     ("value", "shown"),
     [

@@ -193,3 +193,46 @@ def test_a_client_that_hangs_up_releases_the_model_at_once(client, backend):
         gc.enable()
     chunks = [m for m in sent if m["type"] == "http.response.body" and m.get("body")]
     assert 1 <= len(chunks) < 200  # stopped long before the 200 tokens
+
+
+@pytest.fixture(scope="module")
+def signing_client(backend):
+    """The same server signing every watermarked reply with a development certificate."""
+    from starlette.testclient import TestClient
+
+    from detector.credentials.certificates import development_certificate
+    from generator.credentials import ReplyCredentials
+    from generator.server import create_app
+
+    made = development_certificate("Acme")
+    credentials = ReplyCredentials(made.credential, "Acme", every_reply=True)
+    with TestClient(create_app(backend, credentials=credentials)) as c:
+        yield c, made
+
+
+def test_the_openai_client_carries_the_credentials_unchanged_whole_and_streamed(signing_client):
+    """What the ``openai`` client hands its caller, whole or assembled from a stream, is the
+    text with its C2PA wrapper, which validates; an opted-out reply carries none."""
+    import openai
+
+    from detector.credentials.reading import read_text
+
+    http, made = signing_client
+    client = openai.OpenAI(base_url="http://testserver/v1", api_key="unused", http_client=http)
+    messages = [{"role": "user", "content": "Write a haiku about rain."}]
+    keyed = {"vllm_xargs": {"watermark_key": "team-a"}}
+    whole = client.chat.completions.create(
+        model="m", messages=messages, max_tokens=30, extra_body=keyed
+    )
+    text = whole.choices[0].message.content
+    assert read_text(text, made.ca_pem.decode()).valid
+    stream = client.chat.completions.create(
+        model="m", messages=messages, max_tokens=30, stream=True, extra_body=keyed
+    )
+    assembled = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    credentials = read_text(assembled, made.ca_pem.decode())
+    assert credentials.valid and credentials.trusted and credentials.model
+    opted_out = client.chat.completions.create(
+        model="m", messages=messages, max_tokens=10, extra_body={"watermarking": False}
+    )
+    assert read_text(opted_out.choices[0].message.content).present is False

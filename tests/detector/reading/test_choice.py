@@ -20,3 +20,10 @@ def test_an_unknown_name_is_refused_naming_the_known_ones(tmp_path):
 def test_a_directory_without_a_model_is_unavailable_not_a_crash(tmp_path):
     with pytest.raises(ReadingUnavailable):
         load_reading(str(tmp_path), "torch-f32")
+
+
+def test_the_products_readings_are_measured_ones_with_the_same_default():
+    from detector.reading import readings
+
+    assert DEFAULT_READING == readings.DEFAULT_READING
+    assert all(readings.check_reading(name) == name for name in READINGS)

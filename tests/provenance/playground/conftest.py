@@ -5,6 +5,7 @@ that every module using it (the generator's tests and the browser's) shares the 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import httpx
 import pytest
@@ -35,7 +36,7 @@ def shared_generator(tmp_path_factory):
 
     def get() -> EmbeddedGenerator:
         if not running or not running[0].alive():
-            env = {**os.environ, "OMP_NUM_THREADS": "1"}
+            env = {**os.environ, "OMP_NUM_THREADS": "1", **_signing_env(tmp_path_factory)}
             started = EmbeddedGenerator(tmp_path_factory.mktemp("gen"), free_port(), env).start()
             running.append(started)
             wait_healthy(started.url, started.process)
@@ -44,6 +45,30 @@ def shared_generator(tmp_path_factory):
     yield get
     for started in running:
         started.stop()
+
+
+DEVELOPMENT_CERTIFICATE: list[Any] = []
+
+
+def _signing_env(tmp_path_factory: Any) -> dict[str, str]:
+    """A development C2PA certificate for the generator, as ``make run`` gives it: replies of
+    keys marked for Content Credentials are signed (``c2pa_certificate`` is its CA)."""
+    from detector.credentials.certificates import development_certificate
+
+    made = development_certificate("Provenance")
+    DEVELOPMENT_CERTIFICATE[:] = [made]
+    folder = tmp_path_factory.mktemp("c2pa")
+    cert, key = folder / "signer.pem", folder / "signer.key"
+    cert.write_bytes(made.credential.chain_pem)
+    key.write_bytes(made.credential.key_pem)
+    key.chmod(0o600)
+    return {"PROVENANCE_C2PA_CERT": str(cert), "PROVENANCE_C2PA_KEY": str(key)}
+
+
+@pytest.fixture
+def c2pa_certificate() -> Any:
+    """The development certificate the shared generator signs with (after it started)."""
+    return DEVELOPMENT_CERTIFICATE[0]
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ meter, stop, and keys that apply without a restart."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -74,6 +75,37 @@ def test_a_watermarked_reply_streams_with_a_growing_meter_and_is_stored(
     assert (reply.temperature, reply.top_p, reply.max_tokens) == (1.0, 1.0, 60)
     assert 10 < len(reply.token_ids) <= 60 and reply.log10_p == events[-1]["log10_p"]
     assert reply.token_ids_exact  # the ids the generator sampled, not a re-tokenization
+
+
+def test_a_key_marked_for_content_credentials_signs_its_replies_and_a_check_reads_them(
+    bob, cast, alice_key, generator, c2pa_certificate, api_for
+):
+    from detector.credentials.reading import read_text, strip_wrapper
+
+    alice_key.content_credentials = True
+    alice_key.save(update_fields=["content_credentials"])
+    generator.write_keys()
+    conversation = Conversation.objects.create(team=cast["acme"], user=cast["bob"])
+    events = read_events(post_reply(bob, conversation, alice_key, watermark=True))
+    assert events[-1]["type"] == "done", events[-1]
+    reply = Message.objects.get(role="assistant")
+    assert reply.token_ids_exact  # the wrapper's event is no token
+    credentials = read_text(reply.content, c2pa_certificate.ca_pem.decode())
+    assert credentials.valid and credentials.trusted, credentials.reasons
+    assert credentials.soft_binding["value"]  # the key's public identifier, base64
+    assert base64.b64decode(credentials.soft_binding["value"]).decode() == alice_key.public_id
+    pasted = (
+        api_for("alice")
+        .post("/api/v1/checks?wait=30", {"text": reply.content}, format="json")
+        .json()
+    )
+    assert pasted["content_credentials"]["present"] and pasted["content_credentials"]["valid"]
+    plain = (
+        api_for("alice")
+        .post("/api/v1/checks?wait=30", {"text": strip_wrapper(reply.content)}, format="json")
+        .json()
+    )
+    assert pasted["verdict"] == plain["verdict"] and pasted["log10_p"] == plain["log10_p"]
 
 
 def test_a_reply_without_watermark_shows_no_evidence(bob, cast, alice_key, generator):

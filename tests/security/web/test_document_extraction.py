@@ -72,7 +72,8 @@ def test_a_slow_document_does_not_hold_the_request(
         "/api/v1/checks", {"file": _upload(content, "slow.html")}, format="multipart"
     )
     answering = time.perf_counter() - started
-    assert response.status_code == 202 and response.json()["status"] == "pending"
+    # pending, or running where the worker claimed it before the answer was written
+    assert response.status_code == 202 and response.json()["status"] in ("pending", "running")
     # Not read here (``_fail_if_read_here``); the answer came well before a reading would
     # have (a loaded machine slows both, so only the order is asserted).
     assert answering < reading, (answering, reading)

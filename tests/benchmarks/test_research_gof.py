@@ -1,5 +1,5 @@
-"""The model-agnostic statistics beside the Gamma sum (detector/evidence/gof.py): their
-definitions against brute force, the truncated sum's exact null, the shipped simulated table on
+"""The model-agnostic statistics beside the Gamma sum (benchmarks/research/gof.py): their
+definitions against brute force, the truncated sum's exact null, the simulated table on
 fresh null draws, and the null on real human text of three genres and CJK under random keys."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from benchmarks.research import gof
 from detector.core.config import as_key_config
-from detector.evidence import gof
 from detector.evidence.detection import detect_config
 from detector.evidence.localize import exp_scores
 from detector.text.tokenizers import load_tokenizer
@@ -104,7 +104,7 @@ def test_bad_scores_are_refused():
 
 @pytest.mark.parametrize("name", sorted(gof.ROWS))
 @pytest.mark.parametrize("n", [37, 150, 613])
-def test_the_shipped_table_holds_its_level_on_fresh_null_draws(name, n):
+def test_the_simulated_table_holds_its_level_on_fresh_null_draws(name, n):
     """Off-grid n (read at the next grid point up) on draws the table was not built from."""
     rng = np.random.default_rng([99, n])
     draws = 4000

@@ -27,7 +27,7 @@ null, where the sum of scores spends its variance on the null tokens.
 
 The last two have no closed-form null: ``gof_table.json`` (beside this file) holds simulated
 upper quantiles per number of scored tokens on a half-octave grid, built like the scan's table
-(``python -m detector.evidence.gof --out detector/evidence/gof_table.json``); their p-values
+(``python -m benchmarks.research.gof --out benchmarks/research/gof_table.json``); their p-values
 read it at the next grid point up (quantiles made non-decreasing in ``n``) and are floored at
 the smallest tabulated tail probability; above the grid they abstain (p = 1).
 """
