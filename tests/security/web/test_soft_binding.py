@@ -112,3 +112,24 @@ def test_by_binding_lists_no_other_requesters_recovered_manifest(published, anon
     # was checked, and when
     other = anon.get("/c2pa/v1/matches/byBinding", query, REMOTE_ADDR="203.0.113.50").json()
     assert {"manifestId": match["manifestId"]} not in other["matches"]
+
+
+def test_recovered_manifests_leave_with_the_retention_period(
+    published, anon, signing, wm_text, settings
+):
+    """Each watermarked ``byContent`` answer keeps a manifest (about 4 KB) holding the
+    asset's hash: kept for ever, a flood at the global anonymous rate grew the database by
+    gigabytes a day, and a checked essay's hash outlived every other trace of the check."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from provenance.retention.services import checks_purge
+    from provenance.softbinding.models import Manifest
+
+    (match,) = _by_content(anon, wm_text.encode(), REMOTE_ADDR="198.51.100.10").json()["matches"]
+    checks_purge()
+    assert Manifest.objects.filter(pk=match["manifestId"]).exists()  # within the period
+    later = timezone.now() + timedelta(days=settings.PROVENANCE_RETENTION_DAYS + 1)
+    checks_purge(now=later)
+    assert not Manifest.objects.filter(pk=match["manifestId"]).exists()
