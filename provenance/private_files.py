@@ -50,16 +50,23 @@ def check_ours(path: Path, status: os.stat_result) -> None:
         )
 
 
-def private_dir(path: Path) -> None:
+def private_dir(path: Path) -> Path:
     """Create ``path`` readable by its owner only, or make an existing one so: however the
     product is started (manage.py, gunicorn, celery, the embedded runner) the database, key
     files and logs under it are not readable by others. NotPrivateError when it belongs to
-    another user or others may write it."""
+    another user or others may write it.
+
+    Returns the directory resolved (every symbolic link on the way followed once), the one
+    that was checked: the product uses that path alone, so a link on the way that someone
+    else may replace (one of theirs in a shared sticky directory such as /tmp) cannot send
+    the running product to a directory of theirs after the check."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    status = path.stat()
-    check_ours(path, status)
+    real = path.resolve(strict=True)
+    status = real.stat()
+    check_ours(real, status)
     if status.st_mode & 0o077:
-        path.chmod(0o700)
+        real.chmod(0o700)
+    return real
 
 
 def private_write(path: Path, text: str) -> None:

@@ -35,8 +35,7 @@ from provenance.lib.postgresql import database_settings
 from provenance.private_files import generated_secret_key, private_dir, private_load_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = data_dir()
-private_dir(DATA_DIR)
+DATA_DIR = private_dir(data_dir())  # resolved: the directory checked is the one used
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # Without DJANGO_SECRET_KEY the embedded default (make run, tests) makes a random one once, kept

@@ -11,8 +11,11 @@ the deployment.
 What one actor controls at will is counted as one, its **scope**:
 
 - an IPv4 address is itself; an IPv6 address that carries one, the IPv4 address it carries:
-  IPv4-mapped (``::ffff:a.b.c.d``), 6to4 (``2002::/16``: every IPv4 host holds a /48 of it)
-  and Teredo (``2001::/32``: the client's public IPv4 address, obfuscated);
+  IPv4-mapped (``::ffff:a.b.c.d``), IPv4-translated (``::ffff:0:a.b.c.d``) and NAT64's
+  well-known prefix (``64:ff9b::/96``): how a translator in front of an IPv6-only service
+  (SIIT-DC) shows its IPv4 clients, each of them one client, not one /64 for all; 6to4
+  (``2002::/16``: every IPv4 host holds a /48 of it) and Teredo (``2001::/32``: the client's
+  public IPv4 address, obfuscated);
 - any other IPv6 address, its /64 (one subscriber's prefix: a host picks any address inside
   it).
 
@@ -36,6 +39,9 @@ ACCESS_LOG_FORMAT = '%({provenance.client}e)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(
 IPV6_SCOPE = 64
 IPV6_LEVELS = (64, 56, 48)  # the address scope, one site, one operator's allocation
 _BRACKETED = re.compile(r"^\[([0-9A-Fa-f:.]+)\](?::\d{1,5})?$")  # [v6] or [v6]:port
+# IPv6 prefixes whose last 32 bits are an IPv4 address: NAT64's well-known prefix (RFC 6052)
+# and IPv4-translated addresses (RFC 2765's SIIT).
+_IPV4_TAIL = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("::ffff:0:0:0/96"))
 _V4_PORT = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$")  # a.b.c.d:port
 
 
@@ -76,9 +82,12 @@ def client_address(request: Any) -> str:
 
 
 def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 one carries (mapped, 6to4, Teredo's client), if any."""
+    """The IPv4 address an IPv6 one carries (mapped, translated, NAT64's well-known prefix,
+    6to4, Teredo's client), if any."""
     if address.ipv4_mapped is not None:
         return address.ipv4_mapped
+    if any(address in prefix for prefix in _IPV4_TAIL):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     if address.sixtofour is not None:
         return address.sixtofour
     if address.teredo is not None:

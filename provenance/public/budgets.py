@@ -16,7 +16,8 @@ So one /64, /56 or /48, or one IPv4 /24, cannot spend the global budget for ever
 flood from many of them that fills it makes the proof of work dearer
 (``provenance.public.proof_of_work``). A refused check takes no place in the windows its
 step counts; the answer is 429 with Retry-After. The same ``requester`` names who asks to the
-scrubbing guard's per-requester caps."""
+scrubbing guard's per-requester caps, and ``guard_prefixes`` the IPv6 /56 and /48 around it
+that the guard counts too."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import time
 from django.conf import settings
 
 from provenance.errors import ProblemError
-from provenance.lib.identity import address_scope, scope_levels
+from provenance.lib.identity import IPV6_LEVELS, address_scope, scope_levels
 from provenance.public.models import Partner
 from provenance.throttling import Window, sliding_window, window_count
 
@@ -51,6 +52,28 @@ def requester(address: str, partner: Partner | None = None) -> str:
         return f"partner:{partner.pk}"
     digest = hashlib.sha256(address_scope(address).encode()).hexdigest()[:32]
     return f"address:{digest}"
+
+
+def guard_prefixes(address: str, partner: Partner | None = None) -> list[tuple[str, float, float]]:
+    """The IPv6 prefixes around an anonymous requester that the scrubbing guard counts too,
+    each as the caches name it (a hash), with how many requesters' worth of texts, then of
+    variants of one text, it is answered: its /56, one subscriber's prefix, held at will as
+    its /64 is, the variants of one requester and the texts its budget buys (its limit over
+    an address's); its /48, often one organization's, both as its budget buys. None for a
+    partner, an IPv4 address (its /24 is its neighbours') or what is not an address."""
+    levels = scope_levels(address)
+    if partner is not None or len(levels) != len(IPV6_LEVELS):
+        return []
+    floor = settings.PROVENANCE_PUBLIC_ADDRESS_PER_MIN
+    (site, site_limit), (network, network_limit) = prefix_limits(address)
+    return [
+        (_guard_name(site), site_limit / floor, 1.0),
+        (_guard_name(network), network_limit / floor, network_limit / floor),
+    ]
+
+
+def _guard_name(prefix: str) -> str:
+    return f"prefix:{hashlib.sha256(prefix.encode()).hexdigest()[:32]}"
 
 
 def _address_key(address: str) -> str:

@@ -39,6 +39,7 @@ import logging
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
 
 from django.conf import settings
@@ -197,10 +198,13 @@ def matching(kept: list[int], owners: dict[int, str]) -> list[str]:
     return sorted(found, key=lambda f: (-total[f], f))
 
 
-def family_observe(text: str, text_sha256: str, requester: str = "") -> str:
-    """Count ``text`` in its families for ``requester`` and return the family's id (the
-    SHA-256 of its first text); VariantLimit once the requester has had its answers of one
-    of them for the window."""
+def family_observe(
+    text: str, text_sha256: str, requester: str = "", prefixes: Sequence[tuple[str, int]] = ()
+) -> str:
+    """Count ``text`` in its families for ``requester`` and for each of ``prefixes`` (the
+    IPv6 prefixes around it, ``budgets.guard_prefixes``, each with its own cap), and return
+    the family's id (the SHA-256 of its first text); VariantLimit once the requester, or one
+    of its prefixes, has had its answers of one of them for the window."""
     store = public_cache()
     window = settings.PROVENANCE_PUBLIC_VARIANT_WINDOW_S
     kept = fingerprints(text)
@@ -209,15 +213,35 @@ def family_observe(text: str, text_sha256: str, requester: str = "") -> str:
     owners = {v: found[_key(v)] for v in unique if _key(v) in found}
     families = matching(kept, owners) or [text_sha256]
     family = families[0]
-    store.set_many({_key(v): family for v in unique if v not in owners}, timeout=window)
+    # Every shingle written, a seen one with its family as it was (its window starts anew):
+    # the same work whether or not anyone asked the text before, so the time of an answer
+    # does not tell a requester that someone else did.
+    store.set_many({_key(v): owners.get(v, family) for v in unique}, timeout=window)
     members = f"public:family:texts:{family}"
     hashes = store.get(members) or []
     if text_sha256 not in hashes and len(hashes) < MAX_LOGGED:
         hashes = [*hashes, text_sha256]
-        store.set(members, hashes, window)
-    # One more variant of the most-asked family: each family the text is in counts up to it
-    # (atomic increments, so concurrent checks only ever count more).
-    counters = [f"public:family:count:{each}:{requester}" for each in families]
+    store.set(members, hashes, window)
+    # One more variant of the most-asked family, for the requester and for each prefix: each
+    # family the text is in counts up to it (atomic increments, so concurrent checks only
+    # ever count more).
+    over: tuple[int, str] | None = None
+    for who, cap in [(requester, settings.PROVENANCE_PUBLIC_MAX_VARIANTS), *prefixes]:
+        counted, most = _variant_count(families, who)
+        if counted > cap and over is None:
+            over = (counted, most)
+    if over is not None:
+        _log_once(over[1], over[0], store.get(f"public:family:texts:{over[1]}") or hashes)
+        raise VariantLimit(window)
+    return str(family)
+
+
+def _variant_count(families: list[str], who: str) -> tuple[int, str]:
+    """Count one more variant of ``families`` for ``who``: the count of the most-asked one
+    and its id."""
+    store = public_cache()
+    window = settings.PROVENANCE_PUBLIC_VARIANT_WINDOW_S
+    counters = [f"public:family:count:{each}:{who}" for each in families]
     counts = []
     for counter in counters:
         store.add(counter, 0, window)
@@ -226,11 +250,7 @@ def family_observe(text: str, text_sha256: str, requester: str = "") -> str:
     for counter, count in zip(counters, counts, strict=True):
         if count < top:
             store.incr(counter, top - count)
-    if top > settings.PROVENANCE_PUBLIC_MAX_VARIANTS:
-        each = families[counts.index(top)]
-        _log_once(each, top, store.get(f"public:family:texts:{each}") or hashes)
-        raise VariantLimit(window)
-    return str(family)
+    return top, families[counts.index(top)]
 
 
 def _log_once(family: str, count: int, hashes: list[str]) -> None:
@@ -271,13 +291,31 @@ def _answered_key(text_sha256: str, requester: str) -> str:
     return f"public:texts:answered:{requester}:{text_sha256}"
 
 
-def guard(text: str, text_sha256: str, requester: str, max_texts: int) -> None:
+def guard(
+    text: str,
+    text_sha256: str,
+    requester: str,
+    max_texts: int,
+    prefixes: Sequence[tuple[str, float, float]] = (),
+) -> None:
     """The guard of one public text about to be answered to ``requester``: nothing when it
     was answered this text before (a marker in the public cache: an evicted one only counts
     the text once more), else its families' counts (VariantLimit) and the requester's total
-    (TextLimit, at most ``max_texts``)."""
+    (TextLimit, at most ``max_texts``). ``prefixes``: the IPv6 prefixes around an anonymous
+    requester (``budgets.guard_prefixes``: each with its weight in requesters for texts and
+    for variants), each counted the same way, under ``max_texts`` and ``max_variants`` times
+    its weights: the /64s of one /56 are one subscriber's, and buy no more variants of a text
+    than one of them."""
     if answered_before(text_sha256, requester):
         return
-    family_observe(text, text_sha256, requester)
-    texts_observe(requester, max_texts)
-    answered(text_sha256, requester)
+    variants = settings.PROVENANCE_PUBLIC_MAX_VARIANTS
+    fresh = [
+        (who, int(max_texts * texts), int(variants * each))  # weights of one requester at least
+        for who, texts, each in prefixes
+        if not answered_before(text_sha256, who)  # another /64 of the prefix asked it
+    ]
+    family_observe(text, text_sha256, requester, [(who, cap) for who, _, cap in fresh])
+    for who, limit in [(requester, max_texts), *((who, limit) for who, limit, _ in fresh)]:
+        texts_observe(who, limit)
+    for who in [requester, *(who for who, _, _ in fresh)]:
+        answered(text_sha256, who)

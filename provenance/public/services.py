@@ -12,6 +12,7 @@ import hashlib
 import json
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -91,6 +92,12 @@ class Caller:
         """The caller as budgets and the scrubbing guard count it (budgets.requester)."""
         return budgets.requester(self.address, self.partner)
 
+    @property
+    def prefixes(self) -> list[tuple[str, float, float]]:
+        """The IPv6 prefixes around the caller the scrubbing guard counts too
+        (budgets.guard_prefixes)."""
+        return budgets.guard_prefixes(self.address, self.partner)
+
 
 def admit(caller: Caller) -> None:
     """The caller's proof of work (anonymous) and budget: before anything of the body is
@@ -137,11 +144,12 @@ def verify(
         document_precheck(document[0], len(document[1]))
         shared_spend(caller)  # before the document is read: the reading is what it prices
         text = text_validate(document_read(*document))
+        local = LocalCheck(text, caller)  # the minimum and the guard first: they may refuse
     else:
+        # A text under the public minimum (its words, then its tokens) spends nothing shared:
+        # the shared budgets are spent between the minimum and the guard.
         text = text_validate(text)
-        families.public_minimum(text)  # a text too short to answer spends nothing shared
-        shared_spend(caller)
-    local = LocalCheck(text, caller)  # the minimum and the guard first: they may refuse
+        local = LocalCheck(text, caller, spend=lambda: shared_spend(caller))
     if not ask_peers or not settings.PROVENANCE_PUBLIC_PEERS:
         return local.answer()
     fanout = peers.ask_all(text, solve=caller.partner is not None, requester=caller.requester)
@@ -184,19 +192,22 @@ class LocalCheck:
     """This server's answer for a valid text, in two steps: made, the text has passed the
     public minimum (``public_minimum``: 400 ``too_short`` otherwise, before any scoring) and
     the scrubbing guard for the caller (``families.guard``); ``answer()`` then decides it
-    (or reads the decision cached for the same text and the same published keys) and signs
-    a receipt of its own: this request's time, this server's active signing key. Only the
-    decision is cached, never a receipt: no requester is shown when, or that, anyone else
-    asked."""
+    (or reads the decision cached for the same text, the same published keys and the same
+    requester) and signs a receipt of its own: this request's time, this server's active
+    signing key. Neither a receipt nor another requester's decision is served: an answer
+    read from another's decision would come sooner than one decided, and tell that, and
+    when, someone else asked. ``spend``: called once the text is of the public minimum,
+    before the guard counts it (an anonymous caller's shared budgets)."""
 
-    def __init__(self, text: str, caller: Caller) -> None:
+    def __init__(self, text: str, caller: Caller, spend: Callable[[], None] | None = None) -> None:
         families.public_minimum(text)  # no key read, nothing tokenized for a text too short
         self.text = text
         self.keys = published_key_list()
         if not self.keys:
             raise ProblemError("no model is published for public verification", status_code=503)
         self.digest = text_sha256(text)
-        self.cache_key = f"public:decision:{self.digest}:{_keys_hash(self.keys)}"
+        keys = _keys_hash(self.keys)  # the decision is the requester's own (see above)
+        self.cache_key = f"public:decision:{caller.requester}:{self.digest}:{keys}"
         cached = public_cache().get(self.cache_key)
         self.decided = Decided(**cached) if cached is not None else None
         self.groups: list[KeyGroup] = []
@@ -207,7 +218,9 @@ class LocalCheck:
                 raise ProblemError("public verification is unavailable", status_code=503) from None
             if too_short(text, self.groups):
                 raise families.TooShort(f"fewer than {rule.MIN_TOKENS} tokens")
-        families.guard(text, self.digest, caller.requester, max_texts(caller))
+        if spend is not None:
+            spend()
+        families.guard(text, self.digest, caller.requester, max_texts(caller), caller.prefixes)
 
     def answer(self) -> dict[str, Any]:
         if self.decided is None:

@@ -230,7 +230,7 @@ def main() -> int:
     try:
         # Before anything starts: a data directory that is ours alone, no other runner on
         # it (the lock is held until this process ends), and the web's port free.
-        private_dir(data_dir)
+        data_dir = private_dir(data_dir)  # resolved: the directory checked is the one used
         lock = claim_data_dir(data_dir, f"http://{host}:{port}/")
         check_port(host, port)
     except (NotPrivateError, StartRefused) as exc:
@@ -243,7 +243,7 @@ def main() -> int:
 
 
 def _run(data_dir: Path, host: str, port: int) -> int:
-    os.environ.setdefault("PROVENANCE_DATA_DIR", str(data_dir))
+    os.environ["PROVENANCE_DATA_DIR"] = str(data_dir)  # the resolved one, for every child
     os.environ.setdefault("PROVENANCE_EMBEDDED", "1")
     redis = RedisServer(data_dir / "redis", port=free_port())
     # Public verification's answers and scrubbing guard: a Redis of their own, bounded.
