@@ -141,7 +141,7 @@ class ProvenanceHeaders:
             scope = dict(scope, headers=_with_length(scope.get("headers", []), len(body)))
         streamed = isinstance(parsed, dict) and parsed.get("stream") is True
         tail = _StreamTail() if streamed else None
-        signing = self._signing(name, marked, requested)
+        signing = self._signing(name, marked and not _steered(parsed), requested)
         held: list[dict[str, Any]] = []  # a whole reply to sign: its start and body, kept
         replayed = False
 
@@ -216,6 +216,19 @@ class ProvenanceHeaders:
         if not self.credentials.wanted(options, requested):
             return None
         return _Signing(self.credentials, options)
+
+
+def _steered(parsed: Any) -> bool:
+    """Whether a request's reply holds text the keyed draw did not choose: a steering field
+    of the gate's (``echo`` returns the prompt; ``logit_bias`` and the like pick tokens
+    outside the draw), or a body the gate would refuse. Such a reply is never signed: its
+    manifest would say the model created text it did not."""
+    if not isinstance(parsed, dict):
+        return True
+    try:
+        return bool(fields.check(parsed, "messages" in parsed))
+    except fields.FieldRefused:
+        return True
 
 
 class _Signing:

@@ -21,6 +21,7 @@ no field reaches the product unless it was declared on purpose."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -207,8 +208,9 @@ class JSONParser(parsers.JSONParser):
 
 
 def _check_form(parsed: Any, parser_context: Any, media_type: str) -> None:
-    """A form's parts: each a declared field (``name`` or ``name[...]`` for a list), sent
-    once unless the field is a list."""
+    """A form's parts: each a declared field (``name``, or for a list ``name[i]`` and, for a
+    list of objects, ``name[i]field`` with ``field`` one the item declares), sent once unless
+    the field is a list."""
     body = _body_for(parser_context or {}, media_type)
     if body is ANY:
         return
@@ -218,11 +220,24 @@ def _check_form(parsed: Any, parser_context: Any, media_type: str) -> None:
         for name in values:
             base = name.split("[", 1)[0]
             field = body.get(base)
-            if field is None or (not field.many and base != name):
+            if field is None or (base != name and not _form_item(field, name[len(base) :])):
                 unknown.append(name)
             elif not field.many and len(values.getlist(name)) > 1:
                 raise BodyRefused(f"duplicate field {name[:60]!r} in the form")
     _refuse_unknown(sorted(unknown), body)
+
+
+_FORM_ITEM = re.compile(r"\[[0-9]+\](.*)", re.DOTALL)
+
+
+def _form_item(field: Field, rest: str) -> bool:
+    """Whether a list field's part ``name[...]`` names one of its items as DRF reads a form
+    (``parse_html_list``): ``texts[0]`` an item, ``texts[0]text`` a declared field of it."""
+    found = _FORM_ITEM.fullmatch(rest) if field.many else None
+    if found is None:
+        return False
+    key = found.group(1)
+    return key == "" if field.nested is None else key in field.nested
 
 
 class MultiPartParser(parsers.MultiPartParser):

@@ -50,6 +50,11 @@ import detector
 
 SOFT_BINDING_ALG = "io.github.provenance.gumbelmax.1"
 TRAINED_ALGORITHMIC_MEDIA = "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
+# An asset that holds trained algorithmic media among other content: what a watermark found in
+# an asset shows (the model's text is in it), not that the model created all of it.
+COMPOSITE_WITH_TRAINED_ALGORITHMIC_MEDIA = (
+    "http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia"
+)
 GENERATION_LABEL = "io.github.provenance.generation"  # the model and the organization
 TEXT_FORMAT = "text/plain"
 MANIFEST_MEDIA_TYPE = "application/c2pa"
@@ -69,13 +74,16 @@ class Generation:
     organization: str
     key_id: str
     created: datetime.datetime | None = None
+    # trainedAlgorithmicMedia for a reply the generator signs; a manifest recovered by the
+    # watermark says only that the asset holds the model's text (the composite type)
+    digital_source_type: str = TRAINED_ALGORITHMIC_MEDIA
 
     def definition(self, title: str, fmt: str) -> dict[str, Any]:
         """The manifest definition the SDK's builder takes."""
         when = (self.created or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
         action = {
             "action": "c2pa.created",
-            "digitalSourceType": TRAINED_ALGORITHMIC_MEDIA,
+            "digitalSourceType": self.digital_source_type,
             "softwareAgent": {"name": self.model},
             "when": when.isoformat(timespec="seconds").replace("+00:00", "Z"),
         }

@@ -46,6 +46,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from detector.decision import rule
+from detector.text.wrapper import without_wrappers
 from provenance.errors import ProblemError
 from provenance.public.models import ScrubEvent
 from provenance.public.stores import public_cache
@@ -120,8 +121,10 @@ class TooShort(ProblemError):
 
 def words(text: str) -> list[str]:
     """The words of ``text`` as the guard reads them: runs of word characters, and each
-    character of a script written without spaces (Han, kana)."""
-    return _WORD.findall(text)
+    character of a script written without spaces (Han, kana), in the text as it is scored
+    (without C2PA wrapper characters: read as word breaks, they would give each edit
+    shingles of its own and a short piece more words)."""
+    return _WORD.findall(without_wrappers(text)[0])
 
 
 def public_minimum(text: str) -> None:

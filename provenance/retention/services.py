@@ -10,7 +10,8 @@ and the row is hidden (404) from then on.
 The other texts the server keeps follow the same periods: playground messages (prompts and
 replies) older than the period are deleted, and their conversation's title (the first
 prompt) with them; detection streams (their state holds the text's token contexts) opened
-before it are deleted, and a later append answers 404.
+before it are deleted, and a later append answers 404. The C2PA manifests the soft binding
+resolution API keeps (each holds its asset's hash) go after the deployment's period.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from provenance.accounts.models import Team
 from provenance.checks.models import Check
 from provenance.checks.services.deletion import texts_purge
 from provenance.playground.models import Conversation, Message
+from provenance.softbinding.models import Manifest
 from provenance.streams.models import Stream
 
 logger = logging.getLogger(__name__)
@@ -40,19 +42,24 @@ def retention_days(team: Team) -> int:
 
 def checks_purge(*, now: datetime | None = None) -> int:
     """Purge every check, playground message and stream older than its team's retention
-    period; returns how many rows were purged or deleted."""
+    period, and every kept C2PA manifest older than the deployment's; returns how many rows
+    were purged or deleted."""
     now = now or timezone.now()
-    counts = {"checks": 0, "messages": 0, "streams": 0}
+    counts = {"checks": 0, "messages": 0, "streams": 0, "manifests": 0}
     for in_team, cutoff in _cutoffs(now):
         checks = Check.objects.filter(created_at__lt=cutoff, **in_team)
         counts["checks"] += texts_purge(checks, now)
         counts["messages"] += _messages_purge(cutoff, in_team)
         streams = Stream.objects.filter(created_at__lt=cutoff, **in_team)
         counts["streams"] += streams.delete()[0] if streams.exists() else 0
+    old = Manifest.objects.filter(
+        created_at__lt=now - timedelta(days=settings.PROVENANCE_RETENTION_DAYS)
+    )
+    counts["manifests"] = old.delete()[0] if old.exists() else 0
     if any(counts.values()):
         logger.info(
             "retention: purged %(checks)d check(s), deleted %(messages)d playground "
-            "message(s) and %(streams)d stream(s)",
+            "message(s), %(streams)d stream(s) and %(manifests)d C2PA manifest(s)",
             counts,
         )
     return sum(counts.values())

@@ -158,8 +158,10 @@ class ByBindingApi(PublicApi):
             query = _query(request, BY_BINDING_QUERY)
             limit = services.max_results(query.get("maxResults"))
             services.check_alg(query.get("alg"), required=True)
-            _caller(request, proof_required=False)
-            matches = services.matches_by_binding(query.get("alg"), query.get("value"), limit)
+            caller = _caller(request, proof_required=False)
+            matches = services.matches_by_binding(
+                query.get("alg"), query.get("value"), limit, services.requester_tag(caller)
+            )
         except ProblemError as exc:
             return _problem(exc)
         return _answer(matches)
@@ -186,8 +188,10 @@ class ByBindingApi(PublicApi):
                 raise ProblemError("the body must be a JSON object")
             # An undeclared field or a repeated key was refused by the API's parsers.
             services.check_alg(data.get("alg"), required=True)
-            _caller(request, proof_required=False)
-            matches = services.matches_by_binding(data.get("alg"), data.get("value"), limit)
+            caller = _caller(request, proof_required=False)
+            matches = services.matches_by_binding(
+                data.get("alg"), data.get("value"), limit, services.requester_tag(caller)
+            )
         except ProblemError as exc:
             return _problem(exc)
         return _answer(matches)

@@ -22,6 +22,9 @@ class Manifest(models.Model):
     store = models.BinaryField()  # application/c2pa: the manifest store, as signed
     media_type = models.CharField(max_length=100)  # of the asset it is bound to
     asset_sha256 = models.CharField(max_length=64)  # the asset is never kept, only its hash
+    # A recovered manifest's requester, keyed (services.requester_tag; "" for a reply's):
+    # another requester is never handed it, nor shown it by byBinding.
+    requester = models.CharField(max_length=64, default="", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -29,8 +32,8 @@ class Manifest(models.Model):
         indexes = [models.Index(fields=["key", "-created_at"], name="manifest_key_newest")]
         constraints = [
             models.UniqueConstraint(
-                fields=["key", "source", "asset_sha256", "media_type"],
-                name="one_manifest_per_asset",
+                fields=["key", "source", "asset_sha256", "media_type", "requester"],
+                name="one_manifest_per_asset_and_requester",
             )
         ]
 

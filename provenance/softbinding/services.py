@@ -15,14 +15,17 @@ returns one as ``application/c2pa``.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import uuid
 from typing import Any
 
 import c2pa_text
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from detector.credentials.manifest import (
+    COMPOSITE_WITH_TRAINED_ALGORITHMIC_MEDIA,
     SOFT_BINDING_ALG,
     Generation,
     key_id_of_soft_binding_value,
@@ -102,40 +105,54 @@ def matches_by_content(
     key = next((k for k in published_key_list() if k.public_name == answer["model"]), None)
     if key is None or limit < 1:
         return []
-    manifest = recovered_manifest(key, asset, media_type)
+    manifest = recovered_manifest(key, asset, media_type, requester_tag(caller))
     score = SIMILARITY.get(answer.get("strength") or -1, 25)
     return [{"manifestId": manifest.id, "similarityScore": score}]
 
 
-def recovered_manifest(key: WatermarkKey, asset: bytes, media_type: str) -> Manifest:
-    """The sidecar manifest of ``asset`` under ``key`` (signed once per asset; the same
-    asset asked again gets the same manifest)."""
+def requester_tag(caller: public.Caller) -> str:
+    """The caller as a recovered manifest keeps it: its requester (budgets.requester), keyed
+    with the server's secret so that the database holds no address, even hashed."""
+    secret = str(settings.SECRET_KEY).encode()
+    return hmac.new(secret, caller.requester.encode(), hashlib.sha256).hexdigest()
+
+
+def recovered_manifest(
+    key: WatermarkKey, asset: bytes, media_type: str, requester: str
+) -> Manifest:
+    """The sidecar manifest of ``asset`` under ``key`` for ``requester`` (``requester_tag``):
+    signed once per asset and requester. The same requester asking again gets the same
+    manifest; another gets its own, as public verification never shows a requester when, or
+    that, anyone else checked a text."""
     digest = hashlib.sha256(asset).hexdigest()
-    kept = Manifest.objects.filter(
-        key=key, source=Manifest.Source.RECOVERED, asset_sha256=digest, media_type=media_type
-    ).first()
+    found = {
+        "key": key,
+        "source": Manifest.Source.RECOVERED,
+        "asset_sha256": digest,
+        "media_type": media_type,
+        "requester": requester,
+    }
+    kept = Manifest.objects.filter(**found).first()
     if kept is not None:
         return kept
     credential = signing_credential()
     if credential is None:
         raise NoCredential("this service has no C2PA signing certificate configured")
-    generation = Generation(key.public_name, _organization(), key.public_id)
+    # The watermark shows that the asset holds the model's text, not that the model wrote
+    # every byte of it (a human preface, a document's other pages): the composite type.
+    generation = Generation(
+        key.public_name,
+        _organization(),
+        key.public_id,
+        digital_source_type=COMPOSITE_WITH_TRAINED_ALGORITHMIC_MEDIA,
+    )
     store = sign_sidecar(asset, media_type, credential, generation, title="asset")
     label = _label(store, asset, media_type)
     try:
         with transaction.atomic():
-            return Manifest.objects.create(
-                id=label,
-                key=key,
-                source=Manifest.Source.RECOVERED,
-                store=store,
-                media_type=media_type,
-                asset_sha256=digest,
-            )
-    except IntegrityError:  # another request signed the same asset first: that one
-        return Manifest.objects.get(
-            key=key, source=Manifest.Source.RECOVERED, asset_sha256=digest, media_type=media_type
-        )
+            return Manifest.objects.create(id=label, store=store, **found)
+    except IntegrityError:  # another request of this requester signed it first: that one
+        return Manifest.objects.get(**found)
 
 
 def reply_keep(text: str, key: WatermarkKey) -> Manifest | None:
@@ -164,8 +181,11 @@ def reply_keep(text: str, key: WatermarkKey) -> Manifest | None:
     return manifest
 
 
-def matches_by_binding(alg: Any, value: Any, limit: int) -> list[dict[str, Any]]:
-    """The manifests kept for the key whose public identifier ``value`` names, newest first."""
+def matches_by_binding(
+    alg: Any, value: Any, limit: int, requester: str | None = None
+) -> list[dict[str, Any]]:
+    """The manifests kept for the key whose public identifier ``value`` names, newest first:
+    the replies' and, of those recovered by the watermark, only ``requester``'s own."""
     check_alg(alg, required=True)
     if not isinstance(value, str) or not value or len(value) > 512:
         raise ProblemError("value must be a base64 soft binding value")
@@ -175,7 +195,10 @@ def matches_by_binding(alg: Any, value: Any, limit: int) -> list[dict[str, Any]]
     key = next((k for k in published_key_list() if k.public_id == public_id), None)
     if key is None:
         return []
-    ids = Manifest.objects.filter(key=key).values_list("id", flat=True)[:limit]
+    visible = Q(source=Manifest.Source.REPLY)
+    if requester:
+        visible |= Q(requester=requester)
+    ids = Manifest.objects.filter(visible, key=key).values_list("id", flat=True)[:limit]
     return [{"manifestId": manifest_id} for manifest_id in ids]
 
 

@@ -242,6 +242,9 @@ def signer():
     return dev, ReplyCredentials(dev.credential, "Acme")
 
 
+HELLO = [{"role": "user", "content": "Hello."}]  # a body the gate accepts
+
+
 def _signing_app(signer, seen, reply, *, stream=False):
     from generator.config import KeyStore
 
@@ -284,7 +287,11 @@ def test_a_whole_reply_is_signed_when_asked_and_vllm_never_sees_the_field(env, s
 
     seen: list[dict] = []
     c = TestClient(_signing_app(signer, seen, "Rain on the roof."))
-    body = {"messages": [], "vllm_xargs": {"watermark_key": "team-a"}, "content_credentials": True}
+    body = {
+        "messages": HELLO,
+        "vllm_xargs": {"watermark_key": "team-a"},
+        "content_credentials": True,
+    }
     r = c.post("/v1/chat/completions", json=body)
     assert "content_credentials" not in seen[0]
     content = r.json()["choices"][0]["message"]["content"]
@@ -305,7 +312,7 @@ def test_a_keys_entry_signs_its_streamed_replies_in_one_more_event(env, signer):
 
     seen: list[dict] = []
     c = TestClient(_signing_app(signer, seen, ["Rain ", "on the ", "roof."], stream=True))
-    body = {"messages": [], "stream": True, "vllm_xargs": {"watermark_key": "team-c"}}
+    body = {"messages": HELLO, "stream": True, "vllm_xargs": {"watermark_key": "team-c"}}
     with c.stream("POST", "/v1/chat/completions", json=body) as r:
         lines = [ln for ln in r.iter_lines() if ln.startswith("data: ")]
     assert lines[-1] == "data: [DONE]"
