@@ -182,8 +182,11 @@ def test_a_worker_scores_a_check_with_the_model_and_stores_the_decision(
     wait_until(lambda: Check.objects.filter(id__in=ids, status="done").count() == 3, 240, 0.2)
     marked, human, changed = (alice.get(f"/api/v1/checks/{i}").json() for i in ids)
     assert marked["is_watermarked"] is True and human["is_watermarked"] is False
-    for body in (marked, human, changed):
+    # The watermarked text is decided without the model, so it is never read (adaptive).
+    assert marked["reading"] == "none" and marked["hypotheses"][0]["weighted_log10_p"] is None
+    for body in (human, changed):  # undecided without the model: read
         (h,) = body["hypotheses"]
+        assert body["reading"] == "done", body["reading"]
         assert h["weighted_log10_p"] is not None and h["decided_by"] in ("gamma", "weighted")
         assert body["decided_by"] == h["decided_by"]
         assert isinstance(h["weighted_suspected"], int) and h["weighted_suspected"] >= 0

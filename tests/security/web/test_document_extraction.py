@@ -230,9 +230,11 @@ def test_html_encoding_guess_is_cut_at_the_limit(settings, reader_started):
     from bs4 import UnicodeDammit
 
     settings.PROVENANCE_DOCUMENT_SECONDS = limit = 0.1
-    settings.PROVENANCE_MAX_DOCUMENT_BYTES = 40 * 1024 * 1024
+    settings.PROVENANCE_MAX_DOCUMENT_BYTES = 80 * 1024 * 1024
     words = b"caf\xe9 na\xefve r\xe9sum\xe9 \x93quoted\x94 "
-    content = b"<html><body><p>" + words * (36_000_000 // len(words)) + b"</p></body></html>"
+    # Large enough that the guess alone outlasts the limit and its margin on an idle machine
+    # (36 MB took 1.5 s there once: too close to 1.6 s to show anything).
+    content = b"<html><body><p>" + words * (72_000_000 // len(words)) + b"</p></body></html>"
     started = time.perf_counter()
     UnicodeDammit(content, is_html=True)
     guessing = time.perf_counter() - started
