@@ -38,7 +38,8 @@ IN_VLLM_IMAGE = {
     "vllm", "torch", "transformers", "tokenizers", "numpy", "triton", "gguf",
     "starlette", "uvicorn", "anyio", "httpx", "mpmath", "mistral_common", "sentencepiece",
 }  # fmt: skip
-IMPORT_NAMES = {"yaml": "pyyaml", "c2pa": "c2pa-python", "c2pa_text": "c2pa-text"}  # import name -> distribution name, where they differ
+# import name -> distribution name, where they differ
+IMPORT_NAMES = {"yaml": "pyyaml", "c2pa": "c2pa-python", "c2pa_text": "c2pa-text"}
 
 
 def _sources(*packages: str) -> str:
