@@ -10,8 +10,6 @@ from provenance.keys.models import WatermarkKey
 
 class Manifest(models.Model):
     class Source(models.TextChoices):
-        # Signed by the generator into a reply the playground received.
-        REPLY = "reply", "reply"
         # Signed here, as a sidecar over an asset whose watermark named the key.
         RECOVERED = "recovered", "recovered"
 
@@ -22,7 +20,7 @@ class Manifest(models.Model):
     store = models.BinaryField()  # application/c2pa: the manifest store, as signed
     media_type = models.CharField(max_length=100)  # of the asset it is bound to
     asset_sha256 = models.CharField(max_length=64)  # the asset is never kept, only its hash
-    # A recovered manifest's requester, keyed (services.requester_tag; "" for a reply's):
+    # A recovered manifest's requester, keyed (services.requester_tag):
     # another requester is never handed it, nor shown it by byBinding.
     requester = models.CharField(max_length=64, default="", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -19,10 +19,8 @@ import hmac
 import uuid
 from typing import Any
 
-import c2pa_text
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 
 from detector.credentials.manifest import (
     COMPOSITE_WITH_TRAINED_ALGORITHMIC_MEDIA,
@@ -30,7 +28,7 @@ from detector.credentials.manifest import (
     Generation,
     key_id_of_soft_binding_value,
 )
-from detector.credentials.reading import read_store, read_text, strip_wrapper
+from detector.credentials.reading import read_store, strip_wrapper
 from detector.credentials.signing import sign_sidecar
 from provenance.errors import ProblemError
 from provenance.keys.models import WatermarkKey
@@ -155,37 +153,11 @@ def recovered_manifest(
         return Manifest.objects.get(**found)
 
 
-def reply_keep(text: str, key: WatermarkKey) -> Manifest | None:
-    """Keep the manifest a reply of ``key`` carries (the playground's), so that its soft
-    binding finds it; None when the reply carries none, or one that is not valid for it."""
-    credentials = read_text(text)
-    if not credentials.valid or credentials.manifest_id is None or credentials.soft_binding is None:
-        return None
-    if key_id_of_soft_binding_value(credentials.soft_binding["value"]) != key.public_id:
-        return None
-    found = c2pa_text.find_wrapper_info(text)
-    if found is None:
-        return None
-    store = found[0]
-    digest = hashlib.sha256(strip_wrapper(text).encode()).hexdigest()
-    manifest, _ = Manifest.objects.get_or_create(
-        id=credentials.manifest_id,
-        defaults={
-            "key": key,
-            "source": Manifest.Source.REPLY,
-            "store": store,
-            "media_type": "text/plain",
-            "asset_sha256": digest,
-        },
-    )
-    return manifest
-
-
 def matches_by_binding(
     alg: Any, value: Any, limit: int, requester: str | None = None
 ) -> list[dict[str, Any]]:
     """The manifests kept for the key whose public identifier ``value`` names, newest first:
-    the replies' and, of those recovered by the watermark, only ``requester``'s own."""
+    of those recovered by the watermark, only ``requester``'s own (none for no requester)."""
     check_alg(alg, required=True)
     if not isinstance(value, str) or not value or len(value) > 512:
         raise ProblemError("value must be a base64 soft binding value")
@@ -195,10 +167,10 @@ def matches_by_binding(
     key = next((k for k in published_key_list() if k.public_id == public_id), None)
     if key is None:
         return []
-    visible = Q(source=Manifest.Source.REPLY)
-    if requester:
-        visible |= Q(requester=requester)
-    ids = Manifest.objects.filter(visible, key=key).values_list("id", flat=True)[:limit]
+    if not requester:
+        return []
+    ids = Manifest.objects.filter(key=key, requester=requester).values_list("id", flat=True)
+    ids = ids[:limit]
     return [{"manifestId": manifest_id} for manifest_id in ids]
 
 
