@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
-
 from detector.credentials.certificates import development_certificate
 from detector.credentials.manifest import (
     SOFT_BINDING_ALG,
     TRAINED_ALGORITHMIC_MEDIA,
-    Generation,
     key_id_of_soft_binding_value,
 )
 from detector.credentials.reading import read_text, strip_wrapper
 from detector.credentials.signing import (
     sign_text,
 )
-
-TEXT = "The river remembers every stone it has carried, and the cafe\u0301 by the bridge too."
-GENERATION = Generation(model="SmolLM2-135M-Instruct", organization="Acme", key_id="k7-demo")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return development_certificate("Acme")
-
-
-@pytest.fixture(scope="module")
-def signed(dev):
-    return sign_text(TEXT, dev.credential, GENERATION)
+from tests.detector.credentials.conftest import GENERATION, TEXT
 
 
 def test_a_signed_reply_reads_valid_with_what_it_says(dev, signed):

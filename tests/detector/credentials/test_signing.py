@@ -16,28 +16,14 @@ from detector.credentials.certificates import development_certificate
 from detector.credentials.manifest import (
     SOFT_BINDING_ALG,
     CredentialError,
-    Generation,
 )
 from detector.credentials.reading import read_store, read_text, strip_wrapper
 from detector.credentials.signing import (
     SigningCredential,
     _sign_data_hashed,
     sign_sidecar,
-    sign_text,
 )
-
-TEXT = "The river remembers every stone it has carried, and the cafe\u0301 by the bridge too."
-GENERATION = Generation(model="SmolLM2-135M-Instruct", organization="Acme", key_id="k7-demo")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return development_certificate("Acme")
-
-
-@pytest.fixture(scope="module")
-def signed(dev):
-    return sign_text(TEXT, dev.credential, GENERATION)
+from tests.detector.credentials.conftest import GENERATION, TEXT
 
 
 def test_the_visible_text_is_the_nfc_text_and_the_wrapper_strips_off(signed):
