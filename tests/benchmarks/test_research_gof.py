@@ -159,7 +159,7 @@ def _cjk_texts() -> list[str]:
 
     from babel.messages.pofile import read_po
 
-    root = Path(__file__).resolve().parents[3] / "locale"
+    root = Path(__file__).resolve().parents[2] / "locale"
     out: list[str] = []
     for language in ("ja", "ko", "zh_Hans"):
         with (root / language / "LC_MESSAGES" / "django.po").open("rb") as handle:

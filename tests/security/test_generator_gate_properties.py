@@ -315,7 +315,7 @@ def _check(body: dict[str, Any], who: str, enforce: bool, route: str) -> None:
     # Where watermarking is enforced: one completion, one record the middleware chose.
     assert completions == 1, body
     assert token is not None and set(xargs) == {"watermark_key", records.RECORD_ARG}, (xargs, body)
-    assert token != body.get("vllm_xargs", {}).get(records.RECORD_ARG)
+    assert token != (body.get("vllm_xargs") or {}).get(records.RECORD_ARG)
     name = xargs["watermark_key"]
     assert isinstance(name, str) and client.may_use(name), name
     assert params.watermarking is not False
