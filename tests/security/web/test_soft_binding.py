@@ -10,12 +10,10 @@ model created every byte of it."""
 from __future__ import annotations
 
 import io
-from typing import Any
 
 import c2pa
 import pytest
 
-from detector.credentials.certificates import development_certificate
 from detector.credentials.manifest import TRAINED_ALGORITHMIC_MEDIA
 from detector.credentials.reading import read_store
 from tests.provenance.public.conftest import (  # noqa: F401  (fixtures, found by name)
@@ -24,6 +22,10 @@ from tests.provenance.public.conftest import (  # noqa: F401  (fixtures, found b
     published,
     solve,
 )
+from tests.provenance.softbinding.conftest import (  # noqa: F401  (fixtures, found by name)
+    dev_certificate,
+    signing,
+)
 
 pytestmark = pytest.mark.django_db
 BY_CONTENT = "/c2pa/v1/matches/byContent"
@@ -31,23 +33,6 @@ PREFACE = (
     "The following statement was written and signed by the board of the company, and every "
     "word of this paragraph is ours alone, typed by hand before any model was consulted.\n\n"
 )
-
-
-@pytest.fixture(scope="module")
-def dev_certificate():
-    return development_certificate("Provenance")
-
-
-@pytest.fixture
-def signing(settings: Any, tmp_path, dev_certificate):
-    import os
-
-    cert, key = tmp_path / "signer.pem", tmp_path / "signer.key"
-    cert.write_bytes(dev_certificate.credential.chain_pem)
-    key.write_bytes(dev_certificate.credential.key_pem)
-    os.chmod(key, 0o600)
-    settings.PROVENANCE_C2PA_CERT, settings.PROVENANCE_C2PA_KEY = str(cert), str(key)
-    return dev_certificate
 
 
 def _by_content(client, body: bytes, **extra):
