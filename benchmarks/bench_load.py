@@ -409,15 +409,20 @@ def cpu_by_component(roots: list[int]) -> dict[str, float]:
 
 
 def _assist_state() -> str:
-    """What the runner's workers do with the demo tokenizer's model (PROVENANCE_MODEL_ASSIST):
-    on, checks of its keys are scored by the worker, forward pass included, even with ?wait=;
-    "auto" (the default) is on only where the workers have a CUDA device."""
+    """What the runner's workers do with the demo tokenizer's model (PROVENANCE_MODEL_ASSIST,
+    read by the product's own rule, ``provenance.env.env_model_assist``): "adaptive" (the
+    default) reads a check only where the model-free stage left it undecided, on the worker,
+    after the first answer; "auto" reads every check where the workers have a CUDA device;
+    off never reads."""
     from detector.core.scoring import cuda_available
+    from provenance.env import env_model_assist
 
-    mode = os.environ.get("PROVENANCE_MODEL_ASSIST", "auto").strip().lower()
-    if mode in ("", "auto"):
+    mode = env_model_assist("PROVENANCE_MODEL_ASSIST")
+    if mode == "adaptive":
+        return "adaptive (undecided checks read by the worker)"
+    if mode == "auto":
         return "on (auto, CUDA)" if cuda_available() else "off (auto, no CUDA device)"
-    return "off" if mode in ("0", "false", "no", "off") else "on"
+    return "off"
 
 
 def _report(

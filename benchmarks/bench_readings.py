@@ -20,17 +20,19 @@ common pairs unscored):
   95% interval over keys, the per-key variance / mean and the worst key.
 
 Every text is read at T = 0.7 / top-p 0.9 (the target cell's sampling). Decisions at alpha
-1%, one key: ``model-free`` is the product's decision without a reading (the Gamma sum and
-the span scan, ``2 min(p_gamma, p_scan)``, ``detector.evidence.localize``); ``<reading>`` is
-the product's decision with that reading (``2 min(p_document, p_weighted)``,
-``rule.with_weighted``).
+1%, one key, through the product's ``decide_many``: ``model-free`` is the decision of a
+surface that never reads (the Gamma sum and the span scan, ``detector.evidence.localize``);
+``<reading>`` is the product's adaptive decision with that reading: the model-free stage with
+the reading's share set aside (``rule.with_weighted``), then the reading stage on the texts
+that stage left undecided (``Decision.needs_reading``) and on no other. The share of human
+texts read is printed beside each corpus's rate.
 
 CPU: ``--cpu-texts`` 300-token chunks (half prose, half code), each read alone as a pasted
 check reads it, process time (``time.process_time``), best of ``--repeats``, median over
-texts, the reading loaded beforehand. Beside it: the share of 300-token checks the model-free
-decision leaves undecided (three-way verdict ``inconclusive``) on prose, code and the
-watermarked answers, and the mean CPU per check over the mix 70% prose / 20% code / 10%
-watermarked when only those are read.
+texts, the reading loaded beforehand; the model-free stage's CPU on the same texts. Beside
+it: the share of 300-token checks the model-free stage leaves undecided on prose, code and
+the watermarked answers, and the mean CPU per check over the mix 70% prose / 20% code / 10%
+watermarked (the model-free stage for every check, the reading for the undecided ones).
 
 Readings are cached under ``$PROVENANCE_DATA_DIR/readings/``.
 
@@ -41,11 +43,13 @@ Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_readings.py
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +59,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.bench_generate import KEY  # noqa: E402
-from benchmarks.bench_split import document_log10_p  # noqa: E402
 from benchmarks.generations import cache_dir, fingerprint  # noqa: E402
 from detector.core.config import as_key_config  # noqa: E402
-from detector.core.stats import gamma_sf  # noqa: E402
-from detector.decision.rule import LOG10_2  # noqa: E402
-from detector.evidence import scan  # noqa: E402
-from detector.evidence.detection import detect_config  # noqa: E402
-from detector.evidence.localize import exp_scores  # noqa: E402
-from detector.evidence.weighted import observed_weights, weighted_sf  # noqa: E402
+from detector.decision import rule  # noqa: E402
+from detector.decision.decide import decide_many  # noqa: E402
+from detector.evidence.detection import Document  # noqa: E402
 from detector.reading.model import ModelReading  # noqa: E402
 
 THRESHOLD = 0.01
@@ -75,64 +75,52 @@ MIX = {"prose": 0.7, "code": 0.2, "watermarked": 0.1}
 TARGETS = {100: 0.65, 200: 0.85}
 FPR_LIMIT, WORST_LIMIT, CPU_LIMIT = 0.012, 0.03, 0.3
 CPU_LENGTH = 300
-GAMMA_SHARE = 0.5  # the product's split of alpha today (detector.evidence.localize)
 
 
-class Scored:
-    """One text's scoring under one key: per prefix, the Gamma and scan log10 p, and the
-    scores and scored mask the weighted test weighs."""
+class Stage:
+    """The model-free stage of the product's adaptive decision on a group of texts under one
+    key, after each prefix: ``flag[n]`` (watermarked at once), ``due[n]`` (left undecided,
+    so a reading is due) and ``plain[n]`` (the decision of a surface that never reads:
+    public verification, streams; the full threshold on the model-free tests)."""
 
-    def __init__(self, ids: np.ndarray, key: int, table: Any) -> None:
+    def __init__(self, texts: list[np.ndarray], key: int, table: Any) -> None:
         config = as_key_config(key)
-        det = detect_config(ids, config, THRESHOLD, ngrams=table)
-        self.exp = exp_scores(det, config)
-        self.mask = det.scored_mask
-        self.scores = det.token_scores[det.scored_mask]
-        where = np.flatnonzero(det.scored_mask)
-        self.cut = {n: int(np.searchsorted(where, n)) for n in PREFIXES}
-        self.gamma: dict[int, float] = {}
-        self.scan: dict[int, float] = {}
-        for n, k in self.cut.items():
-            self.gamma[n] = gamma_sf(float(self.exp[:k].sum()), k)[1] if k else 0.0
+        self.config, self.table, self.texts = config, table, texts
+        self.flag: dict[int, np.ndarray] = {}
+        self.due: dict[int, np.ndarray] = {}
+        self.plain: dict[int, np.ndarray] = {}
+        for n in PREFIXES:
+            docs = [[Document(ids[:n], [config], ngrams=table)] for ids in texts]
+            first = decide_many(docs, reserve=[[True]] * len(texts))
+            self.flag[n] = np.array([d.is_watermarked for d in first])
+            self.due[n] = np.array([d.needs_reading for d in first])
+            plain = decide_many(docs)
+            self.plain[n] = np.array([d.is_watermarked for d in plain])
 
-
-def score_all(texts: list[np.ndarray], key: int, table: Any) -> list[Scored]:
-    """Every text scored under ``key``, the scan's first window of each prefix batched."""
-    out = [Scored(ids, key, table) for ids in texts]
-    for n in PREFIXES:
-        group = [s.exp[: s.cut[n]] for s in out]
-        for s, e, w in zip(out, group, scan.best_windows(group), strict=True):
-            s.scan[n] = 0.0 if w is None else scan.scan_log10_p(w.log10_p, e.shape[0])
-    return out
-
-
-def weighted_log10_p(s: Scored, weights: np.ndarray, n: int, level: float) -> float:
-    """The weighted test's log10 p of the first ``n`` tokens; 0 when its score lies under
-    its null mean plus two standard deviations (its tail there is above 2%, far above
-    ``level``, the decision's line for it)."""
-    k = s.cut[n]
-    w = weights[:k]
-    score = float((w * s.scores[:k]).sum())
-    if score <= w.sum() + 2.0 * math.sqrt(float((w * w).sum())):
-        return 0.0
-    lp = weighted_sf(w, score)[1]
-    return lp if lp <= level + 1.0 else 0.0
-
-
-def decisions(s: Scored, weights: np.ndarray | None) -> dict[int, bool]:
-    """The product's flag after each prefix: model-free, or with the reading's weights."""
-    out = {}
-    for n in PREFIXES:
-        doc = float(document_log10_p(np.array([s.gamma[n], s.scan[n]]), GAMMA_SHARE))
-        if weights is not None:
-            wlp = weighted_log10_p(s, weights, n, LOG10_T - LOG10_2)
-            doc = min(0.0, LOG10_2 + min(doc, wlp))
-        out[n] = doc <= LOG10_T
-    return out
-
-
-def scored_weights(reading: ModelReading, s: Scored, width: int = 4) -> np.ndarray:
-    return observed_weights(reading.observed, width)[s.mask]
+    def final(self, reads: list[Any]) -> dict[int, np.ndarray]:
+        """The final flags when the texts left undecided are read (``reads[i]``: text i's
+        reading): the reading stage through the product's ``decide_many``."""
+        out = {}
+        for n in PREFIXES:
+            flags = self.flag[n].copy()
+            due = np.flatnonzero(self.due[n])
+            if due.size:
+                docs = [
+                    [
+                        Document(
+                            self.texts[i][:n],
+                            [self.config],
+                            reads[i].expected[:n],
+                            ngrams=self.table,
+                            observed_scores=reads[i].observed[:n],
+                        )
+                    ]
+                    for i in due
+                ]
+                second = decide_many(docs, reserve=[[True]] * len(docs))
+                flags[due] = [d.is_watermarked for d in second]
+            out[n] = flags
+        return out
 
 
 def load_texts(args: argparse.Namespace) -> dict[str, Any]:
@@ -211,16 +199,30 @@ def cpu_per_check(reading: Any, texts: list[np.ndarray], repeats: int) -> float:
     return float(np.median(best))
 
 
-def undecided_shares(checks: dict[str, list[np.ndarray]], table: Any) -> dict[str, float]:
-    """Share of each kind of check the model-free decision leaves inconclusive."""
-    from detector.decision.decide import decide_many
-    from detector.evidence.detection import Document
+def stage_cpu(texts: list[np.ndarray], table: Any, repeats: int) -> float:
+    """CPU of the model-free stage of one check (one text per call), best of ``repeats``
+    (at least 3), median over texts."""
+    config = as_key_config(KEY)
+    best = []
+    for ids in texts:
+        runs = []
+        for _ in range(max(repeats, 3)):
+            t0 = time.process_time()
+            decide_many([[Document(ids, [config], ngrams=table)]], reserve=[[True]])
+            runs.append(time.process_time() - t0)
+        best.append(min(runs))
+    return float(np.median(best))
 
+
+def undecided_shares(checks: dict[str, list[np.ndarray]], table: Any) -> dict[str, float]:
+    """Share of each kind of check the model-free stage of the adaptive decision leaves
+    undecided (the reading's share of the level set aside, as on a worker with a reading)."""
     config = as_key_config(KEY)
     out = {}
     for kind, texts in checks.items():
-        found = decide_many([[Document(ids, [config], ngrams=table)] for ids in texts])
-        out[kind] = float(np.mean([d.verdict == "inconclusive" for d in found]))
+        docs = [[Document(ids, [config], ngrams=table)] for ids in texts]
+        found = decide_many(docs, reserve=[[True]] * len(docs))
+        out[kind] = float(np.mean([d.needs_reading for d in found]))
     return out
 
 
@@ -237,6 +239,12 @@ def main() -> None:
     parser.add_argument("--cpu-texts", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--undecided", type=int, default=100, help="300-token checks per kind")
+    parser.add_argument(
+        "--reading-shares",
+        default="",
+        help="reading stage's shares of the level to compare (comma-separated; default: the "
+        "product's, detector.decision.rule.READING_SHARE)",
+    )
     parser.add_argument(
         "--read-only",
         action="store_true",
@@ -268,61 +276,119 @@ def main() -> None:
             print(f"{only} read in {time.process_time() - c0:.0f} s CPU", flush=True)
         return
 
-    # Scoring, shared by every reading: the benchmark key on the power cells, the random keys
-    # on the human corpora.
-    power_scored = {c: score_all(v, KEY, table) for c, v in data["power"].items()}
-    human_scored = {g: [score_all(v, k, table) for k in keys] for g, v in data["human"].items()}
-    print(f"scored in {time.process_time() - c0:.0f} s CPU", flush=True)
-
+    base = rule.READING_SHARE
+    shares = [float(x) for x in args.reading_shares.split(",")] if args.reading_shares else [base]
     rows: dict[str, dict[str, Any]] = {}
-    for name in [None, *names]:
-        label = "model-free" if name is None else name
+    cpu_of: dict[str, float] = {}
+    first = stage_cpu(data["cpu"], table, args.repeats)
+    for share in shares:
+        with reading_share(share):
+            rows.update(measure_share(share, base, names, data, keys, model_dir, args, cpu_of))
+    report(rows, first, len(keys), args)
+    print(f"\ntotal {time.time() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU")
+
+
+@contextlib.contextmanager
+def reading_share(share: float) -> Iterator[None]:
+    """The product's decision with the reading stage's share of the level at ``share`` for
+    the time of the block (``detector.decision.rule``; a sweep of what-ifs, the product's
+    own value is the default)."""
+    saved = (rule.READING_SHARE, rule._LOG10_MODEL_FREE, rule._LOG10_READING)
+    if not 0.0 < share < 1.0:
+        raise ValueError("a reading share lies in (0, 1)")
+    rule.READING_SHARE = share
+    rule._LOG10_MODEL_FREE, rule._LOG10_READING = math.log10(1.0 - share), math.log10(share)
+    try:
+        yield
+    finally:
+        rule.READING_SHARE, rule._LOG10_MODEL_FREE, rule._LOG10_READING = saved
+
+
+def measure_share(
+    share: float,
+    base: float,
+    names: list[str],
+    data: dict[str, Any],
+    keys: list[int],
+    model_dir: str,
+    args: argparse.Namespace,
+    cpu_of: dict[str, float],
+) -> dict[str, dict[str, Any]]:
+    """Every reading's row at one reading share (the model-free row at the product's)."""
+    from detector.reading.readings import load_reading, needs_model
+
+    t0, c0 = time.time(), time.process_time()
+    table = data["table"]
+    # The model-free stage, shared by every reading: the benchmark key on the power cells,
+    # the random keys on the human corpora.
+    power_stage = {c: Stage(v, KEY, table) for c, v in data["power"].items()}
+    human_stage = {g: [Stage(v, k, table) for k in keys] for g, v in data["human"].items()}
+    mix = undecided_shares(data["checks"], table)
+    print(
+        f"reading share {share:g}: model-free stage decided in "
+        f"{time.process_time() - c0:.0f} s CPU",
+        flush=True,
+    )
+    rows: dict[str, dict[str, Any]] = {}
+    tag = "" if share == base else f" (s = {share:g})"
+    for name in ([None] if share == base else []) + names:
+        label = ("model-free" if name is None else name) + tag
         c1 = time.process_time()
-        row: dict[str, Any] = {}
+        row: dict[str, Any] = {"mix": mix if name is not None else None}
 
         def reader(n: str = name or "") -> Any:
             return load_reading(n, model_dir if needs_model(n) else None)
 
         for cell, texts in data["power"].items():
-            reads = None if name is None else read_cached(name, reader, cell, texts)
-            hits = []
-            for i, s in enumerate(power_scored[cell]):
-                w = None if reads is None else scored_weights(reads[i], s)
-                hits.append(decisions(s, w))
-            row[cell] = {n: float(np.mean([h[n] for h in hits])) for n in PREFIXES}
+            stage = power_stage[cell]
+            if name is None:
+                got = stage.plain
+            else:
+                got = stage.final(read_cached(name, reader, cell, texts))
+            row[cell] = {n: float(got[n].mean()) for n in PREFIXES}
         for genre, texts in data["human"].items():
             reads = None if name is None else read_cached(name, reader, f"human {genre}", texts)
             counts = np.zeros((len(keys), len(PREFIXES)))
-            for k in range(len(keys)):
-                for i, s in enumerate(human_scored[genre][k]):
-                    w = None if reads is None else scored_weights(reads[i], s)
-                    got = decisions(s, w)
-                    counts[k] += [got[n] for n in PREFIXES]
+            read = np.zeros((len(keys), len(PREFIXES)))
+            for k, stage in enumerate(human_stage[genre]):
+                got = stage.plain if reads is None else stage.final(reads)
+                counts[k] = [got[n].sum() for n in PREFIXES]
+                read[k] = [stage.due[n].sum() for n in PREFIXES]
             row[f"fpr {genre}"] = (counts, len(texts))
+            row[f"read {genre}"] = read.sum(0) / (len(keys) * len(texts))
         row["read seconds"] = time.process_time() - c1
         if name is not None:
-            reading = reader()
-            row["cpu"] = cpu_per_check(reading, data["cpu"], args.repeats)
+            if name not in cpu_of:
+                cpu_of[name] = cpu_per_check(reader(), data["cpu"], args.repeats)
+            row["cpu"] = cpu_of[name]
         rows[label] = row
         print(
             f"{label}: {row['read seconds']:.0f} s CPU (reading and deciding), "
             f"{time.time() - t0:.0f} s wall, load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
-    shares = undecided_shares(data["checks"], table)
-    report(rows, shares, len(keys), args)
-    print(f"\ntotal {time.time() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU")
+    return rows
 
 
-def report(rows: dict[str, dict[str, Any]], shares: dict[str, float], nkeys: int, args) -> None:
+def report(rows: dict[str, dict[str, Any]], first: float, nkeys: int, args) -> None:
     genres = [k[4:] for k in next(iter(rows.values())) if k.startswith("fpr ")]
-    read_share = sum(MIX[k] * shares[k] for k in MIX)
     print(
-        "\nundecided by the model-free decision (300-token checks; watermarked: the code "
-        "answers): "
-        + ", ".join(f"{k} {pct(v)}%" for k, v in shares.items())
-        + f"; read in the mix 70/20/10: {pct(read_share)}%"
+        f"\nthe model-free stage: {1000 * first:.1f} ms CPU per {CPU_LENGTH}-token check; "
+        "undecided by it (300-token checks; watermarked: the code answers), per reading share:"
     )
+    seen: set[str] = set()
+    for label, row in rows.items():
+        mix = row.get("mix")
+        key = label.partition(" (s = ")[2] or "product"
+        if mix is None or key in seen:
+            continue
+        seen.add(key)
+        read = sum(MIX[k] * mix[k] for k in MIX)
+        print(
+            f"  {key}: "
+            + ", ".join(f"{k} {pct(mix[k])}%" for k in MIX)
+            + f"; read in the mix 70/20/10: {pct(read)}%"
+        )
     print(
         f"\n| reading | code 50 / 100 / 200 % | creative sub 20% at 200 % "
         f"| CPU per {CPU_LENGTH}-token check s | mean CPU per check, mix s "
@@ -333,7 +399,9 @@ def report(rows: dict[str, dict[str, Any]], shares: dict[str, float], nkeys: int
     for label, row in rows.items():
         code = row["code"]
         cpu = row.get("cpu", 0.0)
-        mix = read_share * cpu
+        shares = row.get("mix")
+        read_share = 0.0 if shares is None else sum(MIX[k] * shares[k] for k in MIX)
+        mix = first + read_share * cpu
         gain = (
             " / ".join(f"{100 * (code[n] - free['code'][n]) / cpu:.0f}" for n in (100, 200))
             if cpu
@@ -353,7 +421,8 @@ def report(rows: dict[str, dict[str, Any]], shares: dict[str, float], nkeys: int
         )
     print(
         f"\nfalse positives, {nkeys} random keys: mean % at 50 / 100 / 200 tokens; at 200: "
-        "95% interval over keys, variance / mean of the per-key counts, worst key %"
+        "95% interval over keys, variance / mean of the per-key counts, worst key %, share "
+        "of the chunks read %"
     )
     sizes = {g: rows["model-free"][f"fpr {g}"][1] for g in genres}
     print("| reading | " + " | ".join(f"{g} (n={sizes[g]})" for g in genres) + " |")
@@ -366,10 +435,12 @@ def report(rows: dict[str, dict[str, Any]], shares: dict[str, float], nkeys: int
             c = counts[:, -1]
             half = 1.96 * c.std(ddof=1) / math.sqrt(nkeys) / n
             disp = c.var(ddof=1) / max(c.mean(), 1e-12)
+            read = row.get(f"read {g}")
+            shown = "" if label == "model-free" or read is None else f", read {pct(read[-1])}"
             cells.append(
                 " / ".join(pct(m) for m in means)
                 + f"; {pct(max(0.0, means[-1] - half))}-{pct(means[-1] + half)}, "
-                f"{disp:.2f}, worst {pct(c.max() / n)}"
+                f"{disp:.2f}, worst {pct(c.max() / n)}{shown}"
             )
         print(f"| {label} | " + " | ".join(cells) + " |")
 

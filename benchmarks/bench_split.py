@@ -19,7 +19,10 @@ for chunks that share pairs), the worst key, and a 95% interval for the mean ove
 
 Power: the code answers at T = 0.7 / top-p 0.9 of ``bench_power`` (cached; generate them
 with ``bench_power.py --generate-only --cells "code T=0.7 top-p 0.9"``) under the benchmark
-key after 50 / 100 / 200 tokens, when they are cached.
+key after 50 / 100 / 200 tokens, when they are cached; and the planted cell of
+``bench_gof``: the first 120 tokens of each code answer inside 1,200 tokens of prose, beside
+the 120 tokens alone, with the false-positive rate of 1,200-token prose documents (one random
+key each). ``--planted-only`` adds the planted cell to saved p-values.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_split.py [--keys 400]
 [--chunks 150]``; the p-values are saved to ``$PROVENANCE_DATA_DIR/split/pvalues.npz``
@@ -51,8 +54,9 @@ from detector.evidence.localize import exp_scores  # noqa: E402
 
 THRESHOLD = 0.01
 PREFIXES = (50, 100, 200)
-SPLITS = (0.5, 0.8, 0.9)  # the Gamma sum's share of alpha
+SPLITS = (0.5, 0.6, 0.7, 0.8, 0.9)  # the Gamma sum's share of alpha
 CODE_CELL = "code_T0.7_top-p_0.9.json"
+PLANT, AROUND = 120, 1200  # bench_gof's planted cell
 
 
 def pvalues(pieces: list[np.ndarray], key: int, table) -> np.ndarray:
@@ -79,6 +83,55 @@ def pvalues(pieces: list[np.ndarray], key: int, table) -> np.ndarray:
 def document_log10_p(p: np.ndarray, share: float) -> np.ndarray:
     """``min(p_gamma / w, p_scan / (1 - w))`` in log10, from ``p[0]`` (Gamma) and ``p[1]``."""
     return np.minimum(0.0, np.minimum(p[0] - math.log10(share), p[1] - math.log10(1.0 - share)))
+
+
+def full_pvalues(pieces: list[np.ndarray], key: int | list[int], table) -> np.ndarray:
+    """``[2, 1, pieces]``: log10 p of the Gamma sum and the span scan of each whole piece
+    (under one key, or ``key[i]`` for piece i)."""
+    keys = key if isinstance(key, list) else [key] * len(pieces)
+    exps = []
+    for ids, k in zip(pieces, keys, strict=True):
+        config = as_key_config(k)
+        exps.append(exp_scores(detect_config(ids, config, THRESHOLD, ngrams=table), config))
+    out = np.zeros((2, 1, len(pieces)))
+    for i, (exp, w) in enumerate(zip(exps, scan.best_windows(exps), strict=True)):
+        n = exp.shape[0]
+        out[0, 0, i] = gamma_sf(float(exp.sum()), n)[1] if n else 0.0
+        out[1, 0, i] = 0.0 if w is None else scan.scan_log10_p(w.log10_p, n)
+    return out
+
+
+def planted(arrays: dict[str, np.ndarray], docs: int) -> None:
+    """The planted cell into ``arrays``: each code answer's first 120 tokens inside 1,200
+    prose tokens (``bench_gof``'s construction and seeds), the 120 tokens alone, and
+    ``docs`` prose-only documents of 1,200 tokens, each under its own random key."""
+    from benchmarks.corpus import english_prose
+    from detector.text.tokenizers import load_tokenizer
+
+    code = cache_dir("power") / CODE_CELL
+    if not code.is_file():
+        return
+    tok = load_tokenizer()
+    prose = np.asarray(tok.encode(english_prose()), np.int64)
+    texts = [np.asarray(x, np.int64) for x in json.loads(code.read_text())["token_ids"]]
+    rng = np.random.default_rng(11)
+    inside, alone = [], []
+    for ids in texts:
+        span = ids[:PLANT]
+        start = int(rng.integers(0, prose.shape[0] - AROUND))
+        body = prose[start : start + AROUND]
+        cut = int(rng.integers(100, AROUND - 100))
+        inside.append(np.concatenate([body[:cut], span, body[cut:]]))
+        alone.append(span)
+    arrays["planted/in doc"] = full_pvalues(inside, KEY, tok.ngram_table)[None]
+    arrays["planted/alone"] = full_pvalues(alone, KEY, tok.ngram_table)[None]
+    rng = np.random.default_rng(12)
+    keys = [int(k) for k in np.random.default_rng(43).integers(1, 2**63, docs)]
+    bodies = []
+    for _ in range(docs):
+        start = int(rng.integers(0, prose.shape[0] - AROUND))
+        bodies.append(prose[start : start + AROUND])
+    arrays["planted/human docs"] = full_pvalues(bodies, keys, tok.ngram_table)[None]
 
 
 def corpora(chunks: int) -> dict[str, list[np.ndarray]]:
@@ -118,6 +171,7 @@ def measure(args: argparse.Namespace, path: Path) -> None:
     if code.is_file():
         texts = [np.asarray(x, np.int64) for x in json.loads(code.read_text())["token_ids"]]
         arrays["power/code"] = pvalues(texts, KEY, table)[None]
+    planted(arrays, args.planted_docs)
     np.savez_compressed(path, **arrays)  # type: ignore[arg-type]
     print(
         f"scored in {time.time() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU; "
@@ -170,6 +224,24 @@ def report(path: Path) -> None:
             hits = (document_log10_p(p, share) <= limit).mean(-1)
             shown = " / ".join(f"{100 * r:.0f}" for r in hits)
             print(f"| {share:g} / {1 - share:g} | {shown} |")
+    if "planted/in doc" in data:
+        inside, alone = data["planted/in doc"][0], data["planted/alone"][0]
+        human = data["planted/human docs"][0]
+        print(
+            f"\nplanted: {PLANT} code tokens inside {AROUND} prose tokens ({inside.shape[-1]} "
+            f"documents), the same tokens alone; FPR on {human.shape[-1]} prose documents of "
+            f"{AROUND} tokens (one random key each)"
+        )
+        print("| split | in the document % | alone % | ratio | FPR 1,200-token docs % |")
+        print("| --- | --- | --- | --- | --- |")
+        for share in SPLITS:
+            doc = float((document_log10_p(inside, share) <= limit).mean())
+            one = float((document_log10_p(alone, share) <= limit).mean())
+            fpr = float((document_log10_p(human, share) <= limit).mean())
+            print(
+                f"| {share:g} / {1 - share:g} | {100 * doc:.0f} | {100 * one:.0f} | "
+                f"{doc / one if one else math.nan:.2f} | {100 * fpr:.2f} |"
+            )
 
 
 def main() -> None:
@@ -177,10 +249,21 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=400)
     parser.add_argument("--chunks", type=int, default=150, help="chunks per corpus (at most)")
     parser.add_argument("--report", action="store_true", help="print from the saved p-values")
+    parser.add_argument("--planted-docs", type=int, default=400, help="prose-only documents")
+    parser.add_argument(
+        "--planted-only", action="store_true", help="add the planted cell to saved p-values"
+    )
     args = parser.parse_args()
     path = cache_dir("split") / "pvalues.npz"
     print(f"{time.strftime('%Y-%m-%d %H:%M')} load {os.getloadavg()[0]:.1f}", flush=True)
-    if not args.report:
+    if args.planted_only:
+        with np.load(path) as got:
+            arrays = {k: got[k] for k in got.files}
+        c0 = time.process_time()
+        planted(arrays, args.planted_docs)
+        np.savez_compressed(path, **arrays)  # type: ignore[arg-type]
+        print(f"planted cell scored in {time.process_time() - c0:.0f} s CPU", flush=True)
+    elif not args.report:
         measure(args, path)
     report(path)
 

@@ -6,7 +6,8 @@ read the text) and makes the one decision:
 
 1. every hypothesis (key configuration) is scored and gets the global Gamma test;
 2. its scored tokens are scanned for watermarked spans (``detector.evidence.localize``); its
-   document p-value is ``2 min(p_global, p_scan)``;
+   document p-value is ``min(p_global / w, p_scan / (1 - w))``, ``w =
+   detector.evidence.localize.GAMMA_SHARE`` (0.7);
 3. with a model's reading, the weighted test joins: ``min(p_document / (1 - s), p_weighted /
    s)``, ``s = detector.decision.rule.READING_SHARE`` (0.5: ``2 min(p_document,
    p_weighted)``);
@@ -49,9 +50,16 @@ from detector.decision.family import (
     flagged,
     localize_family,
 )
-from detector.decision.rule import LOG10_2, model_free_level_log10
+from detector.decision.rule import model_free_level_log10
 from detector.evidence.detection import Detection, Document, check_threshold, detect_batch
-from detector.evidence.localize import MAX_SPANS, Localization, Span, first_windows, with_chars
+from detector.evidence.localize import (
+    LOG10_GAMMA_SHARE,
+    MAX_SPANS,
+    Localization,
+    Span,
+    first_windows,
+    with_chars,
+)
 
 CORRECTION = "holm"
 # Character offsets of one document's tokens (``[n, 2]``), or a callable that computes them
@@ -140,11 +148,12 @@ class Decision(VerdictResult):
 def gamma_line_log10(threshold: float, num_hypotheses: int, *, weighted: bool = False) -> float:
     """log10 of the p-value the strongest hypothesis's global Gamma test must reach, by
     itself, for ``decide`` to call the text watermarked: Holm's first step (``threshold / m``)
-    on the document p-value ``2 min(p_global, p_scan)``, so ``threshold / (2m)``, times the
+    on the document p-value ``min(p_global / w, p_scan / (1 - w))``, so ``w threshold / m``
+    (``w = GAMMA_SHARE``), times the
     model-free stage's share ``1 - READING_SHARE`` when the reading's share is set aside
     (``weighted``: the text was or may be read; ``detector.decision.rule.with_weighted``).
     The evidence chart draws this line."""
-    level = first_step_log10(threshold, num_hypotheses) - LOG10_2
+    level = first_step_log10(threshold, num_hypotheses) + LOG10_GAMMA_SHARE
     return level + model_free_level_log10(weighted)
 
 

@@ -21,7 +21,12 @@ from detector.core.stats import CORRECTIONS
 from detector.decision.rule import decided_by, flags, model_free_level_log10, with_weighted
 from detector.evidence import scan
 from detector.evidence.detection import Detection, check_threshold
-from detector.evidence.localize import MAX_SPANS, Localization, localize_detection
+from detector.evidence.localize import (
+    GAMMA_SHARE,
+    MAX_SPANS,
+    Localization,
+    localize_detection,
+)
 from detector.evidence.power import ThreeWay, power_model, three_way
 
 
@@ -129,12 +134,13 @@ def family_verdict(
     names: Sequence[str | None] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     correction: str = "holm",
-    tests_per_hypothesis: int = 1,
+    gamma_share: float = 1.0,
     reserved: Sequence[bool] | None = None,
 ) -> FamilyVerdict:
     """Correct a family of detections (hypothesis i is ``detections[i]``, named ``names[i]``).
-    ``tests_per_hypothesis``: how many tests each hypothesis's p-value already combines by
-    Bonferroni (2 for localization: global and scan), for the power of the three-way verdict.
+    ``gamma_share``: the share of each hypothesis's level its Gamma test gets in the p-value
+    it carries (``detector.evidence.localize.GAMMA_SHARE`` for a localized p-value, which
+    weighs the Gamma test and the span scan), for the power of the three-way verdict.
     ``reserved[i]``: hypothesis i's text is or may be read, so the reading stage's share of
     the level is set aside for it (``detector.decision.rule.with_weighted``)."""
     check_threshold(threshold)
@@ -150,7 +156,9 @@ def family_verdict(
     best_lp = float(adjusted[best]) if best is not None else 0.0
     scored = 0 if best is None else detections[best].num_scored_tokens
     is_watermarked = flags(best_lp, threshold, scored)
-    level = first_step_log10(threshold, len(detections)) - math.log10(tests_per_hypothesis)
+    if not 0.0 < gamma_share <= 1.0:
+        raise ValueError("gamma_share must lie in (0, 1]")
+    level = first_step_log10(threshold, len(detections)) + math.log10(gamma_share)
     three = _family_three_way(
         detections, names, held, is_watermarked, 10.0**best_lp, threshold, level
     )
@@ -245,7 +253,7 @@ def localize_family(
         names=names,
         threshold=threshold,
         correction=correction,
-        tests_per_hypothesis=2,
+        gamma_share=GAMMA_SHARE,
         reserved=reserved,
     )
     hypotheses = tuple(

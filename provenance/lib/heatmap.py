@@ -84,8 +84,8 @@ def chart(
 ) -> dict[str, Any]:
     """Polyline of -log10 p (the global Gamma test's cumulative evidence) against token index,
     and the line that evidence must cross by itself for the decision to call the text
-    watermarked (``detector.decision.decide.gamma_line_log10``: threshold / 2m, halved again
-    when the weighted test joined)."""
+    watermarked (``detector.decision.decide.gamma_line_log10``: the Gamma test's share of
+    threshold / m, halved again when the weighted test joined)."""
     points = (data or {}).get("chart") or []
     if not points:
         return {}

@@ -58,12 +58,13 @@ def test_it_prints_the_three_way_verdict_and_its_reason(capsys, tmp_path):
     n = short["num_scored_tokens"]  # de-duplicated tokens minus pairs common in human text
     vllm = short["gamma"]["vllm_num_scored_tokens"]  # vLLM's statistic, under "gamma"
     assert 60 < n < 200 and n + short["num_common_tokens"] == vllm
-    # the default power model, at the decision's level: the threshold shared by the global
-    # test and the span scan (Bonferroni, 0.01 / 2)
+    # the default power model, at the Gamma test's share of the level (the span scan has the
+    # rest: weighted Bonferroni, 0.01 x GAMMA_SHARE)
     from detector.evidence import power
+    from detector.evidence.localize import GAMMA_SHARE
 
     needed = power.tokens_for_power(
-        power.mean_score_for(power.DEFAULT_TOKENS_NEEDED), np.log10(0.01 / 2)
+        power.mean_score_for(power.DEFAULT_TOKENS_NEEDED), np.log10(0.01 * GAMMA_SHARE)
     )
     assert needed > power.DEFAULT_TOKENS_NEEDED
     assert short["verdict_reason"].startswith(f"only {n} tokens could be scored; about {needed}")

@@ -13,9 +13,10 @@ from detector.cli.main import main
 from detector.core.config import KeyConfig
 from detector.decision.decide import decide, decide_many, gamma_line_log10
 from detector.decision.family import correct
-from detector.decision.rule import with_weighted
+from detector.decision.rule import READING_SHARE, with_weighted
 from detector.decision.text import detect_text
 from detector.evidence.detection import Document, detect_config
+from detector.evidence.localize import GAMMA_SHARE as SHARE
 from detector.text.tokenizers import load_tokenizer
 from tests.detector.decision.one_voice import KEY, corpus, mixed_range
 
@@ -42,9 +43,9 @@ def test_the_mixed_text_is_flagged_by_its_span_though_the_global_test_alone_miss
     (span,) = found.spans
     assert span.start_char < end and span.end_char > start  # the span covers them
     assert span.end_char - span.start_char < 4 * (end - start)
-    # document p = 2 min(p_global, p_scan): the scan decided here
+    # document p = min(p_global / w, p_scan / (1 - w)): the scan decided here
     loc = found.localizations[0]
-    assert found.log10_p == pytest.approx(min(0.0, math.log10(2) + loc.scan_log10_p))
+    assert found.log10_p == pytest.approx(min(0.0, loc.scan_log10_p - math.log10(1 - SHARE)))
 
 
 def _docs(tok, text, configs_per_doc):
@@ -130,10 +131,12 @@ def test_the_gamma_line_is_where_the_global_test_alone_makes_the_decision(tok, t
     scan found, and the document p-value it gives is the first Holm step exactly."""
     for m in (1, 3):
         line = gamma_line_log10(THRESHOLD, m)
-        assert line == pytest.approx(math.log10(THRESHOLD / (2 * m)))
-        # the document p-value 2 p_global at the line is Holm's first step exactly
-        assert math.log10(2) + line == pytest.approx(math.log10(THRESHOLD / m))
-        assert gamma_line_log10(THRESHOLD, m, weighted=True) == pytest.approx(line - math.log10(2))
+        assert line == pytest.approx(math.log10(SHARE * THRESHOLD / m))
+        # the document p-value p_global / w at the line is Holm's first step exactly
+        assert line - math.log10(SHARE) == pytest.approx(math.log10(THRESHOLD / m))
+        assert gamma_line_log10(THRESHOLD, m, weighted=True) == pytest.approx(
+            line + math.log10(1 - READING_SHARE)
+        )
     flagged_by_gamma = 0
     for text in texts.values():
         found = detect_text(text, tok, [KEY])
@@ -141,6 +144,8 @@ def test_the_gamma_line_is_where_the_global_test_alone_makes_the_decision(tok, t
         if plain.num_scored_tokens and plain.log10_p <= gamma_line_log10(THRESHOLD, 1):
             flagged_by_gamma += 1
             assert found.verdict == "watermarked"
-        # the document p-value is at most twice the global one: the line is the rule's own
-        assert found.hypotheses[0].decision_log10_p <= min(0.0, math.log10(2) + plain.log10_p)
+        # the document p-value is at most p_global / w: the line is the rule's own
+        assert found.hypotheses[0].decision_log10_p <= min(
+            0.0, plain.log10_p - math.log10(SHARE) + 1e-12
+        )
     assert flagged_by_gamma >= 1

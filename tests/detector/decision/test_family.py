@@ -158,12 +158,15 @@ def test_the_family_is_inconclusive_when_one_key_lacks_power():
     assert mixed.tokens_needed == power.tokens_for_power(mean, level)
 
 
-def test_tests_per_hypothesis_lowers_the_level_the_power_is_measured_at():
+def test_the_gamma_share_lowers_the_level_the_power_is_measured_at():
     family = [_detection(0.5, scored=300), _detection(0.5, scored=300)]
-    one, two = family_verdict(family), family_verdict(family, tests_per_hypothesis=2)
-    assert two.power < one.power
+    one, part = family_verdict(family), family_verdict(family, gamma_share=0.8)
+    assert part.power < one.power
     mean = power.mean_score_for(power.DEFAULT_TOKENS_NEEDED)
-    assert two.power == pytest.approx(power.constant_power(300, mean, math.log10(0.01 / 4)))
+    assert part.power == pytest.approx(power.constant_power(300, mean, math.log10(0.01 * 0.8 / 2)))
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="gamma_share"):
+            family_verdict(family, gamma_share=bad)
 
 
 def test_a_verdict_result_answers_for_its_family():

@@ -10,6 +10,7 @@ from detector.core.stats import gamma_sf
 from detector.decision.rule import flags
 from detector.evidence.detection import Detection, detect_config
 from detector.evidence.localize import (
+    GAMMA_SHARE,
     Localization,
     Span,
     first_windows,
@@ -74,7 +75,17 @@ def test_span_p_values_are_adjusted_and_ordered():
         assert isinstance(s, Span) and s.end > s.start and s.num_scored_tokens <= s.end - s.start
         assert s.log10_p >= s.window_log10_p  # the scan's price is never negative
         assert s.p_value == pytest.approx(10.0**s.log10_p)
-    assert found.log10_p <= min(found.global_log10_p, found.scan_log10_p) + math.log10(2) + 1e-12
+    # the document p-value: min(p_global / w, p_scan / (1 - w)), weighted Bonferroni
+    assert found.log10_p == pytest.approx(
+        min(
+            0.0,
+            found.global_log10_p - math.log10(GAMMA_SHARE),
+            found.scan_log10_p - math.log10(1 - GAMMA_SHARE),
+        )
+    )
+    # every span's p-value carries the scan's share of the level
+    scan_floor = found.scan_log10_p - math.log10(1 - GAMMA_SHARE) - 1e-12
+    assert all(s.log10_p >= scan_floor for s in found.spans)
 
 
 def _null(n: int, rng: np.random.Generator) -> Detection:
