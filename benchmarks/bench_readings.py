@@ -379,7 +379,7 @@ def report(rows: dict[str, dict[str, Any]], first: float, nkeys: int, args) -> N
     seen: set[str] = set()
     for label, row in rows.items():
         mix = row.get("mix")
-        key = label.partition(" (s = ")[2] or "product"
+        key = label.partition(" (s = ")[2].rstrip(")") or f"{rule.READING_SHARE:g} (the product's)"
         if mix is None or key in seen:
             continue
         seen.add(key)

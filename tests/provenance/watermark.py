@@ -54,3 +54,16 @@ def watermarked_ids(key: int, num_tokens: int = 200, seed: int = 0, width: int =
 def watermarked_text(key: int, num_tokens: int = 200, seed: int = 0) -> str:
     tokenizer: Tokenizer = load_tokenizer("default")
     return tokenizer.decode(watermarked_ids(key, num_tokens, seed)).strip()
+
+
+def default_tokens_needed(threshold: float = 0.01) -> int:
+    """Scored tokens a text of unknown kind needs for the three-way verdict to clear it when
+    no reading is or may be taken: the default power basis at the global Gamma test's share of
+    the localized decision's level (``detector.evidence.localize.GAMMA_SHARE``)."""
+    import math
+
+    from detector.evidence import power
+    from detector.evidence.localize import GAMMA_SHARE
+
+    mean = power.mean_score_for(power.DEFAULT_TOKENS_NEEDED)
+    return int(power.tokens_for_power(mean, math.log10(threshold * GAMMA_SHARE)))

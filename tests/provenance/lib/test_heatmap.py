@@ -8,6 +8,7 @@ import math
 from django.utils import translation
 
 from detector.decision.decide import gamma_line_log10
+from detector.evidence.localize import GAMMA_SHARE
 from provenance.lib import heatmap
 
 DATA = {
@@ -73,8 +74,8 @@ def test_span_ranges_and_sentences_are_one_per_span_one_based_inclusive():
 def test_the_chart_draws_the_evidence_and_the_line_the_gamma_test_must_cross():
     drawn = heatmap.chart(DATA, threshold=0.01, num_hypotheses=2)
     needed = -gamma_line_log10(0.01, 2)
-    # Holm's first step threshold / m on the document p-value 2 min(p_global, p_scan)
-    assert math.isclose(needed, -math.log10(0.01 / (2 * 2)))
+    # Holm's first step threshold / m on the document p-value min(p_global / w, p_scan / (1 - w))
+    assert math.isclose(needed, -math.log10(0.01 * GAMMA_SHARE / 2))
     assert drawn["threshold_label"] == f"-log10 p = {needed:.1f}"
     points = [tuple(map(float, p.split(","))) for p in drawn["polyline"].split()]
     assert len(points) == len(DATA["chart"])
@@ -89,6 +90,6 @@ def test_the_chart_line_is_halved_again_when_the_weighted_test_joined():
     plain = heatmap.chart(DATA, threshold=0.01, num_hypotheses=2)
     weighted = heatmap.chart(DATA, threshold=0.01, num_hypotheses=2, weighted=True)
     needed = -gamma_line_log10(0.01, 2, weighted=True)
-    assert math.isclose(needed, -math.log10(0.01 / 8))
+    assert math.isclose(needed, -math.log10(0.01 * GAMMA_SHARE / 2 / 2))
     assert weighted["threshold_label"] == f"-log10 p = {needed:.1f}"
     assert weighted["threshold_label"] != plain["threshold_label"]

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from detector.decision.text import detect_text
+from detector.evidence.localize import GAMMA_SHARE
 from detector.text.tokenizers import load_tokenizer
 from provenance.audits.services import audit_submit
 from provenance.checks.models import Check
@@ -34,10 +35,11 @@ def test_a_watermarked_text_is_flagged_with_the_matching_key(cast, alice_key, wm
     assert check.log10_p < -20 and check.num_hypotheses == 1
     expected = detect_text(wm_text, load_tokenizer("default"), [KEY_VALUE])
     assert check.num_scored_tokens == expected.hypotheses[0].detection.num_scored_tokens
-    # the verdict is the library's decision: the global test and the span scan, Bonferroni
+    # the verdict is the library's decision: the global test and the span scan, weighted
+    # Bonferroni (the Gamma test at GAMMA_SHARE of the level)
     assert check.log10_p == pytest.approx(expected.log10_p)
     global_test = expected.hypotheses[0].detection
-    assert check.log10_p == pytest.approx(global_test.log10_p + math.log10(2))
+    assert check.log10_p == pytest.approx(global_test.log10_p - math.log10(GAMMA_SHARE))
 
 
 def test_a_human_text_is_not_flagged(cast, alice_key, human_text):
@@ -56,8 +58,9 @@ def test_the_verdict_is_holm_corrected_over_every_usable_key(
     assert check.num_hypotheses == 4 and len(rows) == 4
     best = min(rows, key=lambda row: row.adjusted_log10_p)
     assert best.key_id == alice_key.id
-    # document p = 2 x the global p here (the scan is weaker on a fully watermarked text)
-    assert best.adjusted_log10_p == pytest.approx(best.log10_p + math.log10(2 * 4))
+    # document p = the global p / GAMMA_SHARE here (the scan is weaker on a fully watermarked
+    # text), times 4 hypotheses
+    assert best.adjusted_log10_p == pytest.approx(best.log10_p + math.log10(4 / GAMMA_SHARE))
     # Holm steps down: every other key's adjusted p is at least the best one's. (Not at least
     # its own global p: a key's document p is 2 x min(global, scan), below the global p when
     # its scan is the stronger test.)
