@@ -46,8 +46,10 @@ MAX_SPANS = 8
 # docs/benchmarks-power.md): 0.7 finds 100-token code answers as often as the Gamma sum alone
 # and keeps nearly all of what the scan finds in a document (16% against 18% at 0.5).
 GAMMA_SHARE = 0.7
+# Every split the product has decided with, the current first: a signed report is verified
+# against the one its figures were decided with (0.5 until 2026-12-07).
+GAMMA_SHARES_USED = (GAMMA_SHARE, 0.5)
 LOG10_GAMMA_SHARE = math.log10(GAMMA_SHARE)
-LOG10_SCAN_SHARE = math.log10(1.0 - GAMMA_SHARE)
 
 
 @dataclass(frozen=True)
@@ -152,16 +154,20 @@ def localize_detection(
     max_spans: int = MAX_SPANS,
     span_factor: float = 1.0,
     first_window: scan.Window | None = None,
+    gamma_share: float | None = None,
 ) -> Localization:
     """Localize from an existing ``Detection``. ``span_factor`` multiplies the spans' p-values
     (Bonferroni over several keys; 1 for one key); the document p-value is left for the
     caller's family correction. ``first_window``: the scan's first window when the caller
     computed it already (``scan.best_windows`` over many texts at once); ``None``: scanned here
-    (where a batch found no window, the scan here finds none as quickly)."""
+    (where a batch found no window, the scan here finds none as quickly). ``gamma_share``: the
+    split of the level (None: ``GAMMA_SHARE``; a signed report's verifier passes the split a
+    report was decided with)."""
     exp = exp_scores(detection, config)
     n = exp.shape[0]
     blocked = np.zeros(n, np.bool_)
-    log_span = math.log10(span_factor) - LOG10_SCAN_SHARE
+    share = GAMMA_SHARE if gamma_share is None else gamma_share
+    log_span = math.log10(span_factor) - math.log10(1.0 - share)
     spans: list[Span] = []
     first = 0.0
     running = -math.inf  # max of scan log10 p over the spans so far
@@ -200,7 +206,7 @@ def localize_detection(
         margin = config.context_width
         blocked[max(0, lo - margin) : min(n, hi + margin)] = True
     global_lp = detection.log10_p
-    doc_lp = document_log10_p(global_lp, first) if n else 0.0
+    doc_lp = document_log10_p(global_lp, first, share) if n else 0.0
     p, lp = _log10_pair(doc_lp)
     return Localization(
         spans=sorted(spans, key=lambda s: s.start),
@@ -213,10 +219,20 @@ def localize_detection(
     )
 
 
-def document_log10_p(global_log10_p: float, scan_log10_p: float) -> float:
+def document_log10_p(
+    global_log10_p: float, scan_log10_p: float, gamma_share: float | None = None
+) -> float:
     """The document p-value in log10: ``min(1, p_g / w, p_scan / (1 - w))``, ``w =
-    GAMMA_SHARE``."""
-    return min(0.0, global_log10_p - LOG10_GAMMA_SHARE, scan_log10_p - LOG10_SCAN_SHARE)
+    gamma_share`` (None: ``GAMMA_SHARE``)."""
+    if gamma_share is None:
+        gamma_share = GAMMA_SHARE
+    if not 0.0 < gamma_share < 1.0:
+        raise ValueError("gamma_share must lie in (0, 1)")
+    return min(
+        0.0,
+        global_log10_p - math.log10(gamma_share),
+        scan_log10_p - math.log10(1.0 - gamma_share),
+    )
 
 
 def localize_ids(

@@ -212,16 +212,30 @@ def _recompute_decision(
     report's decision (its own p-value, its spans, the family's corrected p and verdict)."""
     from detector.decision.family import correct
     from detector.decision.rule import flags, with_weighted
-    from detector.evidence.localize import localize_detection
+    from detector.evidence.localize import GAMMA_SHARES_USED, localize_detection
 
     hypotheses = payload["hypotheses"]
     threshold = float(payload["threshold"])
-    loc = localize_detection(d, config, threshold=threshold, span_factor=len(hypotheses))
-    own = with_weighted(
-        loc.log10_p, h.get("weighted_log10_p"), reserved=bool(h.get("reading_reserved"))
-    )
     rounded = bool(h.get("p_rounded"))
-    _close("decision log10 p", own, h["decision_log10_p"], rounded)
+    first_error: ReportError | None = None
+    # The split of the level the check was decided with: the current one, else one the
+    # product decided with before (a report of a check scored then still holds).
+    for share in GAMMA_SHARES_USED:
+        loc = localize_detection(
+            d, config, threshold=threshold, span_factor=len(hypotheses), gamma_share=share
+        )
+        own = with_weighted(
+            loc.log10_p, h.get("weighted_log10_p"), reserved=bool(h.get("reading_reserved"))
+        )
+        try:
+            _close("decision log10 p", own, h["decision_log10_p"], rounded)
+        except ReportError as exc:
+            first_error = first_error or exc
+            continue
+        break
+    else:
+        assert first_error is not None
+        raise first_error
     spans = [s for s in payload.get("spans") or [] if s.get("key_id") == h["key"]["id"]]
     if not rounded and h["key"]["id"] is not None and payload.get("spans") is not None:
         want = [(s["start_token"], s["end_token"]) for s in spans]

@@ -223,3 +223,35 @@ def test_a_rounded_report_is_compared_at_its_power_of_ten(text):
     h["log10_p"] -= 1
     with pytest.raises(ReportError, match="log10 p"):
         recompute(basic, text, KEY, load_tokenizer())
+
+
+def _decided_with_split(text: str, share: float, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """A report whose figures were decided with the model-free split ``share``."""
+    from detector.evidence import localize
+
+    with monkeypatch.context() as m:
+        m.setattr(localize, "GAMMA_SHARE", share)
+        return payload(text, [KEY + 1, KEY])
+
+
+def test_a_report_decided_with_an_earlier_split_still_recomputes(text, monkeypatch):
+    """A check scored before the split of the model-free level changed (0.5 until 0.7) keeps
+    its figures; its report must still verify against the text and the key."""
+    from detector.evidence.localize import GAMMA_SHARE, GAMMA_SHARES_USED
+
+    old = _decided_with_split(text, 0.5, monkeypatch)
+    now = payload(text, [KEY + 1, KEY])
+    assert 0.5 in GAMMA_SHARES_USED and GAMMA_SHARE != 0.5
+    reported = old["hypotheses"][1]["decision_log10_p"]
+    assert reported != now["hypotheses"][1]["decision_log10_p"]  # the split moved it
+    got = recompute(old, text, KEY, load_tokenizer())
+    assert got["decision_log10_p"] == pytest.approx(reported, rel=1e-12)
+    assert recompute(now, text, KEY, load_tokenizer())["decision_log10_p"] == pytest.approx(
+        now["hypotheses"][1]["decision_log10_p"], rel=1e-12
+    )
+
+
+def test_a_report_decided_with_a_split_never_used_fails(text, monkeypatch):
+    odd = _decided_with_split(text, 0.6, monkeypatch)
+    with pytest.raises(ReportError, match="decision log10 p"):
+        recompute(odd, text, KEY, load_tokenizer())
