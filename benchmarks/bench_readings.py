@@ -59,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.bench_generate import KEY  # noqa: E402
+from benchmarks.bench_reading_cpu import cpu_per_check  # noqa: E402
 from benchmarks.generations import cache_dir, fingerprint  # noqa: E402
 from detector.core.config import as_key_config  # noqa: E402
 from detector.decision import rule  # noqa: E402
@@ -185,18 +186,6 @@ def read_cached(name: str, reader: Any, group: str, texts: list[np.ndarray]) -> 
     arrays = {f"e{i}": r.expected for i, r in enumerate(out)}
     np.savez(path, **arrays, **{f"o{i}": r.observed for i, r in enumerate(out)})
     return out
-
-
-def cpu_per_check(reading: Any, texts: list[np.ndarray], repeats: int) -> float:
-    best = []
-    for ids in texts:
-        runs = []
-        for _ in range(repeats):
-            t0 = time.process_time()
-            reading.read([ids], temperature=T, top_p=P)
-            runs.append(time.process_time() - t0)
-        best.append(min(runs))
-    return float(np.median(best))
 
 
 def stage_cpu(texts: list[np.ndarray], table: Any, repeats: int) -> float:
@@ -359,7 +348,7 @@ def measure_share(
         row["read seconds"] = time.process_time() - c1
         if name is not None:
             if name not in cpu_of:
-                cpu_of[name] = cpu_per_check(reader(), data["cpu"], args.repeats)
+                cpu_of[name] = cpu_per_check(reader(), data["cpu"], args.repeats, T, P)
             row["cpu"] = cpu_of[name]
         rows[label] = row
         print(

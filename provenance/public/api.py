@@ -12,6 +12,7 @@ is checked)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -60,12 +61,14 @@ class UnsupportedMediaType(ProblemError):
     default_code = "unsupported_media_type"
 
 
-def body_door(request: Request) -> str:
-    """The body's media type, once its type and declared length pass (before any read)."""
+def body_door(request: Request, limits: Mapping[str, int] | None = None) -> str:
+    """The body's media type, once its type and declared length pass (before any read):
+    ``limits`` maps each media type taken to its largest body (the verify route's,
+    ``body_limits()``, by default)."""
     media = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
-    limits = body_limits()
+    limits = body_limits() if limits is None else limits
     if media not in limits:
-        raise UnsupportedMediaType(f"send {JSON} or {MULTIPART}")
+        raise UnsupportedMediaType(f"send {' or '.join(limits)}")
     try:
         length = int(request.META.get("CONTENT_LENGTH") or "")
     except ValueError:

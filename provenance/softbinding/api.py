@@ -20,15 +20,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 
-from provenance.errors import PayloadTooLarge, ProblemError
+from provenance.errors import ProblemError
 from provenance.public import budgets
 from provenance.public import services as public
 from provenance.public.api import (
     POW_HEADER,
-    LengthRequired,
     PublicApi,
     UnsupportedMediaType,
     _problem,
+    body_door,
 )
 from provenance.public.models import Partner
 from provenance.softbinding import services
@@ -110,7 +110,7 @@ class ByContentApi(PublicApi):
             query = _query(request, BY_CONTENT_QUERY)
             services.check_alg(query.get("alg"), required=False)
             limit = services.max_results(query.get("maxResults"))
-            media = _asset_door(request)
+            media = body_door(request, _asset_limits())
             caller = _caller(request, proof_required=True)
             asset = request._request.body
             matches = services.matches_by_content(
@@ -121,24 +121,15 @@ class ByContentApi(PublicApi):
         return _answer(matches)
 
 
-def _asset_door(request: Request) -> str:
-    media = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
-    if media not in services.ASSET_TYPES:
-        raise UnsupportedMediaType(f"send one of {', '.join(sorted(services.ASSET_TYPES))}")
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or "")
-    except ValueError:
-        raise LengthRequired("a Content-Length is required") from None
-    if length < 0:
-        raise LengthRequired("a Content-Length is required")
-    limit = (
-        settings.PROVENANCE_MAX_TEXT_BYTES
+def _asset_limits() -> dict[str, int]:
+    """The largest asset of each media type byContent takes: a plain text of at most
+    ``PROVENANCE_MAX_TEXT_BYTES``, a document of at most ``PROVENANCE_MAX_DOCUMENT_BYTES``."""
+    return {
+        media: settings.PROVENANCE_MAX_TEXT_BYTES
         if media == "text/plain"
         else settings.PROVENANCE_MAX_DOCUMENT_BYTES
-    )
-    if length > limit:
-        raise PayloadTooLarge(f"the body is {length} bytes; the limit is {limit}")
-    return media
+        for media in sorted(services.ASSET_TYPES)
+    }
 
 
 class ByBindingApi(PublicApi):
