@@ -57,20 +57,28 @@ PREFIXES = (50, 100, 200)
 SPLITS = (0.5, 0.6, 0.7, 0.8, 0.9)  # the Gamma sum's share of alpha
 CODE_CELL = "code_T0.7_top-p_0.9.json"
 PLANT, AROUND = 120, 1200  # bench_gof's planted cell
+WHOLE = (math.inf,)  # ``pvalues``'s length for a whole piece
 
 
-def pvalues(pieces: list[np.ndarray], key: int, table) -> np.ndarray:
-    """``[2, prefixes, chunks]``: log10 p of the Gamma sum and of the span scan of each
-    chunk's first 50 / 100 / 200 tokens under ``key``, as the product scores them."""
-    config = as_key_config(key)
+def pvalues(
+    pieces: list[np.ndarray],
+    key: int | list[int],
+    table,
+    lengths: tuple[float, ...] = PREFIXES,
+) -> np.ndarray:
+    """``[2, lengths, pieces]``: log10 p of the Gamma sum and of the span scan of each
+    piece's first 50 / 100 / 200 tokens (``lengths``; ``math.inf``: the whole piece) under
+    ``key`` (or ``key[i]`` for piece i), as the product scores them."""
+    keys = key if isinstance(key, list) else [key] * len(pieces)
     exps = []
-    for ids in pieces:
+    for ids, k in zip(pieces, keys, strict=True):
+        config = as_key_config(k)
         det = detect_config(ids, config, THRESHOLD, ngrams=table)
         exp = exp_scores(det, config)
         where = np.flatnonzero(det.scored_mask)
-        exps.append([exp[: int(np.searchsorted(where, n))] for n in PREFIXES])
-    out = np.zeros((2, len(PREFIXES), len(pieces)))
-    for j in range(len(PREFIXES)):
+        exps.append([exp[: int(np.searchsorted(where, n))] for n in lengths])
+    out = np.zeros((2, len(lengths), len(pieces)))
+    for j in range(len(lengths)):
         group = [e[j] for e in exps]
         windows = scan.best_windows(group)
         for i, (exp, w) in enumerate(zip(group, windows, strict=True)):
@@ -83,22 +91,6 @@ def pvalues(pieces: list[np.ndarray], key: int, table) -> np.ndarray:
 def document_log10_p(p: np.ndarray, share: float) -> np.ndarray:
     """``min(p_gamma / w, p_scan / (1 - w))`` in log10, from ``p[0]`` (Gamma) and ``p[1]``."""
     return np.minimum(0.0, np.minimum(p[0] - math.log10(share), p[1] - math.log10(1.0 - share)))
-
-
-def full_pvalues(pieces: list[np.ndarray], key: int | list[int], table) -> np.ndarray:
-    """``[2, 1, pieces]``: log10 p of the Gamma sum and the span scan of each whole piece
-    (under one key, or ``key[i]`` for piece i)."""
-    keys = key if isinstance(key, list) else [key] * len(pieces)
-    exps = []
-    for ids, k in zip(pieces, keys, strict=True):
-        config = as_key_config(k)
-        exps.append(exp_scores(detect_config(ids, config, THRESHOLD, ngrams=table), config))
-    out = np.zeros((2, 1, len(pieces)))
-    for i, (exp, w) in enumerate(zip(exps, scan.best_windows(exps), strict=True)):
-        n = exp.shape[0]
-        out[0, 0, i] = gamma_sf(float(exp.sum()), n)[1] if n else 0.0
-        out[1, 0, i] = 0.0 if w is None else scan.scan_log10_p(w.log10_p, n)
-    return out
 
 
 def planted(arrays: dict[str, np.ndarray], docs: int) -> None:
@@ -123,15 +115,15 @@ def planted(arrays: dict[str, np.ndarray], docs: int) -> None:
         cut = int(rng.integers(100, AROUND - 100))
         inside.append(np.concatenate([body[:cut], span, body[cut:]]))
         alone.append(span)
-    arrays["planted/in doc"] = full_pvalues(inside, KEY, tok.ngram_table)[None]
-    arrays["planted/alone"] = full_pvalues(alone, KEY, tok.ngram_table)[None]
+    arrays["planted/in doc"] = pvalues(inside, KEY, tok.ngram_table, WHOLE)[None]
+    arrays["planted/alone"] = pvalues(alone, KEY, tok.ngram_table, WHOLE)[None]
     rng = np.random.default_rng(12)
     keys = [int(k) for k in np.random.default_rng(43).integers(1, 2**63, docs)]
     bodies = []
     for _ in range(docs):
         start = int(rng.integers(0, prose.shape[0] - AROUND))
         bodies.append(prose[start : start + AROUND])
-    arrays["planted/human docs"] = full_pvalues(bodies, keys, tok.ngram_table)[None]
+    arrays["planted/human docs"] = pvalues(bodies, keys, tok.ngram_table, WHOLE)[None]
 
 
 def corpora(chunks: int) -> dict[str, list[np.ndarray]]:
