@@ -34,6 +34,7 @@ come out under ``gamma`` in ``Decision.summary``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -53,7 +54,7 @@ from detector.decision.family import (
 from detector.decision.rule import model_free_level_log10
 from detector.evidence.detection import Detection, Document, check_threshold, detect_batch
 from detector.evidence.localize import (
-    LOG10_GAMMA_SHARE,
+    GAMMA_SHARE,
     MAX_SPANS,
     Localization,
     Span,
@@ -153,7 +154,7 @@ def gamma_line_log10(threshold: float, num_hypotheses: int, *, weighted: bool = 
     model-free stage's share ``1 - READING_SHARE`` when the reading's share is set aside
     (``weighted``: the text was or may be read; ``detector.decision.rule.with_weighted``).
     The evidence chart draws this line."""
-    level = first_step_log10(threshold, num_hypotheses) + LOG10_GAMMA_SHARE
+    level = first_step_log10(threshold, num_hypotheses) + math.log10(GAMMA_SHARE)
     return level + model_free_level_log10(weighted)
 
 

@@ -49,7 +49,6 @@ GAMMA_SHARE = 0.7
 # Every split the product has decided with, the current first: a signed report is verified
 # against the one its figures were decided with (0.5 until 2026-12-07).
 GAMMA_SHARES_USED = (GAMMA_SHARE, 0.5)
-LOG10_GAMMA_SHARE = math.log10(GAMMA_SHARE)
 
 
 @dataclass(frozen=True)

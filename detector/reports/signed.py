@@ -217,25 +217,21 @@ def _recompute_decision(
     hypotheses = payload["hypotheses"]
     threshold = float(payload["threshold"])
     rounded = bool(h.get("p_rounded"))
-    first_error: ReportError | None = None
-    # The split of the level the check was decided with: the current one, else one the
-    # product decided with before (a report of a check scored then still holds).
-    for share in GAMMA_SHARES_USED:
+
+    def decided(share: float) -> tuple[Any, float]:
         loc = localize_detection(
             d, config, threshold=threshold, span_factor=len(hypotheses), gamma_share=share
         )
-        own = with_weighted(
-            loc.log10_p, h.get("weighted_log10_p"), reserved=bool(h.get("reading_reserved"))
-        )
-        try:
-            _close("decision log10 p", own, h["decision_log10_p"], rounded)
-        except ReportError as exc:
-            first_error = first_error or exc
-            continue
-        break
-    else:
-        assert first_error is not None
-        raise first_error
+        weighted = h.get("weighted_log10_p")
+        return loc, with_weighted(loc.log10_p, weighted, reserved=bool(h.get("reading_reserved")))
+
+    # The split of the level the check was decided with: the current one, else one the
+    # product decided with before (a report of a check scored then still holds); where none
+    # agrees, the current split's figure is the one named.
+    tried = (decided(share) for share in GAMMA_SHARES_USED)
+    match = next((t for t in tried if _agrees(t[1], h["decision_log10_p"], rounded)), None)
+    loc, own = match or decided(GAMMA_SHARES_USED[0])
+    _close("decision log10 p", own, h["decision_log10_p"], rounded)
     spans = [s for s in payload.get("spans") or [] if s.get("key_id") == h["key"]["id"]]
     if not rounded and h["key"]["id"] is not None and payload.get("spans") is not None:
         want = [(s["start_token"], s["end_token"]) for s in spans]
@@ -259,14 +255,20 @@ def _recompute_decision(
     return {"decision_log10_p": own, "num_spans": len(loc.spans)}
 
 
-def _close(what: str, got: float, reported: Any, rounded: bool) -> None:
+def _agrees(got: float, reported: Any, rounded: bool) -> bool:
+    """Whether a recomputed figure is the reported one (at its power of ten when rounded)."""
     if reported is None:
-        return
+        return True
     if rounded:
-        if math.floor(got) != reported:
-            raise ReportError(f"{what}: recomputed {got:.3f}, the report says {reported}")
-    elif not math.isclose(got, float(reported), rel_tol=1e-9, abs_tol=1e-9):
-        raise ReportError(f"{what}: recomputed {got!r}, the report says {reported!r}")
+        return bool(math.floor(got) == reported)
+    return math.isclose(got, float(reported), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _close(what: str, got: float, reported: Any, rounded: bool) -> None:
+    if _agrees(got, reported, rounded):
+        return
+    shown = f"{got:.3f}" if rounded else repr(got)
+    raise ReportError(f"{what}: recomputed {shown}, the report says {reported!r}")
 
 
 def _table_of(
