@@ -56,16 +56,6 @@ def _app(seen: list[bytes]) -> ProvenanceHeaders:
     return ProvenanceHeaders(Starlette(routes=routes))
 
 
-@pytest.fixture
-def env(monkeypatch):
-    monkeypatch.setenv(provenance_asgi.MODEL_ENV, "smollm2-135m")
-    monkeypatch.setenv(provenance_asgi.TOKENIZER_ENV, "c0ffee")
-    monkeypatch.setenv(provenance_asgi.DEFAULT_KEY_ENV, "team-a")
-    provenance_asgi._tokenizer_hash.cache_clear()
-    yield
-    provenance_asgi._tokenizer_hash.cache_clear()
-
-
 def test_completions_are_tagged_and_the_body_reaches_the_app_unchanged(env):
     seen: list[bytes] = []
     with TestClient(_app(seen)) as c:
@@ -231,15 +221,6 @@ def test_a_missing_record_leaves_the_settings_answer(env, tmp_path, monkeypatch)
 
 
 # --- Content Credentials on vLLM's replies ------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def signer():
-    from detector.credentials.certificates import development_certificate
-    from generator.credentials import ReplyCredentials
-
-    dev = development_certificate("Acme")
-    return dev, ReplyCredentials(dev.credential, "Acme")
 
 
 HELLO = [{"role": "user", "content": "Hello."}]  # a body the gate accepts

@@ -11,7 +11,6 @@ own server runs over the real transformers backend (SmolLM2).
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -21,6 +20,7 @@ from generator.auth import AuthGate, ClientRegistry, issue_token
 from generator.core import DrawRecord
 from generator.floors import SamplingFloors
 from generator.provenance_asgi import ProvenanceHeaders
+from tests.security.asgi import post
 
 KEY_A = 0x0BADC0DE0BADC0DE
 PROMPT = "Write a short story about a lighthouse keeper."
@@ -103,34 +103,6 @@ def _stack(registry: ClientRegistry, engine: _Engine, **gate) -> AuthGate:
     return AuthGate(ProvenanceHeaders(engine), registry, **gate)
 
 
-def _post(app, body: dict, token: str, path: str = "/v1/chat/completions"):
-    """(status, headers, response body) of one POST through ``app``."""
-
-    async def run():
-        sent: list[dict] = []
-        messages = [{"type": "http.request", "body": json.dumps(body).encode()}]
-
-        async def receive():
-            return messages.pop(0) if messages else {"type": "http.disconnect"}
-
-        async def send(message):
-            sent.append(message)
-
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": path,
-            "headers": [(b"authorization", f"Bearer {token}".encode())],
-        }
-        await app(scope, receive, send)
-        return sent
-
-    sent = asyncio.run(run())
-    headers = {k.decode(): v.decode() for k, v in sent[0].get("headers", [])}
-    content = b"".join(m.get("body", b"") for m in sent[1:])
-    return sent[0]["status"], headers, content
-
-
 @pytest.fixture
 def clients(tmp_path):
     path = tmp_path / "clients.json"
@@ -151,7 +123,7 @@ def test_a_key_is_chosen_only_by_a_name_the_token_may_use(clients, value):
     registry, tokens = clients
     engine = _Engine()
     app = _stack(registry, engine, enforce=False, default_key="team-b")
-    status, headers, content = _post(
+    status, headers, content = post(
         app, _body(vllm_xargs={"watermark_key": value}), tokens["a-only"]
     )
     assert status == 403 and engine.seen == [], value
@@ -166,12 +138,12 @@ def test_the_servers_default_applies_only_when_no_key_is_named_and_the_token_may
     registry, tokens = clients
     engine = _Engine()
     own = _stack(registry, engine, enforce=True, default_key="team-a")
-    status, headers, _ = _post(
+    status, headers, _ = post(
         own, {"messages": [{"role": "user", "content": PROMPT}]}, tokens["a-only"]
     )
     assert status == 200 and headers["x-provenance-key"] == "team-a"
     theirs = _stack(registry, engine, enforce=True, default_key="team-b")
-    status, _, _ = _post(
+    status, _, _ = post(
         theirs, {"messages": [{"role": "user", "content": PROMPT}]}, tokens["a-only"]
     )
     assert status == 403
@@ -188,7 +160,7 @@ def test_fields_that_see_or_steer_the_distribution_are_refused_where_watermarkin
     for who, enforce in (("free", True), ("a-only", False)):
         engine = _Engine()
         app = _stack(registry, engine, enforce=enforce)
-        status, _, content = _post(app, _body(**STEERING[field]), tokens[who])
+        status, _, content = post(app, _body(**STEERING[field]), tokens[who])
         message = json.loads(content)["error"]["message"]
         assert status == 403 and engine.seen == [], (field, who)
         assert f"'{field}'" in message and "outside the keyed draw" in message
@@ -199,7 +171,7 @@ def test_a_client_that_may_opt_out_may_use_them_unenforced(clients):
     registry, tokens = clients
     engine = _Engine()
     app = _stack(registry, engine, enforce=False)
-    status, _, _ = _post(app, _body(logprobs=True, top_logprobs=5), tokens["free"])
+    status, _, _ = post(app, _body(logprobs=True, top_logprobs=5), tokens["free"])
     assert status == 200 and engine.seen[0]["logprobs"] is True
 
 
@@ -208,7 +180,7 @@ def test_a_field_the_gate_does_not_know_is_refused_for_everyone(clients, field):
     registry, tokens = clients
     engine = _Engine()
     app = _stack(registry, engine, enforce=False)
-    status, _, content = _post(app, _body(**UNKNOWN[field]), tokens["free"])
+    status, _, content = post(app, _body(**UNKNOWN[field]), tokens["free"])
     assert status == 403 and engine.seen == []
     assert f"'{field}'" in json.loads(content)["error"]["message"]
 
@@ -220,7 +192,7 @@ def test_echo_and_logprobs_are_refused_on_both_routes(clients, path):
     app = _stack(registry, engine, enforce=True)
     kind = "chat" if path.endswith("chat/completions") else "completion"
     for extra in ({"echo": True}, {"logprobs": 5 if kind == "completion" else True}):
-        status, _, _ = _post(app, _body(kind, **extra), tokens["free"], path)
+        status, _, _ = post(app, _body(kind, **extra), tokens["free"], path)
         assert status == 403, (path, extra)
     assert engine.seen == []
 
@@ -230,7 +202,7 @@ def test_a_temperature_the_engine_would_read_from_a_string_or_boolean_is_refused
     registry, tokens = clients
     engine = _Engine()
     app = _stack(registry, engine, enforce=True)
-    status, _, content = _post(app, _body(temperature=value), tokens["free"])
+    status, _, content = post(app, _body(temperature=value), tokens["free"])
     assert status == 400 and "temperature" in json.loads(content)["error"]["message"]
     assert engine.seen == []
 
@@ -246,7 +218,7 @@ def test_settings_each_at_its_floor_are_refused_together_under_enforce(clients, 
     assert all(floors.refusal({k: v}) is None for k, v in settings.items())  # each alone passes
     engine = _Engine()
     app = _stack(registry, engine, enforce=True)
-    status, _, content = _post(app, _body(**settings), tokens["free"])
+    status, _, content = post(app, _body(**settings), tokens["free"])
     message = json.loads(content)["error"]["message"]
     assert status == 403 and engine.seen == [] and "together" in message
     assert all(name in message for name in settings)
@@ -265,7 +237,7 @@ def test_a_streamed_reply_ends_with_what_its_draw_carried(clients, tmp_path, mon
         (DrawRecord(keyed=60, with_choice=0, excess=0.0), False),
     ):
         app = _stack(registry, _Engine(drawn), enforce=True)
-        status, _, content = _post(
+        status, _, content = post(
             app, _body("completion", stream=True), tokens["a-only"], "/v1/completions"
         )
         events = [e.removeprefix("data: ") for e in content.decode().split("\n\n") if e]
@@ -401,7 +373,7 @@ def test_a_list_of_prompts_counts_as_n_and_is_refused_where_watermarking_is_enfo
         engine = _Engine()
         app = _stack(registry, engine, enforce=enforce)
         body = _body("completion", prompt=MANY_PROMPTS[prompts])
-        status, _, content = _post(app, body, tokens[who], "/v1/completions")
+        status, _, content = post(app, body, tokens[who], "/v1/completions")
         message = json.loads(content)["error"]["message"]
         assert status == 403 and engine.seen == [], (prompts, who)
         assert "'prompt'" in message and "completions" in message
@@ -413,7 +385,7 @@ def test_one_prompt_in_a_list_is_one_completion(clients, prompt):
     registry, tokens = clients
     engine = _Engine()
     app = _stack(registry, engine, enforce=True)
-    status, _, _ = _post(
+    status, _, _ = post(
         app, _body("completion", prompt=prompt), tokens["a-only"], "/v1/completions"
     )
     assert status == 200 and engine.seen[0]["prompt"] == prompt
@@ -431,7 +403,7 @@ def test_completions_served_together_never_share_one_draw_record(
     registry, tokens = clients
     engine = _Engine(DrawRecord(keyed=60, with_choice=58, excess=40.0))
     app = _stack(registry, engine, enforce=False)
-    status, headers, _ = _post(app, _body("completion", **extra), tokens["free"], "/v1/completions")
+    status, headers, _ = post(app, _body("completion", **extra), tokens["free"], "/v1/completions")
     assert status == 200
     assert records.RECORD_ARG not in engine.seen[0]["vllm_xargs"]
     assert "x-provenance-expected-log10-p" not in headers
@@ -465,7 +437,7 @@ def test_a_client_supplied_name_never_writes_a_raw_newline_into_the_access_log(
     app = _stack(registry, _Engine(), enforce=False)
     body = _body(model="m\nodel", vllm_xargs={"watermark_key": key})
     with caplog.at_level("INFO", logger="generator.access"):
-        status, _, _ = _post(app, body, token)
+        status, _, _ = post(app, body, token)
     lines = [r.getMessage() for r in caplog.records if r.name == "generator.access"]
     assert status == 200 and len(lines) == 1
     line = lines[0]
@@ -481,8 +453,8 @@ def test_a_token_that_may_not_opt_out_must_name_a_key_where_the_server_has_no_de
     engine = _Engine()
     app = _stack(registry, engine, enforce=False, default_key=None)
     for xargs in ({}, None):
-        status, _, content = _post(app, _body(vllm_xargs=xargs), tokens["a-only"])
+        status, _, content = post(app, _body(vllm_xargs=xargs), tokens["a-only"])
         assert status == 403 and engine.seen == []
         assert "name a key" in json.loads(content)["error"]["message"]
-    status, _, _ = _post(app, _body(vllm_xargs={}), tokens["free"])  # it may opt out
+    status, _, _ = post(app, _body(vllm_xargs={}), tokens["free"])  # it may opt out
     assert status == 200

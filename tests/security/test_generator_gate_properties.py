@@ -24,7 +24,6 @@ build our V1 processor's row for it (``generator.vllm_v1.build_row``). The invar
 
 from __future__ import annotations
 
-import asyncio
 import json
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -40,6 +39,7 @@ from generator.core import DrawRecord, WatermarkRequestError
 from generator.fields import FIELDS
 from generator.floors import SamplingFloors
 from generator.provenance_asgi import ProvenanceHeaders
+from tests.security.asgi import post
 
 pytestmark = pytest.mark.vllm
 chat_protocol = pytest.importorskip("vllm.entrypoints.openai.chat_completion.protocol")
@@ -247,29 +247,6 @@ async def _answer(send: Any, status: int) -> None:
     await send({"type": "http.response.body", "body": b'{"choices": []}'})
 
 
-def _post(app: Any, body: dict[str, Any], token: str, path: str) -> int:
-    async def run() -> int:
-        sent: list[dict[str, Any]] = []
-        messages = [{"type": "http.request", "body": json.dumps(body).encode()}]
-
-        async def receive() -> dict[str, Any]:
-            return messages.pop(0) if messages else {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": path,
-            "headers": [(b"authorization", f"Bearer {token}".encode())],
-        }
-        await app(scope, receive, send)
-        return int(sent[0]["status"])
-
-    return asyncio.run(run())
-
-
 @pytest.fixture(scope="module", autouse=True)
 def record_dir(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
@@ -287,7 +264,7 @@ def _serve(body: dict[str, Any], who: str, enforce: bool, route: str) -> tuple[i
         floors=SamplingFloors(),
     )
     path = "/v1/chat/completions" if route == "chat" else "/v1/completions"
-    return _post(app, body, TOKENS[who], path), front
+    return post(app, body, TOKENS[who], path)[0], front
 
 
 def _routing(row: Any, steps: int = 64) -> list[int]:

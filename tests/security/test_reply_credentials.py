@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the generator tests' fixtures, imported by name)
 """Content Credentials on vLLM's replies are signed only for text the keyed draw wrote.
 
 A client that may opt out passes the gate with a steering field (``echo``, ``logit_bias``,
@@ -13,30 +14,11 @@ import json
 import pytest
 from starlette.testclient import TestClient
 
-from generator import provenance_asgi
 from generator.auth import Client, authorize
 from generator.provenance_asgi import ProvenanceHeaders
+from tests.generator.conftest import env, signer  # noqa: F401  (fixtures, found by name)
 
 HUMAN = "Every word of this sentence was typed by a person, not drawn by any model."
-
-
-@pytest.fixture
-def env(monkeypatch):
-    monkeypatch.setenv(provenance_asgi.MODEL_ENV, "smollm2-135m")
-    monkeypatch.setenv(provenance_asgi.TOKENIZER_ENV, "c0ffee")
-    monkeypatch.setenv(provenance_asgi.DEFAULT_KEY_ENV, "team-a")
-    provenance_asgi._tokenizer_hash.cache_clear()
-    yield
-    provenance_asgi._tokenizer_hash.cache_clear()
-
-
-@pytest.fixture(scope="module")
-def signer():
-    from detector.credentials.certificates import development_certificate
-    from generator.credentials import ReplyCredentials
-
-    dev = development_certificate("Acme")
-    return dev, ReplyCredentials(dev.credential, "Acme")
 
 
 def _echoing_engine(signer) -> ProvenanceHeaders:
